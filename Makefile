@@ -1,0 +1,27 @@
+# Two commands for a newcomer: `make demo` and `make test`.
+# Both create .venv on first use (torch pinned to the local 2.13.0 CPU wheel
+# *before* the project, so pip never pulls a CUDA build) and are no-ops after.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: setup demo test bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/sp-ode demo
+
+test: $(STAMP)
+	$(PY) -m pytest -q -n 2 tests
+
+clean:
+	rm -rf $(VENV) out build *.egg-info

@@ -1,0 +1,3 @@
+from sp_ode.cli import main
+
+raise SystemExit(main())
