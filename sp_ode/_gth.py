@@ -20,6 +20,12 @@ from __future__ import annotations
 import numpy as np
 
 
+# Back substitution grows x by the ratio p_0/p_{n−1}, which can pass 1e308 on chains
+# whose p spans more than the float range; rescale before it overflows (entries
+# below the range then underflow to 0, the correctly rounded answer).
+_RESCALE_AT = 1e200
+
+
 def _back_substitute(A: np.ndarray) -> np.ndarray:
     """x_{n−1} = 1, x_k = Σ_{i>k} x_i · A[i, k] (A[k+1:, k] holds the scaled column)."""
     n = A.shape[0]
@@ -27,6 +33,8 @@ def _back_substitute(A: np.ndarray) -> np.ndarray:
     x[n - 1] = 1.0
     for k in range(n - 2, -1, -1):
         x[k] = x[k + 1:] @ A[k + 1:, k]
+        if x[k] > _RESCALE_AT:
+            x[k:] /= x[k]
     return x / x.sum()
 
 
@@ -82,4 +90,7 @@ def gth_batched(Q: np.ndarray) -> np.ndarray:
     x[:, n - 1] = 1.0
     for k in range(n - 2, -1, -1):
         x[:, k] = np.einsum("bi,bi->b", x[:, k + 1:], A[:, k + 1:, k])
+        big = x[:, k] > _RESCALE_AT
+        if big.any():
+            x[big, k:] /= x[big, k, None]
     return x / x.sum(axis=-1, keepdims=True)
