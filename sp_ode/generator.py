@@ -263,33 +263,39 @@ def uniformize(Q, lam: float | None = None):
 
 
 def from_transition_matrix(P, lam: float = 1.0):
-    """The generator Q = λ(P − I) of a row-stochastic transition matrix P."""
+    """The generator Q = λ(P − I) of a row-stochastic transition matrix P.
+
+    Off-diagonal rates are λ P_ij; each diagonal entry is set to minus its row's
+    off-diagonal sum rather than computed as λ(P_ii − 1), which would cancel
+    when P_ii ≈ 1 (uniformisation with a large λ).
+    """
     lam = check_positive("lam", lam)
-    if sp.issparse(P):
-        P = sp.csr_array(P, dtype=np.float64)
-        eye = sp.identity(P.shape[0], format="csr") if P.shape[0] == P.shape[1] else None
-    else:
-        P = check_finite_array("P", P, ndim=2)
-        eye = np.eye(P.shape[0]) if P.shape[0] == P.shape[1] else None
-    if eye is None:
+    P = P.toarray() if sp.issparse(P) else P
+    P = check_finite_array("P", P, ndim=2)
+    if P.shape[0] != P.shape[1]:
         raise ValueError(f"`P` must be square; got shape {P.shape}.")
-    Pd = P.toarray() if sp.issparse(P) else P
-    if np.any(Pd < 0):
-        raise ValueError(f"`P` entries must be >= 0; got {Pd.min():.3g}.")
-    sums = Pd.sum(axis=1)
+    if np.any(P < 0):
+        raise ValueError(f"`P` entries must be >= 0; got {P.min():.3g}.")
+    sums = P.sum(axis=1)
     if not np.allclose(sums, 1.0, rtol=0, atol=ROW_SUM_C * P.shape[0] * EPS):
         raise ValueError(f"`P` rows must sum to one; got row sums in [{sums.min():.6g}, {sums.max():.6g}].")
-    return check_generator(lam * (P - eye), name="lam * (P - I)")
+    R = lam * P
+    np.fill_diagonal(R, 0.0)
+    return R - np.diag(R.sum(axis=1))
 
 
 # --- structure -----------------------------------------------------------------
 
 def _adjacency(Q) -> sp.csr_array:
-    A = sp.csr_array(Q) if sp.issparse(Q) else sp.csr_array(np.asarray(Q))
-    A = A.tocoo()
-    keep = (A.row != A.col) & (A.data > 0)
-    n = A.shape[0]
-    return sp.csr_array((np.ones(int(keep.sum())), (A.row[keep], A.col[keep])), shape=(n, n))
+    """The rate graph i → j (Q_ij > 0, i ≠ j) as a CSR pattern."""
+    if sp.issparse(Q):
+        A = sp.csr_array(Q > 0)
+        A.setdiag(False)
+        A.eliminate_zeros()
+        return A
+    A = np.asarray(Q) > 0
+    np.fill_diagonal(A, False)
+    return sp.csr_array(A)
 
 
 def communicating_classes(Q) -> list[np.ndarray]:
@@ -321,6 +327,8 @@ def closed_classes(Q) -> list[np.ndarray]:
 def _irreducible_unchecked(Q) -> bool:
     if Q.shape[0] == 1:
         return True
+    if not sp.issparse(Q) and np.count_nonzero(Q > 0) == Q.shape[0] * (Q.shape[0] - 1):
+        return True  # every off-diagonal rate positive: the rate graph is complete
     k, _ = connected_components(_adjacency(Q), directed=True, connection="strong")
     return k == 1
 

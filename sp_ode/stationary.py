@@ -162,7 +162,9 @@ def stationary_distribution(Q, method: str | None = None, *, return_info: bool =
     p, extra = out if isinstance(out, tuple) else (out, {})
     if not return_info:
         return p
-    info = {"method": method, "residual": stationary_residual(Q, p), **extra}
+    if "method" in extra:  # the solver's own description of its algorithm
+        extra["algorithm"] = extra.pop("method")
+    info = {**extra, "method": method, "residual": stationary_residual(Q, p)}
     return p, info
 
 
