@@ -1,1 +1,71 @@
-"""neural"""
+"""neural: the fast–slow attention language model and φ_θ (DESIGN.md §4, T4).
+
+Fast path: causal attention over T tokens.  Slow path: attention over the T/P
+causally block-mean-pooled tokens (ε = 1/P), fed back with a one-block lag
+through a zero-initialised additive gate.
+
+The namespace is the API: ``import neural; neural.FastSlowLM(neural.tiny())``.
+Names load lazily from their modules, so ``import neural`` does not import torch
+until a name that needs it is used.
+"""
+from __future__ import annotations
+
+import importlib
+
+# public name -> module that defines it.  Each section belongs to one concept;
+# add names to your own section only.
+_LAZY: dict[str, str] = {
+    # --- model (issue 5) ---
+    "ModelConfig": "neural.config",
+    "PRESETS": "neural.config",
+    "ARMS": "neural.config",
+    "tiny": "neural.config",
+    "small": "neural.config",
+    "FastSlowLM": "neural.model",
+    "block_mean_pool": "neural.pooling",
+    "lag_one_block": "neural.pooling",
+    "add_to_blocks": "neural.pooling",
+    # --- data and training (issue 5) ---
+    # (the training function is `neural.train.train`: the name `neural.train` is its module)
+    "ByteCorpus": "neural.data",
+    "MarkovSource": "neural.data",
+    "load_text": "neural.data",
+    "markov_corpus": "neural.data",
+    "load_corpus": "neural.data",
+    "get_batch": "neural.data",
+    "TrainConfig": "neural.train",
+    "TrainResult": "neural.train",
+    "CheckpointError": "neural.checkpoint",
+    "CheckpointMismatchError": "neural.checkpoint",
+    # --- phi (issue 6) ---
+    "PhiMLP": "neural.phi",
+    "PhiFit": "neural.phi",
+    "PhiEvaluation": "neural.phi",
+    "PhiCertificate": "neural.phi",
+    "fit_phi": "neural.phi",
+    "evaluate_phi": "neural.phi",
+    "phi_certificate": "neural.phi",
+    "kl_loss": "neural.phi",
+    "residual_loss": "neural.phi",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        # submodules (`neural.model`, ...) resolve like attributes.
+        try:
+            return importlib.import_module(f"neural.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"neural.{name}":
+                raise
+        raise AttributeError(f"module 'neural' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # cache: later lookups skip __getattr__
+    return value
+
+
+def __dir__():
+    return __all__

@@ -45,7 +45,9 @@ class ModelConfig:
     def __post_init__(self) -> None:
         for name in ("vocab_size", "seq_len", "pool", "n_layer", "n_head", "d_model", "mlp_ratio"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"`{name}` must be a positive integer; got {type(value).__name__} {value!r}.")
+            if value < 1:
                 raise ValueError(f"`{name}` must be a positive integer; got {value!r}.")
         if self.arm not in ARMS:
             raise ValueError(f"`arm` must be one of {ARMS}; got {self.arm!r}.")
@@ -56,7 +58,9 @@ class ModelConfig:
             )
         if self.d_model % self.n_head != 0:
             raise ValueError(f"`d_model` ({self.d_model}) must be divisible by `n_head` ({self.n_head}).")
-        if self.window is not None and (isinstance(self.window, bool) or not isinstance(self.window, int) or self.window < 1):
+        if self.window is not None and (isinstance(self.window, bool) or not isinstance(self.window, int)):
+            raise TypeError(f"`window` must be None or a positive integer; got {type(self.window).__name__}.")
+        if self.window is not None and self.window < 1:
             raise ValueError(f"`window` must be None or a positive integer; got {self.window!r}.")
         if not (isinstance(self.dropout, (int, float)) and 0.0 <= self.dropout < 1.0):
             raise ValueError(f"`dropout` must be in [0, 1); got {self.dropout!r}.")
@@ -88,16 +92,19 @@ class ModelConfig:
             if not sep or key not in fields:
                 raise ValueError(f"`--set` items must be key=value with key in {sorted(fields)}; got {item!r}.")
             current = getattr(self, key)
-            if raw.lower() == "none":
-                value = None
-            elif isinstance(current, bool):
-                value = raw.lower() in ("1", "true", "yes")
-            elif isinstance(current, int) or key == "window":
-                value = int(raw)
-            elif isinstance(current, float):
-                value = float(raw)
-            else:
-                value = raw
+            try:
+                if raw.lower() == "none":
+                    value = None
+                elif isinstance(current, bool):
+                    value = raw.lower() in ("1", "true", "yes")
+                elif isinstance(current, int) or key == "window":
+                    value = int(raw)
+                elif isinstance(current, float):
+                    value = float(raw)
+                else:
+                    value = raw
+            except ValueError:
+                raise ValueError(f"`--set {key}` must be a {type(current).__name__}; got {raw!r}.") from None
             changes[key] = value
         return dataclasses.replace(self, **changes)
 

@@ -2,7 +2,11 @@
 
 Computes p_st(y) over a grid of y for the default generator family (cycle3,
 three states, y ∈ [−2, 2]), checks Qᵀp = 0 at every point, prints a short
-table and writes ``report.json`` and ``p_st.png`` under ``--out``.
+table and writes ``report.json`` and ``p_st.png`` under ``--out``.  Then it runs
+`sp-ode verify` on the default fast–slow system (me3: a master equation over the
+same family): the identity φ = p_st by root-finding and the convergence
+certificate, with its figures and report under ``--out/verify`` and its numbers
+in the demo's ``report.json`` (skip with ``--skip-verify``).
 """
 from __future__ import annotations
 
@@ -17,6 +21,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--out", default="out/demo", help="output folder")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--smoke", action="store_true", help="tiny, fast version")
+    parser.add_argument("--skip-verify", action="store_true",
+                        help="only the p_st(y) table (skip `sp-ode verify` on the default system me3)")
 
 
 def stationary_table(family, ys: np.ndarray) -> dict:
@@ -66,10 +72,26 @@ def run(args) -> int:
     tol = 64 * family.n * np.finfo(float).eps * float(np.max(np.abs(family.batch(table["y"]))))
     report = {**table, "residual_tolerance": tol, "passed": table["residual_max"] <= tol,
               "figures": [str(figure)]}
+    verify = None
+    if not args.skip_verify:
+        # the manifold verification of issue 3 on the default fast–slow system (me3, a master
+        # equation over cycle3): φ = p_st by root-finding, and the O(ε)/O(ε²) certificate
+        from sp_ode._cli_verify import DEMO_SYSTEM, resolve_system, verify_report
+
+        verify = verify_report(resolve_system(DEMO_SYSTEM), smoke=args.smoke, out=out / "verify",
+                               show_progress=not args.json)
+        write_json(out / "verify" / "report.json", verify)
+        report["verify"] = verify
+        report["figures"] += verify["figures"] + [str(out / "verify" / "report.json")]
+        report["passed"] = bool(report["passed"] and verify["passed"])
     write_json(out / "report.json", report)
     if args.json:
-        print(dumps({k: report[k] for k in ("family", "n", "residual_max", "residual_tolerance",
-                                            "spectral_gap_min", "passed")}))
+        summary = {k: report[k] for k in ("family", "n", "residual_max", "residual_tolerance",
+                                          "spectral_gap_min", "passed")}
+        if verify is not None:
+            summary["verify"] = {k: verify[k] for k in ("system", "identity_max_error", "slope_manifold",
+                                                         "slope_corrected", "slope_slow", "passed")}
+        print(dumps(summary))
     else:
         print(f"p_st(y) for {family.name}: {family.description}")
         header = "      y  " + "  ".join(f"p_{i:<8d}" for i in range(family.n)) + "  gap γ"
@@ -80,5 +102,10 @@ def run(args) -> int:
             print(f"{table['y'][k, 0]:7.3f}  {row}  {table['spectral_gap'][k]:.4f}")
         print(f"max residual ‖Qᵀp‖∞ = {table['residual_max']:.2e} (tolerance {tol:.1e}); "
               f"min spectral gap {table['spectral_gap_min']:.4f}")
-        print(f"wrote {out / 'report.json'} and {figure}")
+        if verify is not None:
+            from sp_ode._cli_verify import format_report
+
+            print()
+            print(format_report(verify))
+        print(f"wrote {out / 'report.json'}, " + ", ".join(report["figures"]))
     return 0 if report["passed"] else 1

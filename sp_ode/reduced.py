@@ -1,0 +1,203 @@
+"""The reduced (slow) system y' = g(φ(y), y) and its simulation (DESIGN.md T2).
+
+Setting ε = 0 in ε dx/dt = f(x, y), dy/dt = g(x, y) confines x to the critical
+manifold x = φ(y), f(φ(y), y) = 0, and leaves the reduced flow
+
+    dy/dt = g(t, φ(y), y, args),
+
+which has no ε in it: its cost does not grow as ε → 0 (Tikhonov: the full slow
+variable stays O(ε) from it past the initial layer).  For a master-equation
+system φ = p_st(y) (T1), computed here by `sp_ode.stationary.stationary_jax` (a
+bordered solve, differentiable); any other φ — a closed form, a root-finder, or
+a corrected manifold h_ε = φ + ε h₁ + … (T3) for the corrected reduced flow — is
+passed as a callable ``phi(y) -> (m,)``.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Callable, Hashable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from sp_ode import _integrate
+from sp_ode.simulation import (BACKENDS, DEFAULT_MAX_STEPS, Trajectory, check_state, check_system, check_t_span,
+                             check_ts, finish, prepare_batch)
+from sp_ode._validation import check_choice, check_positive, check_positive_int
+from sp_ode.stationary import stationary_jax
+from sp_ode.system import FastSlowSystem, MasterEquationSystem
+
+jax.config.update("jax_enable_x64", True)
+
+__all__ = ["ReducedSystem", "reduced_system", "simulate_reduced"]
+
+
+def _stationary_phi(Q_of_y: Callable) -> Callable:
+    def phi(y):
+        return stationary_jax(Q_of_y(y))  # φ(y) = p_st(y), T1
+    return phi
+
+
+def _bounded_get(cache: "OrderedDict[Hashable, Any]", key: Hashable, make: Callable, size: int = 64):
+    """cache[key], made on a miss; least recently used entries are dropped past `size`."""
+    value = cache.get(key)
+    if value is None:
+        value = cache[key] = make()
+        if len(cache) > size:
+            cache.popitem(last=False)
+    else:
+        cache.move_to_end(key)
+    return value
+
+
+# One φ object per generator family, so repeated reduced solves reuse the compiled solve
+# (compiled solves are keyed on the identity of g and φ).
+_phi_cache: "OrderedDict[Hashable, Callable]" = OrderedDict()
+
+
+@dataclass(frozen=True, eq=False)
+class ReducedSystem:
+    """dy/dt = g(t, φ(y), y, args): the ε = 0 limit of a fast–slow system.
+
+    Attributes
+    ----------
+    g : the slow vector field of the full system.
+    phi : callable y (d,) -> (m,), the manifold the fast state is slaved to.
+    args : the parameters of g.
+    d : slow dimension (None if not declared).
+    name : label.
+    phi_key : hashable identity of `phi` (keys the compiled-solve cache).
+    """
+
+    g: Callable
+    phi: Callable
+    args: Any
+    d: int | None
+    name: str
+    phi_key: Hashable
+
+    def rhs(self, t, y, args=None):
+        """dy/dt = g(t, φ(y), y, args), shape (d,); `args` defaults to ``self.args``."""
+        args = self.args if args is None else args
+        return self.g(t, self.phi(y), y, args)
+
+
+def reduced_system(system, phi: Callable | None = None) -> ReducedSystem:
+    """The reduced system of `system` on the manifold x = φ(y).
+
+    Parameters
+    ----------
+    system : FastSlowSystem, MasterEquationSystem or catalogue entry
+    phi : callable ``phi(y) -> (m,)``, optional
+        JAX-traceable.  Default: p_st(y) for a MasterEquationSystem; the closed-form
+        critical manifold of a catalogue entry when it has one.
+
+    Raises
+    ------
+    TypeError
+        `system` is not a fast–slow system, or `phi` is not callable.
+    ValueError
+        No `phi` given and none is known for `system`.
+    """
+    entry_phi = getattr(system, "phi", None) if not isinstance(system, FastSlowSystem) else None
+    system = check_system(system)
+    if phi is None:
+        if isinstance(system, MasterEquationSystem):
+            key = ("p_st", system.Q_of_y)
+            phi = _bounded_get(_phi_cache, key, lambda: _stationary_phi(system.Q_of_y))
+            return ReducedSystem(system.g, phi, system.args, system.d, f"{system.name}/reduced", key)
+        if entry_phi is None:
+            raise ValueError(f"`phi` is required for system {system.name!r}: only master-equation systems and "
+                             "catalogue entries with a closed form have a default critical manifold.")
+        phi = entry_phi
+    if not callable(phi):
+        raise TypeError(f"`phi` must be callable as phi(y) -> (m,); got {type(phi).__name__}.")
+    return ReducedSystem(system.g, phi, system.args, system.d, f"{system.name}/reduced", phi)
+
+
+def _reduced_problem(red: ReducedSystem) -> _integrate.Problem:
+    g, phi = red.g, red.phi
+
+    def make_rhs(args_static):
+        import equinox as eqx
+
+        def rhs(t, y, dyn):
+            _, args_dyn = dyn
+            args = eqx.combine(args_dyn, args_static)
+            return g(t, phi(y), y, args)
+        return rhs
+
+    return _integrate.Problem(key=("reduced", g, red.phi_key), make_rhs=make_rhs)
+
+
+_phi_eval_cache: "OrderedDict[Hashable, Callable]" = OrderedDict()
+
+
+def simulate_reduced(system, t_span, y0, *, phi: Callable | None = None, backend: str = "diffrax",
+                     method: str | None = None, rtol: float = 1e-8, atol: float = 1e-10, ts=None,
+                     throw: bool = True, max_steps: int = DEFAULT_MAX_STEPS, args=None,
+                     batch_args: bool = False) -> Trajectory:
+    """Integrate the reduced flow dy/dt = g(t, φ(y), y, args) over `t_span`.
+
+    The cost does not depend on ε (no ε appears).  Parameters and failure
+    handling are those of `sp_ode.simulate`, less ``x0``; `system` may also be a
+    `ReducedSystem`.
+
+    Parameters
+    ----------
+    system : FastSlowSystem, catalogue entry or ReducedSystem
+    t_span : (t0, t1)
+    y0 : array (d,) or (B, d)
+    phi : callable ``phi(y) -> (m,)``, optional (see `reduced_system`)
+        Compiled solves are cached on the identity of ``phi``: pass the same object
+        again (not a fresh closure) to reuse the compilation.
+
+    Returns
+    -------
+    Trajectory
+        ``y`` (K, d) | (B, K, d) the reduced solution; ``x`` = φ(y) along it.
+
+    Raises
+    ------
+    TypeError, ValueError, SolverError
+        As `sp_ode.simulate`; ValueError (names `phi`) when no manifold is known;
+        ValueError (names `g`) when g(φ(y0), y0) does not have the shape of y0.
+    """
+    red = system if isinstance(system, ReducedSystem) else reduced_system(system, phi)
+    backend = check_choice("backend", backend, BACKENDS)
+    if method is None:
+        method = BACKENDS[backend][0]
+    elif not isinstance(method, str) or method not in BACKENDS[backend]:
+        raise ValueError(f"`method` must be one of {BACKENDS[backend]} for backend {backend!r}; got {method!r}.")
+    rtol, atol = check_positive("rtol", rtol), check_positive("atol", atol)
+    max_steps = check_positive_int("max_steps", max_steps)
+    t0, t1 = check_t_span(t_span)
+    ts = check_ts(ts, t0, t1)
+    y0 = check_state("y0", y0, red.d)
+    args = red.args if args is None else args
+    dummy = np.zeros(0)
+    _, y0, B = prepare_batch(dummy, y0, args, bool(batch_args))
+    batched = B is not None
+    probe_y = jnp.asarray(y0[0] if batched else y0)
+    probe_args = jax.tree_util.tree_map(lambda a: np.asarray(a)[0], args) if batch_args else args
+    out = jax.eval_shape(lambda: red.rhs(jnp.asarray(t0), probe_y, probe_args))
+    if getattr(out, "shape", None) != probe_y.shape:
+        raise ValueError(f"`g` must return an array of the shape of y, {probe_y.shape}, on the manifold "
+                         f"x = phi(y); got {getattr(out, 'shape', type(out).__name__)}.")
+    if batched and ts is None:
+        ts = np.array([t0, t1])
+
+    solve = _integrate.solve_diffrax if backend == "diffrax" else _integrate.solve_scipy
+    raw = solve(_reduced_problem(red), y0, t0, t1, ts, eps=0.0, args=args, rtol=rtol, atol=atol,
+                method=method, max_steps=max_steps, batched=batched, batch_args=bool(batch_args))
+    # x = φ(y) along the reduced solution (inf where a failed solve left inf).
+    phi_eval = _bounded_get(_phi_eval_cache, red.phi_key, lambda: jax.jit(jax.vmap(red.phi)))
+    ys = raw["z"]
+    flat = ys.reshape(-1, ys.shape[-1])
+    ok = np.all(np.isfinite(flat), axis=-1)
+    xs_ok = np.asarray(phi_eval(jnp.asarray(np.where(ok[:, None], flat, probe_y))))
+    xs = np.where(ok[:, None], xs_ok, np.inf).reshape(ys.shape[:-1] + (xs_ok.shape[-1],))
+    raw["z"] = np.concatenate([xs, ys], axis=-1)
+    return finish(raw, xs.shape[-1], backend, method, t0, t1, max_steps, throw, batched)
