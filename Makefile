@@ -20,8 +20,10 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(VENV)/bin/sp-ode demo
 
+# One BLAS/OpenMP thread per pytest worker: two workers fill the two cores, and
+# oversubscribed OpenMP threads were measured 7-26x slower on a shared machine.
 test: $(STAMP)
-	$(PY) -m pytest -q -n 2 tests
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 $(PY) -m pytest -q -n 2 tests
 
 clean:
 	rm -rf $(VENV) out build *.egg-info
