@@ -10,7 +10,7 @@ until a name that needs it is used.
 """
 from __future__ import annotations
 
-import importlib
+from sp_ode._lazy import lazy_namespace
 
 # public name -> module that defines it.  Each section belongs to one concept;
 # add names to your own section only.
@@ -52,20 +52,4 @@ _LAZY: dict[str, str] = {
 __all__ = sorted(_LAZY)
 
 
-def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        # submodules (`neural.model`, ...) resolve like attributes.
-        try:
-            return importlib.import_module(f"neural.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"neural.{name}":
-                raise
-        raise AttributeError(f"module 'neural' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # cache: later lookups skip __getattr__
-    return value
-
-
-def __dir__():
-    return __all__
+__getattr__, __dir__ = lazy_namespace(__name__, _LAZY)

@@ -14,8 +14,23 @@ ARMS = ("dense", "coupled", "frozen")
 Arm = Literal["dense", "coupled", "frozen"]
 
 
+class ConfigDict:
+    """``to_dict``/``from_dict`` for the frozen config dataclasses (unknown keys are named in the error)."""
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict):
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise ValueError(f"unknown {cls.__name__} field(s) {unknown}; valid: {sorted(names)}.")
+        return cls(**data)
+
+
 @dataclass(frozen=True)
-class ModelConfig:
+class ModelConfig(ConfigDict):
     """Shape and ablation arm of :class:`neural.FastSlowLM`.
 
     Attributes
@@ -69,17 +84,6 @@ class ModelConfig:
     def n_blocks(self) -> int:
         """T/P, the number of slow (pooled) tokens."""
         return self.seq_len // self.pool
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "ModelConfig":
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - names)
-        if unknown:
-            raise ValueError(f"unknown ModelConfig field(s) {unknown}; valid: {sorted(names)}.")
-        return cls(**data)
 
     def with_overrides(self, overrides: list[str] | dict) -> "ModelConfig":
         """Apply ``["key=value", ...]`` (or a dict), each key checked against the fields."""

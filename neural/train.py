@@ -41,7 +41,7 @@ import torch
 
 from neural.checkpoint import (FORMAT, capture_rng, check_compatible, load_checkpoint,
                                restore_rng, save_checkpoint)
-from neural.config import ModelConfig
+from neural.config import ConfigDict, ModelConfig
 from neural.data import ByteCorpus, eval_starts, get_batch, load_corpus, _windows
 from sp_ode._io import progress, setup_matplotlib, write_json
 from sp_ode._validation import check_choice, check_nonnegative, check_positive, check_positive_int
@@ -54,7 +54,7 @@ DEVICES = ("cpu", "cuda", "auto")
 
 
 @dataclass(frozen=True)
-class TrainConfig:
+class TrainConfig(ConfigDict):
     """Optimisation settings (the model's shape is :class:`neural.ModelConfig`).
 
     Attributes
@@ -129,17 +129,6 @@ class TrainConfig:
         if self.steps is not None:
             return self.steps
         return -(-self.tokens // (self.batch_size * seq_len * self.accum * world_size))
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "TrainConfig":
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - names)
-        if unknown:
-            raise ValueError(f"unknown TrainConfig field(s) {unknown}; valid: {sorted(names)}.")
-        return cls(**data)
 
 
 @dataclass

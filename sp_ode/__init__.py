@@ -11,7 +11,7 @@ neither torch (never) nor sympy/jax (until a name that needs them is used).
 """
 from __future__ import annotations
 
-import importlib
+from sp_ode._lazy import lazy_namespace
 
 __version__ = "0.1.0"
 
@@ -78,20 +78,4 @@ _LAZY: dict[str, str] = {
 __all__ = sorted(_LAZY) + ["__version__"]
 
 
-def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        # `sp_ode.systems` and other submodules resolve like attributes.
-        try:
-            return importlib.import_module(f"sp_ode.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"sp_ode.{name}":
-                raise
-        raise AttributeError(f"module 'sp_ode' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # cache: later lookups skip __getattr__
-    return value
-
-
-def __dir__():
-    return __all__
+__getattr__, __dir__ = lazy_namespace(__name__, _LAZY)
