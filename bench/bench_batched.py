@@ -7,7 +7,10 @@ The system: the master equation over the 20-state driven ring (family ring20),
 
 with B parameter sets (c log-uniform in [0.5, 2], the phase θ of
 w_i = 0.9 cos(2πi/20 + θ) uniform, y0 uniform in [−0.5, 0.5]; seed ``--seed``).
-Both sides solve to rtol = 1e-8, atol = 1e-10 and save at 11 times:
+Both sides save at 11 times and are compared at equal accuracy: scipy at rtol = 1e-8,
+atol = 1e-10, diffrax at ``--diffrax-rtol`` (default 1e-9, atol = 1e-2 rtol), tight enough that
+Kvaerno5's error is below Radau's; both errors are measured against Radau at
+rtol 1e-12 on ``--ref-count`` sets and recorded:
 
 * **diffrax vmap** — ``sp_ode.simulate(..., args=..., batch_args=True)``: one compiled
   Kvaerno5 solve vmapped over the batch.  Compilation (ahead of time) is timed
@@ -83,12 +86,16 @@ def main(argv=None) -> int:
     parser.add_argument("--repeat", type=int, default=1, help="timed runs of the vmapped solve (best is kept)")
     parser.add_argument("--eps", type=float, default=1e-3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--diffrax-rtol", type=float, default=1e-9,
+                        help="rtol of the diffrax side (atol = 1e-2 rtol); scipy runs at rtol 1e-8, atol 1e-10")
+    parser.add_argument("--ref-count", type=int, default=10,
+                        help="sets solved by a tight Radau reference (rtol 1e-12) to measure both errors")
     parser.add_argument("--smoke", action="store_true", help="B = 4, subset 2, t1 = 0.5, 1 repeat")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--out", type=Path, default=None, help="write the JSON record here")
     args = parser.parse_args(argv)
     if args.smoke:  # the same code paths, small: B = 4, t ∈ [0, 0.5], no single-solve loop
-        args.batch, args.scipy_subset, args.repeat = 4, 2, 1
+        args.batch, args.scipy_subset, args.repeat, args.ref_count = 4, 2, 1, 2
     B, k = args.batch, min(args.scipy_subset, args.batch)
 
     entry = master_equation_entry("ring20", "me20", eps=args.eps)
@@ -97,7 +104,11 @@ def main(argv=None) -> int:
     x0 = np.tile(entry.x0, (B, 1))
     t1 = 0.5 if args.smoke else 2.0
     ts = np.linspace(0.0, t1, 11)
-    opts = dict(ts=ts, rtol=1e-8, atol=1e-10)
+    # equal accuracy, not equal rtol: Kvaerno5's error at rtol 1e-8 is ~6× Radau's on these sets
+    # (3.9e-9 against 7.2e-10; 1.2e-9 at 3e-9), so the diffrax side runs at --diffrax-rtol
+    # (default 1e-9); both errors are measured below against a tight reference and recorded
+    opts = dict(ts=ts, rtol=args.diffrax_rtol, atol=1e-2 * args.diffrax_rtol)
+    scipy_opts = dict(ts=ts, rtol=1e-8, atol=1e-10)
     log(f"bench_batched: ring20 master equation, n = {n}, eps = {args.eps:g}, B = {B}, scipy subset {k}")
 
     # diffrax vmap: the first call compiles (timed apart, ahead of the run), the rest reuse the
@@ -115,7 +126,7 @@ def main(argv=None) -> int:
     sub = {key: v[:k] for key, v in params.items()}
     start = time.perf_counter()
     scipy_traj = simulate(entry.system, (0.0, t1), x0[:k], y0[:k], args=sub, batch_args=True,
-                          backend="scipy", **opts)
+                          backend="scipy", **scipy_opts)
     scipy_subset_time = time.perf_counter() - start - scipy_traj.stats["compile_time"]
     scipy_loop_time = scipy_subset_time * B / k
     log(f"  scipy loop:   {scipy_subset_time:.2f} s for {k} solves -> {scipy_loop_time:.1f} s for {B} "
@@ -133,10 +144,22 @@ def main(argv=None) -> int:
         log(f"  diffrax single-solve loop: {diffrax_loop_time:.1f} s for {B} (extrapolated from {k})")
 
     diff = float(max(np.max(np.abs(traj.x[:k] - scipy_traj.x)), np.max(np.abs(traj.y[:k] - scipy_traj.y))))
+
+    # accuracy of each side against a tight reference (Radau, rtol 1e-12, atol 1e-14) on the first
+    # r sets: the ratio is only meaningful at equal accuracy
+    r = min(args.ref_count, k)
+    ref = simulate(entry.system, (0.0, t1), x0[:r], y0[:r], args={key: v[:r] for key, v in params.items()},
+                   batch_args=True, backend="scipy", ts=ts, rtol=1e-12, atol=1e-14)
+
+    def err(t):
+        return float(max(np.max(np.abs(t.x[:r] - ref.x)), np.max(np.abs(t.y[:r] - ref.y))))
+    err_vmap, err_scipy = err(traj), err(scipy_traj)
+    log(f"  max error vs Radau rtol 1e-12 on {r} sets: diffrax vmap {err_vmap:.2e}, scipy loop {err_scipy:.2e}")
     ratio = scipy_loop_time / vmap_time
     record = {
         "system": "ring20 master equation, y' = c(<w, x> - y)", "n": n, "eps": args.eps, "batch": B,
-        "t_span": [0.0, t1], "saves": len(ts), "rtol": 1e-8, "atol": 1e-10, "seed": args.seed,
+        "t_span": [0.0, t1], "saves": len(ts), "rtol_scipy": 1e-8, "atol_scipy": 1e-10,
+        "rtol_diffrax": args.diffrax_rtol, "atol_diffrax": 1e-2 * args.diffrax_rtol, "seed": args.seed,
         "smoke": args.smoke,
         "diffrax_vmap": {"compile_s": compile_time, "solve_s": vmap_time, "solve_repeats_s": vmap_times,
                          "all_succeeded": bool(traj.success),
@@ -148,9 +171,12 @@ def main(argv=None) -> int:
         "scipy_loop": {"method": "Radau", "jacobian": "jax.jacfwd (jitted)", "subset": k,
                        "subset_s": scipy_subset_time, "loop_s": scipy_loop_time, "extrapolated": k < B,
                        "all_succeeded": bool(scipy_traj.success),
-                       "mean_steps": float(np.mean(scipy_traj.stats["num_steps"]))},
+                       "mean_steps": float(np.mean(scipy_traj.stats["num_steps"])),
+                       "max_steps": int(np.max(scipy_traj.stats["num_steps"]))},
         "diffrax_loop_s": diffrax_loop_time,
         "max_abs_diff_vmap_vs_scipy": diff,
+        "reference": {"method": "scipy Radau", "rtol": 1e-12, "atol": 1e-14, "sets": r,
+                      "error_diffrax_vmap": err_vmap, "error_scipy_loop": err_scipy},
         "ratio_scipy_loop_over_vmap": ratio,
         "ratio_diffrax_loop_over_vmap": None if diffrax_loop_time is None else diffrax_loop_time / vmap_time,
         "target": {"ratio": TARGET_RATIO, "met": ratio >= TARGET_RATIO},
@@ -162,7 +188,8 @@ def main(argv=None) -> int:
     if args.json:
         print(dumps(record))
     else:
-        print(f"batched sweep: {B} parameter sets, ring20 (n = {n}), eps = {args.eps:g}, rtol 1e-8")
+        print(f"batched sweep: {B} parameter sets, ring20 (n = {n}), eps = {args.eps:g}, rtol "
+              f"{args.diffrax_rtol:g} (diffrax) / 1e-8 (scipy)")
         print(f"{'path':<34}{'seconds':>12}")
         print(f"{'diffrax vmap (compile)':<34}{compile_time:>12.2f}")
         print(f"{'diffrax vmap (solve)':<34}{vmap_time:>12.3f}")
@@ -172,6 +199,7 @@ def main(argv=None) -> int:
             print(f"{'diffrax single-solve loop (extrap.)':<34}{diffrax_loop_time:>12.2f}")
         print(f"ratio scipy loop / diffrax vmap: {ratio:.1f}x (target >= {TARGET_RATIO:g}x: "
               f"{'met' if ratio >= TARGET_RATIO else 'MISSED'}); max |diff| {diff:.1e}")
+        print(f"max error vs Radau rtol 1e-12 ({r} sets): diffrax vmap {err_vmap:.1e}, scipy loop {err_scipy:.1e}")
     ok = traj.success and scipy_traj.success and diff <= 1e-6
     return 0 if ok else 1
 

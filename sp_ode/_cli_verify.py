@@ -37,7 +37,7 @@ SMOKE_PS = (16, 64, 256, 1024)
 def add_arguments(parser) -> None:
     parser.add_argument("--system", default="me3",
                         help="catalogue name (toy, linear, averaging2, michaelis_menten, vanderpol, me3, me10, "
-                             "me20, me50) or path/to/file.py:OBJECT (default: me3)")
+                             "me50) or path/to/file.py:OBJECT (default: me3)")
     parser.add_argument("--Ps", type=int, nargs="+", default=None, metavar="P",
                         help="block sizes P (ε = 1/P) for the certificate (default 4 8 ... 4096)")
     parser.add_argument("--order", type=int, default=1, help="order k of the slow manifold h_ε (default 1)")

@@ -29,9 +29,11 @@ Why the defaults.
   by about c·ε_max/6.9 ≈ 0.04 c, so 0.15 admits c up to ~4 while a wrong order
   (an error of 1 in the slope) is never admitted.
 * Points where a distance falls below the solver's error floor,
-  atol + rtol ‖z‖∞ (one local error tolerance), are left out of the fit (and
+  10 (atol + rtol ‖z‖∞) (ten local error tolerances), are left out of the fit (and
   flagged), since there the measured number may be integration error, not the
-  asymptotic term.
+  asymptotic term.  Ten, because a tolerance-controlled solve's global error runs
+  to several local tolerances: on me3 at rtol 1e-10 the distance to h_ε levels off
+  at 5e-10 for P ≥ 2048, which bent the fitted slope from 2.03 to 1.93.
 """
 from __future__ import annotations
 
@@ -282,8 +284,9 @@ def convergence_certificate(system, Ps=DEFAULT_PS, *, order: int = 1, t_span=Non
         # no ε in the reduced flow: it is not stiff, so an explicit method (cheaper to compile and run)
         reduced_method = "Tsit5" if backend == "diffrax" else "LSODA"
     # for a master equation φ = p_st (T1; step 1 of `sp-ode verify` checks it): the reduced
-    # module's own φ, a single bordered solve, cached per Q(y)
-    red = simulate_reduced(system, (t_start, t_end), y0, phi=None if is_master(system) else phi0.jax_fn(),
+    # module's own φ, a single bordered solve, cached per Q(y); otherwise φ of the order-0
+    # manifold, whose compiled solve is cached per (f, g, φ) rather than per call
+    red = simulate_reduced(system if is_master(system) else phi0.reduced_system(), (t_start, t_end), y0,
                            backend=backend, method=reduced_method, rtol=rtol, atol=atol, ts=ts, throw=False)
     if not red.success:
         messages.append(f"reduced solve failed: {red.message}")
@@ -311,7 +314,7 @@ def convergence_certificate(system, Ps=DEFAULT_PS, *, order: int = 1, t_span=Non
             dist[q][i], final[q][i] = d.max(), d[-1]
         scale = max(scale, float(np.max(np.abs(traj.x))), float(np.max(np.abs(traj.y))))
 
-    floor = atol + rtol * scale
+    floor = 10 * (atol + rtol * scale)
     expected = {"manifold": 1.0, "corrected": float(order + 1), "slow": 1.0}
     fitted, slopes, constants, final_constants = {}, {}, {}, {}
     for q in QUANTITIES:

@@ -152,6 +152,23 @@ def _closed_form_terms_fn(system, order: int):
 
 
 _COMPILED: dict = {}
+_PHI_EPS: dict = {}
+
+
+def _shared_phi_eps(key, terms_fn, order: int):
+    """h(y, ε, args) = Σ_j εʲ h_j(y), one function object per manifold key.
+
+    Compiled reduced solves are cached on the key, with ε and args as data, so every
+    SlowManifold with the same key (same f, g, order, ...) and every ε share one
+    compilation.
+    """
+    fn = _PHI_EPS.get(key)
+    if fn is None:
+        def fn(y, eps, args):
+            powers = eps ** jnp.arange(order + 1)
+            return powers @ terms_fn(jnp.reshape(y, (-1,)), args)
+        _PHI_EPS[key] = fn
+    return fn
 
 
 def _compiled_terms(key, terms_fn):
@@ -243,15 +260,30 @@ class SlowManifold:
             self._phi_cache[eps] = fn
         return fn
 
+    def reduced_system(self, eps=None):
+        """The corrected reduced system y' = g(h_ε(y), y), a `sp_ode.reduced.ReducedSystem`.
+
+        ε (default: the system's) and the system's args are data to its compiled
+        solve, which is shared by every SlowManifold with the same f, g and order.
+        """
+        from sp_ode.reduced import ReducedSystem
+
+        eps = self.eps if eps is None else check_positive("eps", eps)
+        system = self.system
+        return ReducedSystem(system.g, self.jax_fn(eps), system.args, system.d,
+                             f"{system.name}/slow_manifold(order={self.order})", ("slow_manifold", self._key),
+                             eps=eps, phi_eps=_shared_phi_eps(self._key, self._terms_fn, self.order))
+
     def simulate(self, t_span, y0, *, eps=None, **kwargs):
         """The corrected reduced flow y' = g(h_ε(y), y) by `sp_ode.simulate_reduced`.
 
         Keywords are those of `sp_ode.simulate_reduced` (backend, method, rtol,
-        atol, ts, throw, ...).  The result's ``x`` is h_ε(y) along the solution.
+        atol, ts, throw, args, ...).  The result's ``x`` is h_ε(y) along the solution.
+        Changing ε does not recompile.
         """
         from sp_ode.reduced import simulate_reduced
 
-        return simulate_reduced(self.system, t_span, y0, phi=self.jax_fn(eps), **kwargs)
+        return simulate_reduced(self.reduced_system(eps), t_span, y0, **kwargs)
 
 
 def slow_manifold(system, order: int = 1, *, method: str = "series", x_guess=None, phi=None) -> SlowManifold:

@@ -61,14 +61,21 @@ _phi_cache: "OrderedDict[Hashable, Callable]" = OrderedDict()
 class ReducedSystem:
     """dy/dt = g(t, φ(y), y, args): the ε = 0 limit of a fast–slow system.
 
+    With ``phi_eps`` set it is instead the corrected flow dy/dt = g(t, h_ε(y), y, args)
+    on a slow manifold h_ε(y) = phi_eps(y, ε, args) (T3), and ε and ``args`` are data
+    to the compiled solve: sweeping ε reuses one compilation.
+
     Attributes
     ----------
     g : the slow vector field of the full system.
-    phi : callable y (d,) -> (m,), the manifold the fast state is slaved to.
+    phi : callable y (d,) -> (m,), the manifold the fast state is slaved to (at ``eps``).
     args : the parameters of g.
     d : slow dimension (None if not declared).
     name : label.
-    phi_key : hashable identity of `phi` (keys the compiled-solve cache).
+    phi_key : hashable identity of the manifold (keys the compiled-solve cache).
+    eps : float — ε of a corrected manifold (0.0 for φ itself).
+    phi_eps : callable ``phi_eps(y, eps, args) -> (m,)``, optional — h_ε with ε and
+        args as arguments; when given it is used instead of ``phi``.
     """
 
     g: Callable
@@ -77,11 +84,17 @@ class ReducedSystem:
     d: int | None
     name: str
     phi_key: Hashable
+    eps: float = 0.0
+    phi_eps: Callable | None = None
+
+    def manifold(self, y, eps, args):
+        """x on the manifold: phi_eps(y, ε, args), or φ(y)."""
+        return self.phi(y) if self.phi_eps is None else self.phi_eps(y, eps, args)
 
     def rhs(self, t, y, args=None):
         """dy/dt = g(t, φ(y), y, args), shape (d,); `args` defaults to ``self.args``."""
         args = self.args if args is None else args
-        return self.g(t, self.phi(y), y, args)
+        return self.g(t, self.manifold(y, self.eps, args), y, args)
 
 
 def reduced_system(system, phi: Callable | None = None) -> ReducedSystem:
@@ -118,15 +131,15 @@ def reduced_system(system, phi: Callable | None = None) -> ReducedSystem:
 
 
 def _reduced_problem(red: ReducedSystem) -> _integrate.Problem:
-    g, phi = red.g, red.phi
+    g, manifold = red.g, red.manifold
 
     def make_rhs(args_static):
         import equinox as eqx
 
         def rhs(t, y, dyn):
-            _, args_dyn = dyn
+            eps, args_dyn = dyn  # ε is data: only a corrected manifold h_ε reads it
             args = eqx.combine(args_dyn, args_static)
-            return g(t, phi(y), y, args)
+            return g(t, manifold(y, eps, args), y, args)
         return rhs
 
     return _integrate.Problem(key=("reduced", g, red.phi_key), make_rhs=make_rhs)
@@ -152,7 +165,10 @@ def simulate_reduced(system, t_span, y0, *, phi: Callable | None = None, backend
     y0 : array (d,) or (B, d)
     phi : callable ``phi(y) -> (m,)``, optional (see `reduced_system`)
         Compiled solves are cached on the identity of ``phi``: pass the same object
-        again (not a fresh closure) to reuse the compilation.
+        again (not a fresh closure) to reuse the compilation.  For a corrected
+        manifold h_ε pass ``slow_manifold(...).reduced_system(eps)`` as `system`
+        instead: it is cached on the manifold, with ε as data, so every ε shares one
+        compilation.
 
     Returns
     -------
@@ -180,24 +196,72 @@ def simulate_reduced(system, t_span, y0, *, phi: Callable | None = None, backend
     dummy = np.zeros(0)
     _, y0, B = prepare_batch(dummy, y0, args, bool(batch_args))
     batched = B is not None
-    probe_y = jnp.asarray(y0[0] if batched else y0)
-    probe_args = jax.tree_util.tree_map(lambda a: np.asarray(a)[0], args) if batch_args else args
-    out = jax.eval_shape(lambda: red.rhs(jnp.asarray(t0), probe_y, probe_args))
-    if getattr(out, "shape", None) != probe_y.shape:
-        raise ValueError(f"`g` must return an array of the shape of y, {probe_y.shape}, on the manifold "
-                         f"x = phi(y); got {getattr(out, 'shape', type(out).__name__)}.")
+    probe_y = y0[0] if batched else y0
+    problem = _reduced_problem(red)
+    args_dyn, args_static, static_key = _integrate.split_args(args)
+    _check_reduced_shape(red, problem, probe_y, args, args_dyn, static_key, batch_args, t0)
     if batched and ts is None:
         ts = np.array([t0, t1])
 
     solve = _integrate.solve_diffrax if backend == "diffrax" else _integrate.solve_scipy
-    raw = solve(_reduced_problem(red), y0, t0, t1, ts, eps=0.0, args=args, rtol=rtol, atol=atol,
-                method=method, max_steps=max_steps, batched=batched, batch_args=bool(batch_args))
-    # x = φ(y) along the reduced solution (inf where a failed solve left inf).
-    phi_eval = _bounded_get(_phi_eval_cache, red.phi_key, lambda: jax.jit(jax.vmap(red.phi)))
+    raw = solve(problem, y0, t0, t1, ts, eps=red.eps, args=args, rtol=rtol, atol=atol,
+                method=method, max_steps=max_steps, batched=batched, batch_args=bool(batch_args),
+                split=(args_dyn, args_static, static_key))
+    # x = φ(y) (or h_ε(y)) along the reduced solution (inf where a failed solve left inf).
     ys = raw["z"]
     flat = ys.reshape(-1, ys.shape[-1])
     ok = np.all(np.isfinite(flat), axis=-1)
-    xs_ok = np.asarray(phi_eval(jnp.asarray(np.where(ok[:, None], flat, probe_y))))
-    xs = np.where(ok[:, None], xs_ok, np.inf).reshape(ys.shape[:-1] + (xs_ok.shape[-1],))
+    if not ok.all():
+        flat = np.where(ok[:, None], flat, probe_y)
+    phi_eval = _bounded_get(_phi_eval_cache, (red.phi_key, static_key), lambda: _make_phi_eval(red, args_static))
+    if batch_args:  # each saved state with the parameters of its own solve
+        K = ys.shape[-2]
+        args_rows = jax.tree_util.tree_map(lambda a: jnp.repeat(a, K, axis=0), args_dyn)
+        xs = np.asarray(phi_eval(flat, red.eps, args_rows, True))
+    else:
+        xs = np.asarray(phi_eval(flat, red.eps, args_dyn, False))
+    if not ok.all():
+        xs = np.where(ok[:, None], xs, np.inf)
+    xs = xs.reshape(ys.shape[:-1] + (xs.shape[-1],))
     raw["z"] = np.concatenate([xs, ys], axis=-1)
     return finish(raw, xs.shape[-1], backend, method, t0, t1, max_steps, throw, batched)
+
+
+def _make_phi_eval(red: ReducedSystem, args_static) -> Callable:
+    """jit: (ys (N, d), ε, args_dyn, rows) -> manifold points (N, m); rows: args_dyn has a leading N."""
+    import equinox as eqx
+
+    manifold = red.manifold
+
+    def one(y, eps, args_dyn):
+        return manifold(y, eps, eqx.combine(args_dyn, args_static))
+
+    @jax.jit
+    def shared(ys, eps, args_dyn):
+        return jax.vmap(one, in_axes=(0, None, None))(ys, eps, args_dyn)
+
+    @jax.jit
+    def per_row(ys, eps, args_dyn):
+        return jax.vmap(one, in_axes=(0, None, 0))(ys, eps, args_dyn)
+
+    return lambda ys, eps, args_dyn, rows: (per_row if rows else shared)(ys, eps, args_dyn)
+
+
+# (problem key, static args, shapes) already shape-checked: tracing g(φ(y), y) costs
+# milliseconds, which would otherwise dominate a reduced solve of a few milliseconds.
+_checked_shapes: "OrderedDict[Hashable, bool]" = OrderedDict()
+
+
+def _check_reduced_shape(red, problem, probe_y, args, args_dyn, static_key, batch_args, t0) -> None:
+    """g(t0, φ(y0), y0) must have the shape of y0 (raises ValueError naming `g`)."""
+    dyn_spec = _integrate.tree_spec(args_dyn)
+    key = (problem.key, static_key, probe_y.shape, dyn_spec, bool(batch_args))
+    if key in _checked_shapes:
+        _checked_shapes.move_to_end(key)
+        return
+    probe_args = jax.tree_util.tree_map(lambda a: np.asarray(a)[0], args) if batch_args else args
+    out = jax.eval_shape(lambda: red.rhs(jnp.asarray(t0), jnp.asarray(probe_y), probe_args))
+    if getattr(out, "shape", None) != probe_y.shape:
+        raise ValueError(f"`g` must return an array of the shape of y, {probe_y.shape}, on the manifold "
+                         f"x = phi(y); got {getattr(out, 'shape', type(out).__name__)}.")
+    _bounded_get(_checked_shapes, key, lambda: True)

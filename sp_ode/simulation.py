@@ -4,8 +4,9 @@ Two backends integrate the concatenated state z = [x, y], dz/dt = [f/ε, g]
 (DESIGN.md §2):
 
 ``diffrax``  an implicit stiff solver (Kvaerno5 with a PI step-size controller,
-             pcoeff = icoeff = 0.3) in float64, compiled once per (system, shapes,
-             options) and cached; ε and array ``args`` are data to the compiled
+             pcoeff = icoeff = 0.3; stage equations solved by chord iterations
+             stopped at κ = 1 tolerance unit, see `_integrate.CHORD_KAPPA`) in
+             float64, compiled once per (system, shapes, options) and cached; ε and array ``args`` are data to the compiled
              solve, so sweeping them does not recompile.  Batches of initial states
              (and optionally of ``args``) run as one `jax.vmap`-ed solve.
 ``scipy``    a `scipy.integrate` OdeSolver (Radau, BDF or LSODA) stepped here, with
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -197,6 +199,29 @@ def failure_message(status, t_end, t0, t1, solver_message, max_steps) -> str:
 
 # --- the public function ------------------------------------------------------------------
 
+# Shape checks already passed, keyed by (f, g, declared m and d, shapes, static args): the
+# check traces f and g (`jax.eval_shape`), which costs milliseconds — as much as a whole
+# compiled solve of a small system — so it runs once per key, not once per call.
+_shapes_ok: "OrderedDict[Any, tuple[int, int]]" = OrderedDict()
+
+
+def _checked_shapes(system: FastSlowSystem, x0, y0, args, batch_args: bool, batched: bool, t0: float):
+    """(m, d) from `system.check_shapes` on the first (or only) state, cached per key."""
+    dynamic, _, static_key = _integrate.split_args(args)
+    key = (type(system), system.f, system.g, system.m, system.d, x0.shape, y0.shape, static_key,
+           _integrate.tree_spec(dynamic), batch_args)
+    found = _shapes_ok.get(key)
+    if found is not None:
+        _shapes_ok.move_to_end(key)
+        return found
+    probe_args = jax.tree_util.tree_map(lambda a: np.asarray(a)[0], args) if batch_args else args
+    found = system.check_shapes(x0[0] if batched else x0, y0[0] if batched else y0, probe_args, t0)
+    _shapes_ok[key] = found
+    if len(_shapes_ok) > 256:
+        _shapes_ok.popitem(last=False)
+    return found
+
+
 def _fast_slow_problem(system: FastSlowSystem, m: int) -> _integrate.Problem:
     f, g = system.f, system.g
 
@@ -210,7 +235,7 @@ def _fast_slow_problem(system: FastSlowSystem, m: int) -> _integrate.Problem:
             return jnp.concatenate([f(t, x, y, args) / eps, g(t, x, y, args)])
         return rhs
 
-    return _integrate.Problem(key=("fast-slow", f, g, m), make_rhs=make_rhs)
+    return _integrate.Problem(key=("fast-slow", f, g, m), make_rhs=make_rhs, chord_kappa=_integrate.CHORD_KAPPA)
 
 
 def simulate(system, t_span, x0, y0, *, backend: str = "diffrax", method: str | None = None,
@@ -278,8 +303,7 @@ def simulate(system, t_span, x0, y0, *, backend: str = "diffrax", method: str | 
     args = system.args if args is None else args
     x0, y0, B = prepare_batch(x0, y0, args, bool(batch_args))
     batched = B is not None
-    probe_args = jax.tree_util.tree_map(lambda a: np.asarray(a)[0], args) if batch_args else args
-    m, d = system.check_shapes(x0[0] if batched else x0, y0[0] if batched else y0, probe_args, t0)
+    m, d = _checked_shapes(system, x0, y0, args, bool(batch_args), batched, t0)
     if batched and ts is None:
         ts = np.array([t0, t1])
 

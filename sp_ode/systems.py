@@ -27,6 +27,7 @@ name                   system and reference
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Callable
@@ -110,6 +111,15 @@ def _toy_g(t, x, y, args):
     return -x
 
 
+# Module-level (not per-call lambdas): compiled reduced solves are cached on φ's identity.
+def _toy_phi(y):
+    return y**2
+
+
+def _toy_h1(y):
+    return 2 * y**3
+
+
 def toy(eps=None, P=None, y0: float = 1.0) -> CatalogueEntry:
     """ε x' = −x + y², y' = −x; x(0) = 0, y(0) = y0 (DESIGN §6).
 
@@ -130,7 +140,7 @@ def toy(eps=None, P=None, y0: float = 1.0) -> CatalogueEntry:
         "toy", system, (0.0, 2.0), np.zeros(1), np.array([y0]),
         "ε x' = −x + y², y' = −x (DESIGN §6)",
         "closed forms: φ = y², h₁ = 2y³, y₀(t) = y(0)/(1 + y(0) t)",
-        phi=lambda y: y**2, h1=lambda y: 2 * y**3,
+        phi=_toy_phi, h1=_toy_h1,
         reduced_solution=lambda t: (y0 / (1 + y0 * np.asarray(t, float)))[:, None],
         asymptotics={"slow_error_coefficient": -(2 * math.log(3) - 1) / 9,   # y(2) − 1/3 ≈ this · ε
                      "manifold_error_coefficient": 2 / 27,                 # x(2) − φ ≈ this · ε
@@ -156,6 +166,18 @@ def _lin_g(t, x, y, args):
     return args["C"] @ x + args["D"] @ y
 
 
+_LIN_H0 = -np.linalg.solve(_LIN["A"], _LIN["B"])                                   # φ = H₀y
+_LIN_H1 = np.linalg.solve(_LIN["A"], _LIN_H0 @ (_LIN["C"] @ _LIN_H0 + _LIN["D"]))  # h₁ = H₁y
+
+
+def _lin_phi(y):
+    return jnp.asarray(_LIN_H0) @ y
+
+
+def _lin_h1(y):
+    return jnp.asarray(_LIN_H1) @ y
+
+
 def linear(eps=None, P=None) -> CatalogueEntry:
     """ε x' = A x + B y, y' = C x + D y with A Hurwitz (m = d = 2).
 
@@ -169,8 +191,7 @@ def linear(eps=None, P=None) -> CatalogueEntry:
     args = {k: jnp.asarray(v) for k, v in _LIN.items()}
     system = FastSlowSystem(_lin_f, _lin_g, eps=eps, P=P, args=args, m=2, d=2, name="linear")
     A, B, C, D = (_LIN[k] for k in "ABCD")
-    H0 = -np.linalg.solve(A, B)
-    H1 = np.linalg.solve(A, H0 @ (C @ H0 + D))
+    H0 = _LIN_H0
     x0, y0 = np.array([1.0, -1.0]), np.array([1.0, 0.5])
     M = np.block([[A / system.eps, B / system.eps], [C, D]])
 
@@ -184,7 +205,7 @@ def linear(eps=None, P=None) -> CatalogueEntry:
     return CatalogueEntry(
         "linear", system, (0.0, 2.0), x0, y0, "linear fast–slow system, m = d = 2",
         "exact solution scipy.linalg.expm(M t) z(0), M = [[A/ε, B/ε], [C, D]]",
-        phi=lambda y: jnp.asarray(H0) @ y, h1=lambda y: jnp.asarray(H1) @ y,
+        phi=_lin_phi, h1=_lin_h1,
         reduced_solution=reduced, exact_solution=exact,
     )
 
@@ -236,6 +257,17 @@ def _mm_g(t, x, y, args):
     return -y + (y + args["kappa"] - args["lam"]) * x
 
 
+@functools.lru_cache(maxsize=64)
+def _mm_closed_forms(kappa: float, lam: float):
+    """(φ, h₁) for given κ, λ — the same function objects for the same values (cache keys)."""
+    def phi(y):
+        return y / (y + kappa)
+
+    def h1(y):
+        return kappa * lam * y / (y + kappa) ** 4
+    return phi, h1
+
+
 def michaelis_menten(eps=None, P=None, kappa: float = 1.0, lam: float = 0.5, s0: float = 1.0) -> CatalogueEntry:
     """Michaelis–Menten kinetics in the standard QSSA scaling.
 
@@ -260,7 +292,7 @@ def michaelis_menten(eps=None, P=None, kappa: float = 1.0, lam: float = 0.5, s0:
         "michaelis_menten", system, (0.0, 5.0), np.zeros(1), np.array([s0]),
         "Michaelis–Menten, standard QSSA scaling",
         "φ = s/(s + κ); reduced s₀(t) = κ W((s(0)/κ) e^{(s(0) − λt)/κ}); h₁ = κλ s/(s + κ)⁴",
-        phi=lambda y: y / (y + kappa), h1=lambda y: kappa * lam * y / (y + kappa) ** 4,
+        phi=_mm_closed_forms(kappa, lam)[0], h1=_mm_closed_forms(kappa, lam)[1],
         reduced_solution=reduced,
     )
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -120,3 +121,34 @@ def test_master_equation_conserves_mass(weights, y):
     fx = np.asarray(s.f(0.0, jnp.asarray(x), jnp.array([y]), None))
     Q = FAMILIES["ring10"](np.array([y]))
     assert abs(fx.sum()) <= 50 * 10 * EPS * np.max(np.abs(Q))
+
+
+def test_master_equation_jacobian_matches_plain_autodiff():
+    # f carries a hand-written JVP, d(Qᵀx) = Qᵀdx + (∂_yQ·dy)ᵀx, so that Jacobians build Q(y)
+    # once; its first and second derivatives must equal those of the plain expression Q(y)ᵀx.
+    fam = FAMILIES["cycle3_2d"]
+    s = MasterEquationSystem(fam, lambda t, x, y, a: x[:2] - y, eps=1e-2)
+    x, y = jnp.array([0.2, 0.3, 0.5]), jnp.array([0.4, -0.7])
+
+    def plain(x, y):
+        return fam(y).T @ x
+
+    def ours(x, y):
+        return s.f(0.0, x, y, None)
+
+    for d in (jax.jacrev, jax.hessian):  # reverse mode, and forward-over-reverse
+        mine_all = jax.jit(d(ours, argnums=(0, 1)))(x, y)
+        for mine, ref in zip(mine_all, jax.jit(d(plain, argnums=(0, 1)))(x, y)):
+            leaves = zip(jax.tree_util.tree_leaves(mine), jax.tree_util.tree_leaves(ref))
+            for a, b in leaves:
+                np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-13 * float(jnp.max(jnp.abs(b))))
+
+
+def test_master_equation_systems_over_one_family_share_f():
+    # compiled solves are cached on the identity of f: a second system over the same Q_of_y
+    # (e.g. every get_system("me3")) must not recompile
+    fam = FAMILIES["cycle3"]
+    a = MasterEquationSystem(fam, lambda t, x, y, args: -y, eps=1e-2)
+    b = MasterEquationSystem(fam, lambda t, x, y, args: y, P=7)
+    assert a.f is b.f
+    assert MasterEquationSystem(FAMILIES["ring10"], a.g, eps=0.1).f is not a.f
