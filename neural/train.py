@@ -27,7 +27,6 @@ averages gradients; only rank 0 writes files.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import math
 import os

@@ -23,9 +23,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from sp_ode import _integrate
-from sp_ode.simulation import (BACKENDS, DEFAULT_MAX_STEPS, Trajectory, check_state, check_system, check_t_span,
-                             check_ts, finish, prepare_batch)
-from sp_ode._validation import check_choice, check_positive, check_positive_int
+from sp_ode.simulation import (DEFAULT_MAX_STEPS, Trajectory, check_solver_options, check_state, check_system,
+                               finish, prepare_batch)
 from sp_ode.stationary import stationary_jax
 from sp_ode.system import FastSlowSystem, MasterEquationSystem
 
@@ -182,15 +181,8 @@ def simulate_reduced(system, t_span, y0, *, phi: Callable | None = None, backend
         ValueError (names `g`) when g(φ(y0), y0) does not have the shape of y0.
     """
     red = system if isinstance(system, ReducedSystem) else reduced_system(system, phi)
-    backend = check_choice("backend", backend, BACKENDS)
-    if method is None:
-        method = BACKENDS[backend][0]
-    elif not isinstance(method, str) or method not in BACKENDS[backend]:
-        raise ValueError(f"`method` must be one of {BACKENDS[backend]} for backend {backend!r}; got {method!r}.")
-    rtol, atol = check_positive("rtol", rtol), check_positive("atol", atol)
-    max_steps = check_positive_int("max_steps", max_steps)
-    t0, t1 = check_t_span(t_span)
-    ts = check_ts(ts, t0, t1)
+    backend, method, rtol, atol, max_steps, (t0, t1), ts = check_solver_options(
+        backend, method, rtol, atol, max_steps, t_span, ts)
     y0 = check_state("y0", y0, red.d)
     args = red.args if args is None else args
     dummy = np.zeros(0)

@@ -238,6 +238,22 @@ def _fast_slow_problem(system: FastSlowSystem, m: int) -> _integrate.Problem:
     return _integrate.Problem(key=("fast-slow", f, g, m), make_rhs=make_rhs, chord_kappa=_integrate.CHORD_KAPPA)
 
 
+
+def check_solver_options(backend, method, rtol, atol, max_steps, t_span, ts):
+    """Validate the options shared by `simulate` and `simulate_reduced`; returns them checked.
+
+    `method` None picks the backend's default (the first of ``BACKENDS[backend]``).
+    """
+    backend = check_choice("backend", backend, BACKENDS)
+    if method is None:
+        method = BACKENDS[backend][0]
+    elif not isinstance(method, str) or method not in BACKENDS[backend]:
+        raise ValueError(f"`method` must be one of {BACKENDS[backend]} for backend {backend!r}; got {method!r}.")
+    rtol, atol = check_positive("rtol", rtol), check_positive("atol", atol)
+    max_steps = check_positive_int("max_steps", max_steps)
+    t0, t1 = check_t_span(t_span)
+    return backend, method, rtol, atol, max_steps, (t0, t1), check_ts(ts, t0, t1)
+
 def simulate(system, t_span, x0, y0, *, backend: str = "diffrax", method: str | None = None,
              rtol: float = 1e-8, atol: float = 1e-10, ts=None, throw: bool = True,
              max_steps: int = DEFAULT_MAX_STEPS, args=None, batch_args: bool = False) -> Trajectory:
@@ -289,15 +305,8 @@ def simulate(system, t_span, x0, y0, *, backend: str = "diffrax", method: str | 
     Exceptions raised inside the user's f or g propagate unchanged.
     """
     system = check_system(system)
-    backend = check_choice("backend", backend, BACKENDS)
-    if method is None:
-        method = BACKENDS[backend][0]
-    elif not isinstance(method, str) or method not in BACKENDS[backend]:
-        raise ValueError(f"`method` must be one of {BACKENDS[backend]} for backend {backend!r}; got {method!r}.")
-    rtol, atol = check_positive("rtol", rtol), check_positive("atol", atol)
-    max_steps = check_positive_int("max_steps", max_steps)
-    t0, t1 = check_t_span(t_span)
-    ts = check_ts(ts, t0, t1)
+    backend, method, rtol, atol, max_steps, (t0, t1), ts = check_solver_options(
+        backend, method, rtol, atol, max_steps, t_span, ts)
     x0 = check_state("x0", x0, system.m)
     y0 = check_state("y0", y0, system.d)
     args = system.args if args is None else args

@@ -41,7 +41,6 @@ def _gth(Q: np.ndarray) -> np.ndarray:
 
 def _bordered_system(Q):
     """(Qᵀ with its last row replaced by 1ᵀ, e_n): the last equation of Qᵀp = 0 is redundant since 1ᵀQᵀ = 0."""
-    n = Q.shape[-1]
     M = np.swapaxes(Q, -1, -2).copy()
     M[..., -1, :] = 1.0
     rhs = np.zeros(Q.shape[:-1])
@@ -102,7 +101,6 @@ def stationary_jax(Q):
     import jax.numpy as jnp
 
     Q = jnp.asarray(Q)
-    n = Q.shape[-1]
     M = jnp.swapaxes(Q, -1, -2).at[..., -1, :].set(1.0)
     rhs = jnp.zeros(Q.shape[:-1], dtype=M.dtype).at[..., -1].set(1.0)
     return jnp.linalg.solve(M, rhs[..., None])[..., 0]
