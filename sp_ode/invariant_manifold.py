@@ -35,6 +35,7 @@ import numbers
 
 import jax
 import jax.numpy as jnp
+import jax.scipy.linalg  # noqa: F401  (lu_factor / lu_solve)
 import numpy as np
 
 from sp_ode._validation import check_choice, check_finite_array, check_positive
@@ -129,9 +130,14 @@ def _series_terms_fn(k, g, master: bool, order: int, x_guess, phi_user):
 
 
 def _closed_form_terms_fn(system, order: int):
-    """[p_st, h₁] from the closed form of DESIGN T3 (master equation, order ≤ 1)."""
-    from sp_ode.stationary import stationary_jax
+    """[p_st, h₁] from the closed form of DESIGN T3 (master equation, order ≤ 1), one LU per y.
 
+    With u = 1/n (any u with 1ᵀu = 1 works) M_u = A − u1ᵀ is nonsingular for
+    irreducible Q, and the three solves of T3 share its factorisation:
+    (A − u1ᵀ)p = −u gives p_st (since Ap = 0, 1ᵀp = 1); differentiating it,
+    Dp_st = −M_u⁻¹(∂_y A)p; and M_u h₁ = Dp_st·g has the same solution as
+    (A − p1ᵀ)h₁ = Dp_st·g, because 1ᵀ(Dp_st·g) = 0 forces 1ᵀh₁ = 0 in both.
+    """
     g = system.g
 
     def A_of(y):
@@ -139,13 +145,15 @@ def _closed_form_terms_fn(system, order: int):
 
     def terms(y, args):
         A = A_of(y)
-        p = stationary_jax(A.T)
+        n = A.shape[0]
+        u = jnp.full((n,), 1.0 / n, dtype=A.dtype)
+        lu = jax.scipy.linalg.lu_factor(A - jnp.outer(u, jnp.ones_like(u)))
+        p = -jax.scipy.linalg.lu_solve(lu, u)
         if order == 0:
             return p[None]
-        M = A - jnp.outer(p, jnp.ones_like(p))       # A − p1ᵀ, nonsingular (T3)
         dA = jax.jacfwd(A_of)(y)                     # (n, n, d): ∂A/∂y_k
-        Dp = -jnp.linalg.solve(M, jnp.einsum("ijk,j->ik", dA, p))  # (n, d)
-        h1 = jnp.linalg.solve(M, Dp @ g(0.0, p, y, args))
+        Dp = -jax.scipy.linalg.lu_solve(lu, jnp.einsum("ijk,j->ik", dA, p))  # (n, d)
+        h1 = jax.scipy.linalg.lu_solve(lu, Dp @ g(0.0, p, y, args))
         return jnp.stack([p, h1])
 
     return terms
