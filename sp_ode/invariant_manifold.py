@@ -130,13 +130,20 @@ def _series_terms_fn(k, g, master: bool, order: int, x_guess, phi_user):
 
 
 def _closed_form_terms_fn(system, order: int):
-    """[p_st, h₁] from the closed form of DESIGN T3 (master equation, order ≤ 1), one LU per y.
+    """[p_st, h₁] from the closed form of DESIGN T3 (master equation, order ≤ 1), one inverse per y.
 
     With u = 1/n (any u with 1ᵀu = 1 works) M_u = A − u1ᵀ is nonsingular for
-    irreducible Q, and the three solves of T3 share its factorisation:
+    irreducible Q, and the three solves of T3 share it:
     (A − u1ᵀ)p = −u gives p_st (since Ap = 0, 1ᵀp = 1); differentiating it,
     Dp_st = −M_u⁻¹(∂_y A)p; and M_u h₁ = Dp_st·g has the same solution as
     (A − p1ᵀ)h₁ = Dp_st·g, because 1ᵀ(Dp_st·g) = 0 forces 1ᵀh₁ = 0 in both.
+
+    M_u⁻¹ is formed explicitly and applied by three matrix–vector products: for the
+    small n of a reduced flow (evaluated ~150 times per solve) the fixed cost of each
+    LAPACK call dominates, and one inverse + matvecs measured 3.4 µs per evaluation
+    against 4.3 µs for one LU + three triangular solves (me10; docs/bench/eps_cost.md).
+    The results agree to 1e-16 (tests/test_slow_manifold.py cross-checks the
+    closed form against the order-by-order series to 1e-12).
     """
     g = system.g
 
@@ -147,13 +154,13 @@ def _closed_form_terms_fn(system, order: int):
         A = A_of(y)
         n = A.shape[0]
         u = jnp.full((n,), 1.0 / n, dtype=A.dtype)
-        lu = jax.scipy.linalg.lu_factor(A - jnp.outer(u, jnp.ones_like(u)))
-        p = -jax.scipy.linalg.lu_solve(lu, u)
+        M_inv = jnp.linalg.inv(A - jnp.outer(u, jnp.ones_like(u)))
+        p = -M_inv @ u
         if order == 0:
             return p[None]
         dA = jax.jacfwd(A_of)(y)                     # (n, n, d): ∂A/∂y_k
-        Dp = -jax.scipy.linalg.lu_solve(lu, jnp.einsum("ijk,j->ik", dA, p))  # (n, d)
-        h1 = jax.scipy.linalg.lu_solve(lu, Dp @ g(0.0, p, y, args))
+        Dp = -M_inv @ jnp.einsum("ijk,j->ik", dA, p)  # (n, d)
+        h1 = M_inv @ (Dp @ g(0.0, p, y, args))
         return jnp.stack([p, h1])
 
     return terms
