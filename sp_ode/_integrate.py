@@ -111,7 +111,17 @@ def _diffrax_solver(method: str, kappa: float):
     return getattr(diffrax, method)()
 
 
-def _build_diffrax(problem, args_static, method, max_steps, save_steps, batch_axes):
+# Implicit (Kvaerno) solvers step *to* the save times when there are at most this many: their
+# dense output is only a 3rd-order Hermite interpolant, whose error at the save times exceeded
+# the 5th-order step error by 40x (ring20, ε = 1e-3, rtol 1e-8: 8.6e-9 interpolated against
+# 1.8e-10 at step ends, for 5 % more steps; docs/bench/batched.md).  A denser grid (a plot)
+# would force at least one step per save time (me3: 64 save times took 301 steps, its own
+# steps are 127), so there the interpolant is used.  The
+# explicit solvers' interpolants match their order; they keep their own steps.
+STEP_TO_TS_MAX = 16
+
+
+def _build_diffrax(problem, args_static, method, max_steps, save_steps, batch_axes, step_to_ts=False):
     import diffrax
 
     rhs = problem.make_rhs(args_static)
@@ -122,12 +132,7 @@ def _build_diffrax(problem, args_static, method, max_steps, save_steps, batch_ax
         # t0, t1, rtol, atol, ε travel as one array: one host-to-device transfer per call
         t0, t1, rtol, atol, eps = scalars[0], scalars[1], scalars[2], scalars[3], scalars[4]
         # PI controller with the coefficients recommended for stiff problems (diffrax docs).
-        # Implicit (Kvaerno) solvers step *to* every save time: their dense output is only a
-        # 3rd-order Hermite interpolant, whose error at the save times exceeded the 5th-order
-        # step error by 40x (ring20, eps = 1e-3, rtol 1e-8: 8.6e-9 interpolated vs 1.8e-10 at
-        # step ends, for 5 % more steps; docs/bench/batched.md).  The explicit solvers'
-        # interpolants match their order, so they keep their own step sizes.
-        step_ts = ts if (implicit and not save_steps) else None
+        step_ts = ts if step_to_ts else None
         controller = diffrax.PIDController(rtol=rtol, atol=atol, pcoeff=0.3 if implicit else 0.0,
                                            icoeff=0.3 if implicit else 1.0, step_ts=step_ts)
         main = diffrax.SubSaveAt(t0=True, steps=True) if save_steps else diffrax.SubSaveAt(ts=ts)
@@ -164,12 +169,14 @@ def solve_diffrax(problem: Problem, z0, t0, t1, ts, *, eps, args, rtol, atol, me
     scalars = np.array([t0, t1, rtol, atol, eps], dtype=np.float64)
     call = (np.asarray(z0, dtype=np.float64), scalars, np.asarray(ts, dtype=np.float64), args_dyn)
     batch_axes = (0, 0 if batch_args else None) if batched else None
-    key = (problem.key, static_key, method, problem.chord_kappa, max_steps, save_steps, batch_axes, tree_spec(call))
+    step_to_ts = method.startswith("Kvaerno") and not save_steps and len(ts) <= STEP_TO_TS_MAX
+    key = (problem.key, static_key, method, problem.chord_kappa, max_steps, save_steps, batch_axes, step_to_ts,
+           tree_spec(call))
     compiled = _diffrax_cache.get(key)
     compile_time = 0.0
     if compiled is None:
         start = time.perf_counter()
-        fn = _build_diffrax(problem, args_static, method, max_steps, save_steps, batch_axes)
+        fn = _build_diffrax(problem, args_static, method, max_steps, save_steps, batch_axes, step_to_ts)
         compiled = jax.jit(fn).lower(*call).compile()
         compile_time = time.perf_counter() - start
         _diffrax_cache[key] = compiled

@@ -276,7 +276,9 @@ def simulate(system, t_span, x0, y0, *, backend: str = "diffrax", method: str | 
         Tolerances of the error controller (per component: atol + rtol·|z|).
     ts : array (K,), optional
         Save times inside t_span.  None: the solver's accepted steps for a single
-        solve, (t0, t1) for a batch.
+        solve, (t0, t1) for a batch.  The implicit diffrax solvers step to each save
+        time when K ≤ 16 (their dense output is a 3rd-order Hermite interpolant, which
+        would set the error there) and interpolate on denser grids.
     throw : bool
         Raise `SolverError` on failure (True) or return the status (False).
     max_steps : int

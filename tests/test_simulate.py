@@ -233,3 +233,17 @@ def test_implicit_solver_steps_to_the_save_times(name):
     ref = simulate(entry, entry.t_span, entry.x0, entry.y0, ts=ts, backend="scipy", rtol=1e-12, atol=1e-14)
     err = max(np.max(np.abs(traj.x - ref.x)), np.max(np.abs(traj.y - ref.y)))
     assert err <= 1e-9
+
+
+def test_dense_save_grids_are_interpolated_not_stepped_to():
+    # Stepping to every one of many save times (a plot) would force a step per point; above
+    # STEP_TO_TS_MAX points the solver keeps its own steps and reads the grid off its
+    # interpolant.  me3 takes ~140 steps on its span; 2001 save times must not raise that.
+    from sp_ode._integrate import STEP_TO_TS_MAX
+
+    entry = get_system("me3", eps=1e-3)
+    few = simulate(entry, entry.t_span, entry.x0, entry.y0, ts=ts_for(entry, STEP_TO_TS_MAX))
+    many = simulate(entry, entry.t_span, entry.x0, entry.y0, ts=ts_for(entry, 2001))
+    assert few.stats["num_steps"] >= STEP_TO_TS_MAX - 1  # stepped to every save time
+    assert many.stats["num_steps"] < 500  # not one step per save time
+    assert many.x.shape == (2001, 3)
