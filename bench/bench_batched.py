@@ -41,11 +41,13 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/_equal_accuracy.py
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
+from _equal_accuracy import loosest_rtol  # noqa: E402
 from sp_ode._io import dumps, write_json  # noqa: E402
 from sp_ode.simulation import simulate  # noqa: E402
 from sp_ode.systems import master_equation_entry  # noqa: E402
@@ -87,18 +89,6 @@ SCIPY_METHODS = ("Radau", "BDF", "LSODA")
 
 def max_error(traj, ref, r: int) -> float:
     return float(max(np.max(np.abs(traj.x[:r] - ref.x)), np.max(np.abs(traj.y[:r] - ref.y))))
-
-
-def loosest_rtol(solve, ref, r: int, target: float, ladder) -> dict:
-    """The loosest rtol of `ladder` whose error on the r reference sets is ≤ target."""
-    tried = []
-    for rtol in ladder:
-        traj = solve(rtol)
-        err = max_error(traj, ref, r) if traj.success else float("inf")
-        tried.append((rtol, err))
-        if err <= target:
-            return {"reached": True, "rtol": rtol, "error": err, "tried": tried}
-    return {"reached": False, "rtol": None, "error": None, "tried": tried}
 
 
 def main(argv=None) -> int:
@@ -144,12 +134,14 @@ def main(argv=None) -> int:
     def diffrax_on_refs(rtol):
         return simulate(entry.system, span, x0[:r], y0[:r], args=ref_args, batch_args=True, ts=ts,
                         rtol=rtol, atol=1e-2 * rtol, throw=False)
-    choice = {"diffrax": loosest_rtol(diffrax_on_refs, ref, r, args.target_error, ladder)}
+    def error_of(traj):
+        return max_error(traj, ref, r)
+    choice = {"diffrax": loosest_rtol(diffrax_on_refs, error_of, args.target_error, ladder)}
     for method in methods:
         def scipy_on_refs(rtol, method=method):
             return simulate(entry.system, span, x0[:r], y0[:r], args=ref_args, batch_args=True, backend="scipy",
                             method=method, ts=ts, rtol=rtol, atol=1e-2 * rtol, throw=False)
-        choice[method] = loosest_rtol(scipy_on_refs, ref, r, args.target_error, ladder)
+        choice[method] = loosest_rtol(scipy_on_refs, error_of, args.target_error, ladder)
     for name, c in choice.items():
         log(f"  {name}: " + (f"rtol {c['rtol']:g}, error {c['error']:.2e}" if c["reached"]
                              else f"did not reach {args.target_error:g} by rtol {ladder[-1]:g}"))

@@ -45,10 +45,12 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/_equal_accuracy.py
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
+from _equal_accuracy import loosest_rtol  # noqa: E402
 from sp_ode._io import dumps, write_json  # noqa: E402
 from sp_ode.reduced import simulate_reduced  # noqa: E402
 from sp_ode.simulation import simulate  # noqa: E402
@@ -115,16 +117,12 @@ def run_eps(entry, eps: float, repeat: int, ladder, rtol_factor: float = 1e-2, m
                          "steps": int(corrected.stats["num_steps"])},
            "accuracy_target": target, "full": {}}
     for backend, method in FULL:
-        chosen = None
-        for rtol in ladder:
-            traj = simulate(system, T_SPAN, x0, y0, backend=backend, method=method, rtol=rtol, atol=1e-2 * rtol,
-                            ts=TS, throw=False, max_steps=200_000)
-            if traj.success and error(traj, ref) <= target:
-                chosen = rtol
-                break
+        found = loosest_rtol(lambda rtol: simulate(system, T_SPAN, x0, y0, backend=backend, method=method, rtol=rtol,
+                                                   atol=1e-2 * rtol, ts=TS, throw=False, max_steps=200_000),
+                             lambda traj: error(traj, ref), target, ladder)
+        chosen = found["rtol"]
         if chosen is None:
-            row["full"][method] = {"reached": False, "tightest_rtol": ladder[-1],
-                                   "error": error(traj, ref) if traj.success else None}
+            row["full"][method] = {"reached": False, "tightest_rtol": ladder[-1], "error": found["error"]}
             log(f"  eps={eps:g} {method}: did not reach error {target:.2e} by rtol {ladder[-1]:g}")
             continue
         traj, t_full, call_full, c_full = timed(lambda: simulate(system, T_SPAN, x0, y0, backend=backend, method=method,
