@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test bench clean
+.PHONY: setup demo test lint bench clean
 
 setup: $(STAMP)
 
@@ -22,8 +22,13 @@ demo: $(STAMP)
 
 # One BLAS/OpenMP thread per pytest worker: two workers fill the two cores, and
 # oversubscribed OpenMP threads were measured 7-26x slower on a shared machine.
-test: $(STAMP)
+test: $(STAMP) lint
 	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 $(PY) -m pytest -q -n 2 tests
+
+# Lint rules (ruff) and the one-way import contracts (import-linter), both in pyproject.toml.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
 
 clean:
 	rm -rf $(VENV) out build *.egg-info

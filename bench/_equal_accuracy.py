@@ -6,7 +6,7 @@ the common target, so speed ratios compare equal errors.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 
 def loosest_rtol(solve: Callable, error_of: Callable, target: float, ladder) -> dict:

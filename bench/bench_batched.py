@@ -46,11 +46,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/_equal_accurac
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-
 from _equal_accuracy import loosest_rtol  # noqa: E402
-from sp_ode._io import dumps, write_json  # noqa: E402
-from sp_ode.simulation import simulate  # noqa: E402
-from sp_ode.systems import master_equation_entry  # noqa: E402
+
+from sp_ode.core.files import dumps, write_json  # noqa: E402
+from sp_ode.systems.catalogue import master_equation_entry  # noqa: E402
+from sp_ode.systems.simulation import simulate  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 

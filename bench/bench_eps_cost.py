@@ -15,7 +15,7 @@ For each ε in 1e-2 … 1e-6, side by side in one run:
   200 000 steps at ε = 1e-3: its implicit stages do not converge that tightly.)
 * **reduced** — y' = g(p_st(y), y), x = p_st(y) (`sp_ode.simulate_reduced`): O(ε).
 * **corrected** — y' = g(h_ε(y), y), x = h_ε(y) = p_st + εh₁ with h₁ from the closed form
-  of DESIGN T3 (`slow_manifold(..., method="closed_form")`): O(ε²).  Both reduced
+  of docs/theory.md §3.3 (T3) (`slow_manifold(..., method="closed_form")`): O(ε²).  Both reduced
   paths use diffrax Dopri8 (no ε in them: not stiff) at rtol = min(1e-8, 1e-2·ε²)
   (≥ 1e-14), so their integration error stays below the O(ε²) term.
 * **full solves** at equal accuracy — diffrax Kvaerno5, scipy Radau, BDF, LSODA: for
@@ -49,14 +49,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/_equal_accurac
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
-
 from _equal_accuracy import loosest_rtol  # noqa: E402
-from sp_ode._io import dumps, write_json  # noqa: E402
-from sp_ode.reduced import simulate_reduced  # noqa: E402
-from sp_ode.simulation import simulate  # noqa: E402
-from sp_ode.invariant_manifold import slow_manifold  # noqa: E402
-from sp_ode.stationary import stationary_distribution  # noqa: E402
-from sp_ode.systems import get_system  # noqa: E402
+
+from sp_ode.core.files import dumps, write_json  # noqa: E402
+from sp_ode.markov.stationary import stationary_distribution  # noqa: E402
+from sp_ode.systems.catalogue import get_system  # noqa: E402
+from sp_ode.systems.reduced import simulate_reduced  # noqa: E402
+from sp_ode.systems.simulation import simulate  # noqa: E402
+from sp_ode.systems.slow_manifold import slow_manifold  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 

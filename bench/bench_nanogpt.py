@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     from neural.data import load_text, markov_corpus, tiling_starts
     from neural.model import FastSlowLM
     from neural.train import NATS_TO_BITS, evaluate, train
-    from sp_ode._io import dumps, write_json
+    from sp_ode.core.files import dumps, write_json
 
     data = Path(args.data) if args.data else DEFAULT_DATA
     if data.is_file():

@@ -17,15 +17,14 @@ import sys
 import time
 from pathlib import Path
 
-
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from neural._phi_report import write_figures  # noqa: E402
 from neural._phi_system import evaluation_points, sample  # noqa: E402
-from neural.phi import _evaluate_sample, fit_phi  # noqa: E402
-from sp_ode._io import dumps, write_json  # noqa: E402
+from neural.phi import evaluate_sample, fit_phi  # noqa: E402
+from sp_ode.core.files import dumps, write_json  # noqa: E402
 
 
 def run_one(system: str, loss: str, *, seed: int, smoke: bool, out: Path | None = None, **kw) -> dict:
@@ -38,8 +37,8 @@ def run_one(system: str, loss: str, *, seed: int, smoke: bool, out: Path | None 
     fit = fit_phi(system, loss=loss, seed=seed, **kw)
     n_eval = (101 if fit.system.d == 1 else 21**2) if smoke else None
     inside, outside = evaluation_points(fit.system, n_eval)
-    held = _evaluate_sample(fit.model, sample(fit.system, inside))
-    extra = _evaluate_sample(fit.model, sample(fit.system, outside), extrapolation=True)
+    held = evaluate_sample(fit.model, sample(fit.system, inside))
+    extra = evaluate_sample(fit.model, sample(fit.system, outside), extrapolation=True)
     wall = time.perf_counter() - t0
     if out is not None:
         write_figures(fit, held, extra, out)

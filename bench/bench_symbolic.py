@@ -44,7 +44,7 @@ def run_tree(kind: str, n: int) -> dict:
     t1 = time.perf_counter()
     cert = result.verify()
     t2 = time.perf_counter()
-    result.p  # normalised sympy expressions w_r / S (built lazily)
+    _ = result.p  # normalised sympy expressions w_r / S (built lazily)
     t3 = time.perf_counter()
     return {
         "kind": kind, "n": n, "symbols": len(Q.free_symbols), "trees": result.n_trees,
@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     print(render(record))
     print(f"\npassed: {record['passed']}")
     if args.out:
-        from sp_ode._io import write_json
+        from sp_ode.core.files import write_json
 
         write_json(args.out, record)
     return 0 if ok else 1

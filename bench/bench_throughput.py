@@ -6,7 +6,7 @@ fast-path weights), and times full training steps (forward, backward, AdamW) sid
 side: every round times each model once, in a shuffled order, and the ratio
 coupled/dense is taken within a round.  Reported: median and best-of ratios.
 
-It also reports the FLOP split (DESIGN §4): per layer the fast attention core costs
+It also reports the FLOP split (docs/theory.md §4): per layer the fast attention core costs
 4T²d (QKᵀ and AV, 2 FLOPs per multiply-add, causal skipping not counted) and the
 slow attention core 4K²d over K = T/P − 1 fed blocks, so slow/fast ≈ 1/P²; pooling,
 lag and gate are O(Td).  "Measured" FLOPs come from ``torch.utils.flop_counter`` on
@@ -39,7 +39,7 @@ from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
 from neural.config import ModelConfig  # noqa: E402
 from neural.model import FastSlowLM  # noqa: E402
-from sp_ode._io import dumps, write_json  # noqa: E402
+from sp_ode.core.files import dumps, write_json  # noqa: E402
 
 TARGET = {"seq_len": 1024, "pool": 16, "max_ratio": 1.10}
 

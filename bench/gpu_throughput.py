@@ -29,7 +29,7 @@ import torch  # noqa: E402
 
 from neural.config import ModelConfig  # noqa: E402
 from neural.model import FastSlowLM  # noqa: E402
-from sp_ode._io import dumps, write_json  # noqa: E402
+from sp_ode.core.files import dumps, write_json  # noqa: E402
 
 
 def _timer(device: torch.device):

@@ -1,4 +1,4 @@
-"""The 500k-token ablation: dense vs coupled vs frozen, 3 seeds each (DESIGN.md §4).
+"""The 500k-token ablation: dense vs coupled vs frozen, 3 seeds each (docs/theory.md §4).
 
 The source paper reports that at 500k tokens the gate g_ℓ stays (nearly) closed,
 coupled and frozen runs are within noise of each other, and the wall-clock cost is
@@ -77,7 +77,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from neural.data import load_corpus, markov_corpus
     from neural.train import train
-    from sp_ode._io import dumps, progress, setup_matplotlib, write_json
+    from sp_ode.core.files import dumps, write_json
+    from sp_ode.core.reporting import figures, progress
 
     if args.threads is not None:
         torch.set_num_threads(args.threads)
@@ -141,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "ablation.json", record)
-    _plot(setup_matplotlib(), summary, runs, out / "ablation.png", corpus.name)
+    _plot(figures(), summary, runs, out / "ablation.png", corpus.name)
 
     if args.json:
         print(dumps({k: v for k, v in record.items() if k != "runs"}))

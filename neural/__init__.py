@@ -1,4 +1,4 @@
-"""neural: the fast–slow attention language model and φ_θ (DESIGN.md §4, T4).
+"""neural: the fast–slow attention language model and φ_θ (docs/theory.md §4, T4).
 
 Fast path: causal attention over T tokens.  Slow path: attention over the T/P
 causally block-mean-pooled tokens (ε = 1/P), fed back with a one-block lag
@@ -10,7 +10,7 @@ until a name that needs it is used.
 """
 from __future__ import annotations
 
-from sp_ode._lazy import lazy_namespace
+from sp_ode.core.lazy import lazy_namespace
 
 # public name -> module that defines it.  Each section belongs to one concept;
 # add names to your own section only.

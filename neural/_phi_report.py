@@ -135,9 +135,9 @@ def plot_training(fit, path: Path, plt) -> Path:
 
 def write_figures(fit, held, extra, out: Path) -> list[Path]:
     """All figures for `fit` under `out`; returns their paths."""
-    from sp_ode._io import setup_matplotlib
+    from sp_ode.core.reporting import figures
 
-    plt = setup_matplotlib()
+    plt = figures()
     out.mkdir(parents=True, exist_ok=True)
     paths = [plot_training(fit, out / "training.png", plt)]
     if fit.system.d <= 2:

@@ -15,12 +15,12 @@ is sharper than T4's and, unlike A^#, needs no p_st to compute.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
-from sp_ode._validation import check_finite_array, check_positive_int
+from sp_ode.core.validation import check_finite_array, check_positive_int
 
 
 @dataclass(frozen=True)
@@ -98,8 +98,8 @@ def resolve_system(system="cycle3", domain=None, *, d: int | None = None) -> Phi
         Unknown family name, missing or malformed `domain`, mismatched d, or a
         Q(centre) that is not square.
     """
-    from sp_ode._io import load_object
-    from sp_ode.families import FAMILIES, GeneratorFamily
+    from sp_ode.core.files import load_object
+    from sp_ode.markov.families import FAMILIES, GeneratorFamily
 
     if isinstance(system, str):
         if ":" in system:
@@ -160,7 +160,7 @@ def generators_at(system: PhiSystem, ys: np.ndarray, *, skip_invalid: bool = Fal
     """
     import scipy.sparse as sp
 
-    from sp_ode.generator import NotIrreducibleError, check_generator, closed_classes, is_irreducible
+    from sp_ode.markov.generator import NotIrreducibleError, check_generator, closed_classes, is_irreducible
 
     Qs, keep = [], np.ones(len(ys), dtype=bool)
     for k, y in enumerate(ys):
@@ -234,8 +234,8 @@ def sample(system: PhiSystem, ys, *, with_p: bool = True, with_ginv: bool = True
     ValueError, NotIrreducibleError
         As :func:`generators_at`, naming the offending y.
     """
-    from sp_ode.generator import group_inverse
-    from sp_ode.stationary import stationary_distribution
+    from sp_ode.markov.spectral import group_inverse
+    from sp_ode.markov.stationary import stationary_distribution
 
     ys = np.asarray(ys, dtype=np.float64).reshape(-1, system.d)
     Qs, keep = generators_at(system, ys, skip_invalid=skip_invalid)

@@ -8,7 +8,7 @@ all of them makes a resumed run reproduce an uninterrupted one.
 
 Only tensors, numbers, strings, None, lists and dicts are stored, so the file
 loads with ``torch.load(..., weights_only=True)`` (no arbitrary pickles).  Files
-are written through :func:`sp_ode._io.atomic_write_bytes` (temp file, fsync,
+are written through :func:`sp_ode.core.files.atomic_write_bytes` (temp file, fsync,
 rename): a run killed mid-write leaves the previous checkpoint intact.
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from sp_ode._io import atomic_write_bytes
+from sp_ode.core.files import atomic_write_bytes
 
 __all__ = ["CheckpointError", "CheckpointMismatchError", "FORMAT", "save_checkpoint", "load_checkpoint",
            "check_compatible", "capture_rng", "restore_rng"]

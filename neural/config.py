@@ -1,4 +1,4 @@
-"""Model configuration of the fast–slow attention LM (DESIGN.md §4).
+"""Model configuration of the fast–slow attention LM (docs/theory.md §4).
 
 A frozen dataclass; presets are plain functions; ``with_overrides`` applies
 checked ``key=value`` strings (the CLI's ``--set``).
@@ -85,7 +85,7 @@ class ModelConfig(ConfigDict):
         """T/P, the number of slow (pooled) tokens."""
         return self.seq_len // self.pool
 
-    def with_overrides(self, overrides: list[str] | dict) -> "ModelConfig":
+    def with_overrides(self, overrides: list[str] | dict) -> ModelConfig:
         """Apply ``["key=value", ...]`` (or a dict), each key checked against the fields."""
         if isinstance(overrides, dict):
             return dataclasses.replace(self, **overrides)

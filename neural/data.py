@@ -8,7 +8,7 @@ deterministically: the first 90 % is training data, the last 10 % validation
 character, so nats/byte equal nats/char there.
 
 **The two-timescale Markov source** (:class:`MarkovSource`, the default) is a
-fast–slow process in the sense of DESIGN.md: a slow regime r ∈ {0, …, K−1}
+fast–slow process in the sense of docs/theory.md: a slow regime r ∈ {0, …, K−1}
 that may change only at block boundaries t = P, 2P, … (switching matrix S,
 row-stochastic), and fast tokens x_t over a small alphabet of m bytes emitted
 by a Markov chain whose generator Q_r depends on the regime.  Each Q_r is an
@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from sp_ode._validation import check_positive_int
+from sp_ode.core.validation import check_positive_int
 
 __all__ = [
     "VOCAB_SIZE",
@@ -80,7 +80,7 @@ class ByteCorpus:
     train: torch.Tensor
     val: torch.Tensor
     bayes_losses: np.ndarray | None = field(default=None, repr=False)
-    source: "MarkovSource | None" = field(default=None, repr=False)
+    source: MarkovSource | None = field(default=None, repr=False)
 
     def bayes_loss(self, starts: np.ndarray | None = None, seq_len: int | None = None) -> float | None:
         """Bayes-optimal mean loss (nats) on the validation targets a model is scored on.
@@ -158,7 +158,7 @@ class MarkovSource:
 
     def __post_init__(self) -> None:
         import sp_ode
-        from sp_ode.generator import require_irreducible
+        from sp_ode.markov.generator import require_irreducible
 
         if not isinstance(self.alphabet, (bytes, bytearray)) or len(set(self.alphabet)) != len(self.alphabet) or len(self.alphabet) < 2:
             raise ValueError(f"`alphabet` must be bytes of >= 2 distinct values; got {self.alphabet!r}.")
@@ -191,7 +191,7 @@ class MarkovSource:
 
     @classmethod
     def default(cls, *, seed: int = 0, n_regimes: int = 4, alphabet: bytes = DEFAULT_ALPHABET,
-                block: int = 16, stay: float = 0.9, successors: int = 2) -> "MarkovSource":
+                block: int = 16, stay: float = 0.9, successors: int = 2) -> MarkovSource:
         """The built-in source: random sparse-ish generators, one per regime.
 
         Each regime's Q_r gives every state `successors` strongly preferred next
@@ -345,11 +345,11 @@ class MarkovSource:
         like = p0[:, idx[0]]
         for t in range(len(idx)):
             if t > 0:
-                prior = alpha @ S if t % P == 0 else alpha
+                prior = alpha @ S if t % P == 0 else alpha  # noqa: F821 - alpha from the previous step
                 like = T[:, idx[t - 1], idx[t]]
             joint = prior * like
             out[t] = -math.log(joint.sum())
-            alpha = joint / joint.sum()
+            alpha = joint / joint.sum()  # noqa: F841 - read at the next step
         return out
 
     def oracle_token_losses(self, tokens, regimes) -> np.ndarray:
@@ -444,10 +444,10 @@ def get_batch(data: torch.Tensor, batch_size: int, seq_len: int, generator: torc
     if n < seq_len + 1:
         raise ValueError(f"the data split has {n} tokens; `seq_len` (T={seq_len}) needs at least T+1.")
     starts = torch.randint(n - seq_len, (batch_size,), generator=generator)
-    return _windows(data, starts, seq_len, device)
+    return windows(data, starts, seq_len, device)
 
 
-def _windows(data: torch.Tensor, starts: torch.Tensor, seq_len: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+def windows(data: torch.Tensor, starts: torch.Tensor, seq_len: int, device) -> tuple[torch.Tensor, torch.Tensor]:
     offsets = torch.arange(seq_len + 1)
     w = data[starts[:, None] + offsets[None, :]].long()  # (B, T+1)
     return w[:, :-1].to(device), w[:, 1:].to(device)

@@ -1,4 +1,4 @@
-"""The fast–slow attention language model (DESIGN.md §4).
+"""The fast–slow attention language model (docs/theory.md §4).
 
 Per layer ℓ, on the residual stream h ∈ ℝ^{T'×d} (T' ≤ T tokens, block size P, ε = 1/P):
 
@@ -8,7 +8,7 @@ Per layer ℓ, on the residual stream h ∈ ℝ^{T'×d} (T' ≤ T tokens, block 
 4. h_t ← h_t + g_ℓ ⊙ W_o z_{⌊t/P⌋−1}            one-block lag; block 0 receives a learned null z_{−1}
 5. h ← h + MLP(LN₂(h))                          fast path continued
 
-Choices (documented because DESIGN leaves them open):
+Choices (documented because docs/theory.md leaves them open):
 
 * **Which LN feeds the pooling.**  LN₁, the fast attention's own input: the pooled
   tokens are averages of exactly what the fast attention reads, and the slow path
@@ -164,7 +164,7 @@ class Block(nn.Module):
 
 
 class FastSlowLM(nn.Module):
-    """Byte-level language model with a fast token path and a slow block path (DESIGN.md §4).
+    """Byte-level language model with a fast token path and a slow block path (docs/theory.md §4).
 
     Parameters
     ----------
@@ -374,7 +374,7 @@ class FastSlowLM(nn.Module):
             g.copy_(torch.as_tensor(value, dtype=g.dtype, device=g.device).expand_as(g))
 
     @contextlib.contextmanager
-    def forced_gates(self, value: float | torch.Tensor) -> Iterator["FastSlowLM"]:
+    def forced_gates(self, value: float | torch.Tensor) -> Iterator[FastSlowLM]:
         """Context in which every gate equals ``value``; the previous gates come back on exit.
 
         Used by the tests: leaks are only visible with the gates open (g ≠ 0).

@@ -1,4 +1,4 @@
-"""φ_θ: an MLP onto the simplex as a variational approximation of p_st(y) (DESIGN.md T1, T4).
+"""φ_θ: an MLP onto the simplex as a variational approximation of p_st(y) (docs/theory.md §3.1 (T1), T4).
 
 For a generator family Q(y), y ∈ D ⊂ ℝᵈ, the critical manifold of the fast
 subsystem dx/dτ = Q(y)ᵀx is φ(y) = p_st(y) (T1).  T4 characterises p_st(y) two
@@ -40,9 +40,16 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from neural._phi_system import (PhiSample, PhiSystem, evaluation_points, resolve_system, sample,
-                                sigma_min_on_complement, training_points)
-from sp_ode._validation import check_choice, check_finite_array, check_positive, check_positive_int
+from neural._phi_system import (
+    PhiSample,
+    PhiSystem,
+    evaluation_points,
+    resolve_system,
+    sample,
+    sigma_min_on_complement,
+    training_points,
+)
+from sp_ode.core.validation import check_choice, check_finite_array, check_positive, check_positive_int
 
 EPS = np.finfo(np.float64).eps
 ACTIVATIONS = {"tanh": torch.nn.Tanh, "silu": torch.nn.SiLU, "gelu": torch.nn.GELU}
@@ -199,7 +206,8 @@ def phi_certificate(Q, q) -> PhiCertificate:
     sp_ode.NotIrreducibleError
         Q reducible (p_st, hence the bound, is then not defined).
     """
-    from sp_ode.generator import check_generator, group_inverse
+    from sp_ode.markov.generator import check_generator
+    from sp_ode.markov.spectral import group_inverse
 
     Q = check_generator(Q)
     Q = Q.toarray() if hasattr(Q, "toarray") else Q
@@ -281,7 +289,7 @@ class PhiEvaluation:
         }
 
 
-def _evaluate_sample(model: PhiMLP, s: PhiSample, *, extrapolation: bool = False) -> PhiEvaluation:
+def evaluate_sample(model: PhiMLP, s: PhiSample, *, extrapolation: bool = False) -> PhiEvaluation:
     with torch.no_grad():
         log_phi = model.log_prob(torch.as_tensor(s.y)).numpy()
     phi = np.exp(log_phi)
@@ -341,7 +349,7 @@ def evaluate_phi(model: PhiMLP, system="cycle3", ys=None, *, domain=None,
     s = sample(sys_, ys, skip_invalid=extrapolation)
     if len(s) == 0:
         return PhiEvaluation(*(np.zeros((0,)) for _ in range(12)), extrapolation=extrapolation, skipped=s.skipped)
-    return _evaluate_sample(model, s, extrapolation=extrapolation)
+    return evaluate_sample(model, s, extrapolation=extrapolation)
 
 
 def _check_match(model: PhiMLP, system: PhiSystem) -> None:
@@ -450,7 +458,7 @@ def fit_phi(system="cycle3", *, loss: str = "kl", domain=None, width: int = 32, 
 
 def _fit(system, loss, domain, width, depth, activation, steps, optimizer, lr, n_train, seed, record_every,
          monitor, n_monitor, show_progress) -> PhiFit:
-    from sp_ode._io import progress
+    from sp_ode.core.reporting import progress
 
     t0 = time.perf_counter()
     loss = check_choice("loss", loss, LOSSES)
@@ -509,7 +517,7 @@ def _fit(system, loss, domain, width, depth, activation, steps, optimizer, lr, n
         history["step"].append(step)
         history["loss"].append(value)
         if mon is not None:
-            ev = _evaluate_sample(model, mon)
+            ev = evaluate_sample(model, mon)
             history["max_abs_error"].append(float(ev.abs_error.max()))
             history["max_certificate"].append(float(ev.certificate.max()))
 

@@ -1,4 +1,4 @@
-"""Causal block-mean pooling and the one-block-lag feedback (DESIGN.md §4, steps 2 and 4).
+"""Causal block-mean pooling and the one-block-lag feedback (docs/theory.md §4, steps 2 and 4).
 
 With block size P (ε = 1/P), token t lies in block b = ⌊t/P⌋.  The slow variable is the
 block mean of the normalised residual stream,

@@ -30,7 +30,6 @@ import contextlib
 import json
 import math
 import os
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,12 +37,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from neural.checkpoint import (FORMAT, capture_rng, check_compatible, load_checkpoint,
-                               restore_rng, save_checkpoint)
+from neural.checkpoint import FORMAT, capture_rng, check_compatible, load_checkpoint, restore_rng, save_checkpoint
 from neural.config import ConfigDict, ModelConfig
-from neural.data import ByteCorpus, eval_starts, get_batch, load_corpus, _windows
-from sp_ode._io import progress, setup_matplotlib, write_json
-from sp_ode._validation import check_choice, check_nonnegative, check_positive, check_positive_int
+from neural.data import ByteCorpus, eval_starts, get_batch, load_corpus, windows
+from sp_ode.core.files import write_json
+from sp_ode.core.reporting import figures, progress
+from sp_ode.core.validation import check_choice, check_nonnegative, check_positive, check_positive_int
 
 __all__ = ["TrainConfig", "TrainResult", "train", "lr_at", "evaluate", "build_optimizer", "resolve_device",
            "NATS_TO_BITS"]
@@ -213,7 +212,7 @@ def evaluate(model: torch.nn.Module, data: torch.Tensor, starts: np.ndarray, seq
     total, count = 0.0, 0
     starts_t = torch.as_tensor(starts)
     for i in range(0, len(starts_t), batch_size):
-        x, y = _windows(data, starts_t[i:i + batch_size], seq_len, device)
+        x, y = windows(data, starts_t[i:i + batch_size], seq_len, device)
         with _autocast(device):
             _, loss = model(x, y)
         total += float(loss) * y.numel()
@@ -492,14 +491,14 @@ def _read_metrics(path: Path) -> list[dict]:
 
 
 def _write_metrics(path: Path, records: list[dict]) -> None:
-    from sp_ode._io import atomic_write_bytes
+    from sp_ode.core.files import atomic_write_bytes
 
     atomic_write_bytes(path, "".join(json.dumps(_jsonable(r)) + "\n" for r in records).encode())
 
 
 def plot_run(history: list[dict], path: Path, *, title: str = "") -> Path:
     """Loss (train, validation, Bayes limit) and per-layer gate magnitude against tokens."""
-    plt = setup_matplotlib()
+    plt = figures()
     tokens = [r["tokens"] / 1e3 for r in history]
     fig, (ax_loss, ax_gate) = plt.subplots(1, 2, figsize=(10, 4))
     ax_loss.plot(tokens, [r["train_loss"] for r in history], label="train (mean since last eval)")
@@ -527,14 +526,3 @@ def plot_run(history: list[dict], path: Path, *, title: str = "") -> Path:
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m neural.train`` (what torchrun launches): the ``sp-ode train`` command line."""
-    from sp_ode.cli import main as cli_main
-
-    return cli_main(["train", *(sys.argv[1:] if argv is None else argv)])
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

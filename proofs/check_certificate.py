@@ -19,12 +19,12 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np  # noqa: E402
+from _instances import random_irreducible, random_reducible, sizes  # noqa: E402
 from scipy.optimize import least_squares, minimize  # noqa: E402
 from scipy.special import softmax  # noqa: E402
 
 import sp_ode  # noqa: E402
-from sp_ode._claims import ClaimSet  # noqa: E402
-from _instances import random_irreducible, random_reducible, sizes  # noqa: E402
+from sp_ode.core.claims import ClaimSet  # noqa: E402
 
 claims = ClaimSet("check_certificate.py")
 EPS = np.finfo(np.float64).eps

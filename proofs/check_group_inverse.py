@@ -24,12 +24,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np  # noqa: E402
 import sympy  # noqa: E402
+from _instances import random_irreducible, sizes  # noqa: E402
 from sympy.polys.matrices import DomainMatrix  # noqa: E402
 
 import sp_ode  # noqa: E402
 from sp_ode import symbolic as S  # noqa: E402
-from sp_ode._claims import ClaimSet  # noqa: E402
-from _instances import random_irreducible, sizes  # noqa: E402
+from sp_ode.core.claims import ClaimSet  # noqa: E402
 
 claims = ClaimSet("check_group_inverse.py")
 EPS = np.finfo(np.float64).eps

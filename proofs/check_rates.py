@@ -30,7 +30,7 @@ import numpy as np  # noqa: E402
 from scipy.integrate import solve_ivp  # noqa: E402
 
 import sp_ode  # noqa: E402
-from sp_ode._claims import ClaimSet  # noqa: E402
+from sp_ode.core.claims import ClaimSet  # noqa: E402
 
 claims = ClaimSet("check_rates.py")
 FAMILY = sp_ode.FAMILIES["cycle3"]
@@ -76,7 +76,7 @@ def distances(eps: float, times: np.ndarray) -> tuple[float, float, float]:
     if sol.status != 0 or red.status != 0:
         raise RuntimeError(f"solve_ivp failed at eps = {eps}: {sol.message} / {red.message}")
     d0 = d1 = dy = 0.0
-    for k, t in enumerate(times):
+    for k in range(len(times)):
         x, y = sol.y[:3, k], sol.y[3, k]
         p = p_st(y)
         d0 = max(d0, np.max(np.abs(x - p)))

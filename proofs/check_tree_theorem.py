@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import sympy  # noqa: E402
 
 from sp_ode import symbolic as S  # noqa: E402
-from sp_ode._claims import ClaimSet  # noqa: E402
+from sp_ode.core.claims import ClaimSet  # noqa: E402
 
 claims = ClaimSet("check_tree_theorem.py")
 
@@ -44,7 +44,7 @@ def tree_theorem(smoke: bool):
 def _birth_death_product_candidate(n: int):
     lam = [sympy.Symbol(f"lambda_{i}", positive=True) for i in range(n - 1)]
     mu = [None] + [sympy.Symbol(f"mu_{i}", positive=True) for i in range(1, n)]
-    # p_k ∝ Π_{i<k} λ_i / μ_{i+1} (DESIGN §6), written over a common denominator:
+    # p_k ∝ Π_{i<k} λ_i / μ_{i+1} (docs/theory.md §6), written over a common denominator:
     # w_k = Π_{i<k} λ_i · Π_{i>k} μ_i, which is the single in-tree rooted at k.
     w = [sympy.prod(lam[:k]) * sympy.prod(mu[k + 1:]) for k in range(n)]
     return [x / sum(w) for x in w], w

@@ -1,4 +1,4 @@
-"""Shared test setup: float64 JAX, deterministic Hypothesis profile, shared data."""
+"""Shared test setup: deterministic Hypothesis profile, shared data. (JAX stays float32 by default: sp_ode must scope its own float64.)"""
 from __future__ import annotations
 
 import os
@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-os.environ.setdefault("JAX_ENABLE_X64", "1")
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 settings.register_profile(
     "ci", max_examples=40, deadline=None, derandomize=True,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.differing_executors],
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.differing_executors,
+                           HealthCheck.function_scoped_fixture],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
@@ -27,3 +27,12 @@ def tinyshakespeare() -> Path:
     if not path.is_file():
         pytest.skip("../shared/data/tinyshakespeare.txt not present (optional data)")
     return path
+
+
+@pytest.fixture
+def x64():
+    """Run a test that evaluates JAX functions itself in float64 (sp_ode scopes its own; tests do too)."""
+    from sp_ode.core.precision import float64
+
+    with float64():
+        yield

@@ -1,4 +1,4 @@
-"""The convergence certificate (sp_ode.certificate) on the toy of DESIGN §6."""
+"""The convergence certificate (sp_ode.systems.certificate) on the toy of docs/theory.md §6."""
 from __future__ import annotations
 
 import json
@@ -7,8 +7,8 @@ import math
 import pytest
 
 import sp_ode
-from sp_ode._io import dumps
-from sp_ode.certificate import convergence_certificate
+from sp_ode.core.files import dumps
+from sp_ode.systems.certificate import convergence_certificate
 
 PS = (64, 128, 256, 512, 1024, 2048, 4096)
 
@@ -24,7 +24,7 @@ def cert(toy):
 
 
 def test_toy_slopes(cert):
-    # Tikhonov O(ε) to φ and in y, Fenichel O(ε²) to φ + εh₁ (DESIGN T2, T3), as fitted slopes
+    # Tikhonov O(ε) to φ and in y, Fenichel O(ε²) to φ + εh₁ (docs/theory.md §3.2 (T2), T3), as fitted slopes
     assert cert.passed, cert.messages
     assert abs(cert.slopes["manifold"] - 1) <= 0.15
     assert abs(cert.slopes["corrected"] - 2) <= 0.15
@@ -38,7 +38,7 @@ def test_toy_constants_at_final_time(cert):
     #   x − φ − εh₁     ≈ ε² h₂(1/3) = 10ε²/81              (h₂ = 10y⁴, test_slow_manifold)
     #   y − y_red       ≈ ε (1 − 2 ln 3)/9 in size          (linearising y' = −(y² + 2εy³) about
     #                     y_red = 1/(1+t) with the layer shift η(0) = 1: (η(1+t)²)' = −2/(1+t))
-    # DESIGN §6 lists 0.741ε, 1.23ε², 1.33ε: ten times these; the closed forms above and the
+    # docs/theory.md §6 lists 0.741ε, 1.23ε², 1.33ε: ten times these; the closed forms above and the
     # measurement agree to 0.3 %, so we test the closed forms.
     # Tolerance 1 %: the next-order terms are O(ε) relative, 2.4e-4 at P = 4096.
     expected = {"manifold": 2 / 27, "corrected": 10 / 81, "slow": (2 * math.log(3) - 1) / 9}

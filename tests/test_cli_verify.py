@@ -6,8 +6,8 @@ import json
 import numpy as np
 import pytest
 
-from sp_ode._cli_verify import format_report, resolve_system
 from sp_ode.cli import UsageError, main
+from sp_ode.cli.verify import format_report, resolve_system
 
 
 def test_verify_smoke_json_me3(tmp_path, capsys):

@@ -1,4 +1,4 @@
-"""sp_ode.cme: the two-species CME generator (toggle switch / independent birth–death)."""
+"""sp_ode.markov.cme: the two-species CME generator (toggle switch / independent birth–death)."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,7 +7,7 @@ import scipy.sparse as sp
 from scipy.stats import poisson
 
 import sp_ode
-from sp_ode.cme import cme_two_species
+from sp_ode.markov.cme import cme_two_species
 from tests.checkers import assert_distribution, max_rel_error
 
 
@@ -44,7 +44,7 @@ def test_vectorised_matches_loop_reference(repression):
 
 def test_is_a_valid_irreducible_generator_with_five_point_stencil():
     Q = cme_two_species(30, repression=(7.5, 2.0))
-    checked = sp_ode.check_generator(Q)  # raises if any rule of DESIGN §2 fails
+    checked = sp_ode.check_generator(Q)  # raises if any rule of docs/theory.md §2 fails
     assert sp_ode.is_irreducible(checked)
     assert Q.nnz <= 5 * Q.shape[0]
     assert np.all(Q.diagonal() < 0)

@@ -1,7 +1,7 @@
 """DDP on 2 CPU processes (gloo, 127.0.0.1): averaged gradients equal one process on the full batch.
 
 The workers are launched with torchrun (``python -m torch.distributed.run``) in a
-subprocess, as a user would; the same launch then runs ``python -m neural.train``'s
+subprocess, as a user would; the same launch then runs ``python -m neural.commands.train``'s
 entry point (the ``sp-ode train`` command line) data-parallel, and only rank 0 writes.
 """
 from __future__ import annotations
@@ -31,7 +31,8 @@ WORKER = textwrap.dedent("""
     from torch.nn.parallel import DistributedDataParallel as DDP
     from neural.config import ModelConfig
     from neural.model import FastSlowLM
-    from neural.train import _distributed, _forward_backward, main
+    from neural.commands.train import main
+    from neural.train import _distributed, _forward_backward
 
     out = Path(sys.argv[1])
     rank, world, _ = _distributed()          # joins torchrun's gloo group

@@ -1,4 +1,4 @@
-"""sp_ode.generator: validation (table of bad inputs), builders, structure, spectrum."""
+"""sp_ode.markov.generator: validation (table of bad inputs), builders, structure, spectrum."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,7 +7,7 @@ import scipy.sparse as sp
 from hypothesis import given
 
 import sp_ode
-from sp_ode.generator import check_generator
+from sp_ode.markov.generator import check_generator
 from tests.strategies import generators
 
 Q2 = np.array([[-2.0, 2.0], [3.0, -3.0]])

@@ -1,4 +1,4 @@
-"""Critical manifold φ(y), continuation, normal hyperbolicity and where it is lost (sp_ode.manifold)."""
+"""Critical manifold φ(y), continuation, normal hyperbolicity and where it is lost (sp_ode.systems.critical_manifold)."""
 from __future__ import annotations
 
 import jax.numpy as jnp
@@ -6,9 +6,14 @@ import numpy as np
 import pytest
 
 import sp_ode
-from sp_ode.manifold import (ManifoldNotFoundError, continue_manifold, critical_manifold,
-                             locate_loss_of_hyperbolicity, normal_hyperbolicity)
-from sp_ode.system import FastSlowSystem, MasterEquationSystem
+from sp_ode.systems.critical_manifold import (
+    ManifoldNotFoundError,
+    continue_manifold,
+    critical_manifold,
+    locate_loss_of_hyperbolicity,
+    normal_hyperbolicity,
+)
+from sp_ode.systems.system import FastSlowSystem, MasterEquationSystem
 
 C_FOLD = 1.0 / 3.0  # an irrational-looking fold location, so the test sees real digits
 

@@ -50,7 +50,7 @@ def test_source_is_built_from_sp_ode_generators():
     for r in range(2):
         np.testing.assert_allclose(src.initial[r] @ src.transitions[r], src.initial[r], atol=1e-14)
         np.testing.assert_allclose(src.initial[r], sp_ode.stationary_distribution(src.generators[r]), atol=0)
-    # 2-state regime chain: π = (S10, S01)/(S01 + S10) (DESIGN §6 closed form).
+    # 2-state regime chain: π = (S10, S01)/(S01 + S10) (docs/theory.md §6 closed form).
     np.testing.assert_allclose(src.regime_initial, np.array([0.4, 0.3]) / 0.7, rtol=1e-14)
 
 

@@ -1,4 +1,4 @@
-"""Tests of neural.model / neural.pooling: DESIGN.md §4 exactly, leak-free, ablation arms.
+"""Tests of neural.model / neural.pooling: docs/theory.md §4 exactly, leak-free, ablation arms.
 
 Provenance of the expected values:
 * "gate 0 ⇒ dense": exact algebra (h + 0·x = h), so the logits are compared bit for bit;
@@ -7,7 +7,7 @@ Provenance of the expected values:
   gate forced open on random weights; two deliberately leaky variants fail the same
   checkers, so the checkers can fail;
 * the slow feedback is compared with a per-token loop written from the formulas of
-  DESIGN §4 (an independent reference implementation, float64);
+  docs/theory.md §4 (an independent reference implementation, float64);
 * the gate gradient is compared with a central finite difference (float64).
 """
 from __future__ import annotations
@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
-from torch.nn.attention import SDPBackend, sdpa_kernel
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import neural
 from neural import model as model_mod
@@ -213,7 +213,7 @@ def test_prefix_of_any_length_gives_the_same_logits():
 
 # ---------------------------------------------- reference implementation
 def reference_feedback(slow: SlowPath, a: torch.Tensor) -> torch.Tensor:
-    """Per-token loop over DESIGN §4: s_k = mean of LN(h) over block k; z = causal
+    """Per-token loop over docs/theory.md §4: s_k = mean of LN(h) over block k; z = causal
     softmax attention over blocks; token t gets g ⊙ W_o z_{⌊t/P⌋−1}, block 0 the null."""
     B, T, d = a.shape
     P, H = slow.pool, slow.n_head

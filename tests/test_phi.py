@@ -115,7 +115,7 @@ def test_residual_loss_never_sees_p_st(monkeypatch):
     def forbidden(*args, **kwargs):
         raise AssertionError("p_st was computed")
 
-    monkeypatch.setattr(sp_ode.stationary, "stationary_distribution", forbidden)
+    monkeypatch.setattr(sp_ode.markov.stationary, "stationary_distribution", forbidden)
     fit = fit_phi("cycle3", loss="residual", steps=25, n_train=48, monitor=False)
     with pytest.raises(AssertionError, match="p_st was computed"):
         fit_phi("cycle3", loss="kl", steps=1, n_train=8, monitor=False)

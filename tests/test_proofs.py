@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from sp_ode._cli_prove import PROOFS, load_claim_sets
+from sp_ode.cli.prove import PROOFS, load_claim_sets
 
 SETS = load_claim_sets(PROOFS)
 CLAIMS = [(s, cid) for s in SETS for cid in s.ids]
@@ -46,7 +46,7 @@ def test_a_script_runs_standalone():
 
 
 def test_a_failing_check_is_reported_not_raised(tmp_path: Path):
-    from sp_ode._claims import ClaimSet
+    from sp_ode.core.claims import ClaimSet
 
     claims = ClaimSet("inline")
 

@@ -1,4 +1,4 @@
-"""sp_ode._reference: the exact reference chains used by the accuracy tests and benchmark."""
+"""sp_ode.markov.reference: the exact reference chains used by the accuracy tests and benchmark."""
 from __future__ import annotations
 
 from fractions import Fraction
@@ -6,7 +6,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from sp_ode._reference import birth_death_tail, componentwise_error, exact_stationary, ncd_chain
+from sp_ode.markov.reference import birth_death_tail, componentwise_error, exact_stationary, ncd_chain
 
 
 def _exact_residual(Q, p):

@@ -14,7 +14,7 @@ import pytest
 
 import sp_ode
 from sp_ode import SolverError, simulate, simulate_reduced
-from sp_ode.systems import get_system
+from sp_ode.systems.catalogue import get_system
 
 
 def ts_for(entry, k: int = 5):
@@ -23,11 +23,11 @@ def ts_for(entry, k: int = 5):
 
 @pytest.mark.parametrize("backend", ["diffrax", "scipy"])
 def test_toy_slow_error_matches_asymptotics(backend):
-    # Matched asymptotics for ε x' = −x + y², y' = −x, x(0) = 0, y(0) = 1 (DESIGN §6): the initial
+    # Matched asymptotics for ε x' = −x + y², y' = −x, x(0) = 0, y(0) = 1 (docs/theory.md §6): the initial
     # layer leaves y ahead of the reduced solution y₀ = 1/(1 + t) by ε, and on the slow manifold
     # x = y² + 2εy³ the deviation δ = y − y₀ obeys δ' = −2y₀δ − 2εy₀³, so
     # (1 + t)²δ = ε(1 − 2 ln(1 + t)) and δ(2) = −ε(2 ln 3 − 1)/9 = −0.13306 ε.
-    # (DESIGN §6 quotes "1.33ε", "0.741ε", "1.23ε²": ten times the values derived and measured here.)
+    # (docs/theory.md §6 quotes "1.33ε", "0.741ε", "1.23ε²": ten times the values derived and measured here.)
     entry = get_system("toy", eps=1e-3)
     traj = entry.simulate(ts=ts_for(entry), backend=backend)
     assert traj.status == 0 and traj.message == ""
@@ -44,7 +44,7 @@ def test_toy_slow_error_matches_asymptotics(backend):
 
 
 def test_toy_reduced_closed_form():
-    # reduced flow y' = −y², y(0) = 1: y(t) = 1/(1 + t), so y(2) = 1/3 (DESIGN §6); x = φ(y) = y².
+    # reduced flow y' = −y², y(0) = 1: y(t) = 1/(1 + t), so y(2) = 1/3 (docs/theory.md §6); x = φ(y) = y².
     entry = get_system("toy")
     red = simulate_reduced(entry, (0.0, 2.0), [1.0], ts=np.linspace(0, 2, 5))
     np.testing.assert_allclose(red.y[:, 0], 1 / (1 + red.t), rtol=1e-7)
@@ -239,7 +239,7 @@ def test_dense_save_grids_are_interpolated_not_stepped_to():
     # Stepping to every one of many save times (a plot) would force a step per point; above
     # STEP_TO_TS_MAX points the solver keeps its own steps and reads the grid off its
     # interpolant.  me3 takes ~140 steps on its span; 2001 save times must not raise that.
-    from sp_ode._integrate import STEP_TO_TS_MAX
+    from sp_ode.systems._integrate import STEP_TO_TS_MAX
 
     entry = get_system("me3", eps=1e-3)
     few = simulate(entry, entry.t_span, entry.x0, entry.y0, ts=ts_for(entry, STEP_TO_TS_MAX))

@@ -6,7 +6,7 @@ import pytest
 from scipy.integrate import solve_ivp
 
 import sp_ode
-from sp_ode.invariant_manifold import SlowManifold, slow_manifold
+from sp_ode.systems.slow_manifold import SlowManifold, slow_manifold
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +22,7 @@ def toy_h2(toy):
 
 
 def test_toy_terms_match_hand_derivation(toy_h2):
-    # Toy of DESIGN §6: ε x' = −x + y², y' = −x.  Invariance ε h'(y)·(−h) = −h + y² with
+    # Toy of docs/theory.md §6: ε x' = −x + y², y' = −x.  Invariance ε h'(y)·(−h) = −h + y² with
     # h = y² + εh₁ + ε²h₂ + ε³h₃, matched by powers of ε (by hand):
     #   ε¹: −2y·y² = −h₁                         ⇒ h₁ = 2y³
     #   ε²: −(2y·h₁ + 6y²·y²) = −h₂              ⇒ h₂ = 10y⁴
@@ -46,7 +46,7 @@ def test_call_sums_the_series(toy_h2):
 
 
 def test_t3_closed_form_equals_series_on_master_equations():
-    # DESIGN T3 (A − p1ᵀ)⁻¹ formula vs the general invariance-equation path: independent code paths
+    # docs/theory.md §3.3 (T3) (A − p1ᵀ)⁻¹ formula vs the general invariance-equation path: independent code paths
     for name in ("me3", "me10"):
         entry = sp_ode.get_system(name)
         ys = np.linspace(-0.9, 0.9, 7)

@@ -1,4 +1,4 @@
-"""sp_ode._sparse: AMG-preconditioned GMRES for large sparse generators (method="sparse")."""
+"""sp_ode.markov._sparse: AMG-preconditioned GMRES for large sparse generators (method="sparse")."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from scipy.stats import poisson
 
 import sp_ode
-from sp_ode._sparse import pinned_direct_stationary, sparse_stationary
-from sp_ode.cme import cme_two_species
+from sp_ode.markov._sparse import pinned_direct_stationary, sparse_stationary
+from sp_ode.markov.cme import cme_two_species
 from tests.checkers import EPS, assert_distribution
 from tests.strategies import generators
 
@@ -30,7 +30,7 @@ def random_sparse_generator(n: int, seed: int, decades: float = 6.0) -> sp.csr_a
 
 
 def assert_t4_bound(Q, p, p_ref):
-    """DESIGN T4: for 1ᵀp = 1, p − p_st = A^#(Qᵀp), so ‖p − p_st‖₂ ≤ ‖A^#‖₂ ‖Qᵀp‖₂.
+    """docs/theory.md §3.4 (T4): for 1ᵀp = 1, p − p_st = A^#(Qᵀp), so ‖p − p_st‖₂ ≤ ‖A^#‖₂ ‖Qᵀp‖₂.
 
     p_ref (GTH) stands for p_st; its own error is componentwise O(n·eps) (issue 2 §3).
     """
@@ -67,7 +67,7 @@ def test_small_dense_catalogue_matches_gth(Q):
 
 
 def test_two_state_closed_form():
-    a, b = 3.0, 0.25  # DESIGN §6: p = (b, a) / (a + b)
+    a, b = 3.0, 0.25  # docs/theory.md §6: p = (b, a) / (a + b)
     p, info = sparse_stationary(sp.csr_array(np.array([[-a, a], [b, -b]])))
     np.testing.assert_allclose(p, [b / (a + b), a / (a + b)], rtol=1e-13)
     assert info["converged"]
@@ -79,7 +79,7 @@ def test_single_state():
 
 
 def test_cme_closed_form_and_nonnegativity_handling():
-    # Independent species: p = product of truncated Poissons (sp_ode.cme docstring).  Far from the
+    # Independent species: p = product of truncated Poissons (sp_ode.markov.cme docstring).  Far from the
     # mode p falls to ~1e-50, below what any normwise solver resolves, so the Krylov iterate has
     # rounding-level negative entries there: they must be reported and none may survive.
     N, lam = 100, 30.0  # measured: ~3000 negative entries in the iterate (none at N = 60)
@@ -132,8 +132,8 @@ def test_non_convergence_is_a_status_not_an_exception():
 def test_repins_when_the_first_pin_is_improbable(monkeypatch):
     # Force stage 1 to point at the grid corner, where p ≈ 1e-56: x = p / p_k would need a
     # backward error far below eps, so GMRES cannot converge; the solver must move the pin to
-    # the mode of that first solution and solve again (sp_ode._sparse, _REPIN_BELOW).
-    import sp_ode._sparse as sparse_mod
+    # the mode of that first solution and solve again (sp_ode.markov._sparse, _REPIN_BELOW).
+    import sp_ode.markov._sparse as sparse_mod
 
     N = 100
     Q = cme_two_species(N, production=30.0)

@@ -1,4 +1,4 @@
-"""sp_ode.stationary: closed forms, exact rational references, invariants, methods, batching, JAX."""
+"""sp_ode.markov.stationary: closed forms, exact rational references, invariants, methods, batching, JAX."""
 from __future__ import annotations
 
 from fractions import Fraction
@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import sp_ode
-from sp_ode._gth import gth_batched, gth_blocked, gth_reference
-from sp_ode._reference import birth_death_tail, ncd_chain
+from sp_ode.markov._gth import gth_batched, gth_blocked, gth_reference
+from sp_ode.markov.reference import birth_death_tail, ncd_chain
 from tests.checkers import assert_distribution, assert_stationary, max_rel_error
 from tests.strategies import generators
 
@@ -21,13 +21,13 @@ DENSE_METHODS = ["gth", "solve", "jax"]
 
 @pytest.mark.parametrize("a, b", [(1.0, 1.0), (2.0, 3.0), (1e-12, 1.0), (1e8, 1e-8)])
 def test_two_state_closed_form(a, b):
-    # DESIGN §6: Q = [[−a, a], [b, −b]] ⇒ p = (b, a)/(a + b)
+    # docs/theory.md §6: Q = [[−a, a], [b, −b]] ⇒ p = (b, a)/(a + b)
     p = sp_ode.stationary_distribution(np.array([[-a, a], [b, -b]]))
     assert max_rel_error(p, [b / (a + b), a / (a + b)]) <= 1e-15
 
 
 def _birth_death_exact(lam: list[float], mu: list[float]) -> list[Fraction]:
-    """DESIGN §6 product formula p_k ∝ Π_{i<k} λ_i/μ_{i+1}, in exact rationals."""
+    """docs/theory.md §6 product formula p_k ∝ Π_{i<k} λ_i/μ_{i+1}, in exact rationals."""
     w = [Fraction(1)]
     for l, m in zip(lam, mu):
         w.append(w[-1] * Fraction(l) / Fraction(m))
@@ -49,7 +49,7 @@ def test_birth_death_product_formula_tails_to_1e_200(n, ratio):
 
 @pytest.mark.parametrize("delta", [1e-4, 1e-6, 1e-8, 1e-10, 1e-12, 1e-15])
 def test_gth_nearly_completely_decomposable_exact(delta):
-    # Reference: exact rational elimination of the same rates (sp_ode._reference.exact_stationary).
+    # Reference: exact rational elimination of the same rates (sp_ode.markov.reference.exact_stationary).
     Q, exact = ncd_chain(delta)
     p = sp_ode.stationary_distribution(Q, method="gth")
     assert max_rel_error(p, [float(x) for x in exact]) <= 1e-13
@@ -177,11 +177,12 @@ def test_stationary_distributions_one_per_closed_class():
 
 # --- JAX: jit, vmap, grad (T3) ---
 
+@pytest.mark.usefixtures("x64")
 def test_jax_method_is_jit_vmap_and_grad_compatible():
     import jax
     import jax.numpy as jnp
 
-    from sp_ode.stationary import stationary_jax
+    from sp_ode.markov.stationary import stationary_jax
 
     fam = sp_ode.get_family("switch2")
     p_of_y = jax.jit(lambda y: stationary_jax(fam(y)))
@@ -194,11 +195,12 @@ def test_jax_method_is_jit_vmap_and_grad_compatible():
     assert float(d[0]) == pytest.approx(np.exp(0.7) / (1 + np.exp(0.7)) ** 2, rel=1e-13)
 
 
+@pytest.mark.usefixtures("x64")
 def test_jax_derivative_matches_T3_formula():
     import jax
     import jax.numpy as jnp
 
-    from sp_ode.stationary import stationary_jax
+    from sp_ode.markov.stationary import stationary_jax
 
     fam = sp_ode.get_family("cycle3")
     y = 0.4

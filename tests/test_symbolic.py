@@ -1,6 +1,6 @@
 """Tests of sp_ode.symbolic: exact p_st by the Markov chain tree theorem.
 
-Provenance of expected values: closed forms of DESIGN §6 (2-state switch,
+Provenance of expected values: closed forms of docs/theory.md §6 (2-state switch,
 birth–death product formula), Cayley/Kirchhoff tree counts (n^(n−2) in-trees
 per root of the complete graph, n per root of a ring), sympy's exact rational
 `nullspace` on small numeric-rational instances (an independent method), a
@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 import sp_ode
 from sp_ode import symbolic as S
-from sp_ode._tree import count_in_trees, in_trees
+from sp_ode.symbolic.tree import count_in_trees, in_trees
 
 
 def pos(*names):
@@ -94,7 +94,7 @@ def test_ring_has_n_trees_per_root():
 def test_two_state_switch_closed_form():
     a, b = pos("a", "b")
     result = S.symbolic_stationary(sympy.Matrix([[-a, a], [b, -b]]))
-    expected = [b / (a + b), a / (a + b)]  # DESIGN §6
+    expected = [b / (a + b), a / (a + b)]  # docs/theory.md §6
     assert all(sympy.cancel(p - e) == 0 for p, e in zip(result.p, expected))
     assert result.verify().positive is True
 
@@ -105,7 +105,7 @@ def test_birth_death_product_formula():
     lam = [sympy.Symbol(f"lambda_{i}", positive=True) for i in range(n - 1)]
     mu = [None] + [sympy.Symbol(f"mu_{i}", positive=True) for i in range(1, n)]
     for k in range(n):
-        ratio = sympy.prod([lam[i] / mu[i + 1] for i in range(k)])  # DESIGN §6: p_k ∝ Π λ_i/μ_{i+1}
+        ratio = sympy.prod([lam[i] / mu[i + 1] for i in range(k)])  # docs/theory.md §6: p_k ∝ Π λ_i/μ_{i+1}
         assert sympy.cancel(result.p[k] / result.p[0] - ratio) == 0
     # and the candidate built from the product formula passes the exact check on its own
     weights = [sympy.prod([lam[i] / mu[i + 1] for i in range(k)]) for k in range(n)]
@@ -212,7 +212,7 @@ def test_kolmogorov_agrees_with_detailed_balance(seed, n):
 def test_numeric_bridge_matches_gth_on_the_cycle3_family():
     y = sympy.Symbol("y", real=True)
     e = sympy.exp
-    # The built-in cycle3 family of sp_ode.families, written symbolically.
+    # The built-in cycle3 family of sp_ode.markov.families, written symbolically.
     Q = S.symbolic_generator({
         (0, 1): 2 * e(y), (0, 2): sympy.Rational(1, 2),
         (1, 0): 1, (1, 2): 1 + e(-y),
@@ -305,7 +305,7 @@ def test_import_sp_ode_does_not_import_sympy():
 
 def test_fast_expression_builder_matches_sympy_reference():
     """`_expr` (Mul._from_args on canonically ordered factors) equals PolyElement.as_expr, the reference."""
-    from sp_ode.symbolic import _expr
+    from sp_ode.symbolic.stationary import _expr
 
     a, b = pos("a", "b")
     y = sympy.Symbol("y", real=True)

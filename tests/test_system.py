@@ -7,12 +7,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
-
-from sp_ode.families import FAMILIES
-from sp_ode.system import FastSlowSystem, MasterEquationSystem
-
 from checkers import EPS
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sp_ode.markov.families import FAMILIES
+from sp_ode.systems.system import FastSlowSystem, MasterEquationSystem
+
+# These tests evaluate f, g, φ and Q(y) themselves with JAX: in float64, as sp_ode does.
+pytestmark = pytest.mark.usefixtures("x64")
 
 
 def toy_f(t, x, y, args):
@@ -104,7 +107,7 @@ def test_master_equation_from_family():
     y = np.array([0.3])
     np.testing.assert_array_equal(s.Q(y), fam(y))
     x = np.array([0.2, 0.3, 0.5])
-    # f = Q(y)ᵀx, the master equation (DESIGN §2), evaluated independently in NumPy
+    # f = Q(y)ᵀx, the master equation (docs/theory.md §2), evaluated independently in NumPy
     np.testing.assert_allclose(s.f(0.0, jnp.asarray(x), jnp.asarray(y), None), fam(y).T @ x, rtol=1e-14)
     with pytest.raises(ValueError, match="`n` must match family 'cycle3'"):
         MasterEquationSystem(fam, lambda t, x, y, a: y, eps=1e-2, n=4)
@@ -115,7 +118,7 @@ def test_master_equation_from_family():
 
 @given(st.lists(st.floats(0.01, 1.0), min_size=10, max_size=10), st.floats(-1.0, 1.0))
 def test_master_equation_conserves_mass(weights, y):
-    # 1ᵀQᵀx = (Q1)ᵀx = 0 for any x: the fast field is tangent to the simplex (DESIGN §2).
+    # 1ᵀQᵀx = (Q1)ᵀx = 0 for any x: the fast field is tangent to the simplex (docs/theory.md §2).
     s = MasterEquationSystem(FAMILIES["ring10"], lambda t, x, y, a: -y, P=100)
     x = np.asarray(weights) / np.sum(weights)
     fx = np.asarray(s.f(0.0, jnp.asarray(x), jnp.array([y]), None))

@@ -4,16 +4,17 @@ Save grids and options match tests/test_simulate.py so compiled solves are share
 """
 from __future__ import annotations
 
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from checkers import convergence_order
 
 from sp_ode import SYSTEMS, get_system, simulate_reduced, stationary_distribution
-from sp_ode.systems import CatalogueEntry, master_equation_entry
+from sp_ode.systems.catalogue import CatalogueEntry, master_equation_entry
 
-from checkers import convergence_order
+# These tests evaluate f, g, φ and Q(y) themselves with JAX: in float64, as sp_ode does.
+pytestmark = pytest.mark.usefixtures("x64")
 
 RTOL = 1e-8  # the simulate default; both backends run with it
 
@@ -96,7 +97,7 @@ def _invariance_residual(entry: CatalogueEntry, eps: float, y) -> float:
 
 @pytest.mark.parametrize("name", ["toy", "linear", "michaelis_menten"])
 def test_h1_closed_forms_satisfy_invariance(name):
-    # The invariance equation ε Dh·g(h, y) = f(h, y) (DESIGN T3): with the right h₁ the residual
+    # The invariance equation ε Dh·g(h, y) = f(h, y) (docs/theory.md §3.3 (T3)): with the right h₁ the residual
     # falls like ε² (slope 2); a wrong h₁ leaves an O(ε) residual (slope 1).
     entry = get_system(name)
     y = jnp.full((entry.system.d,), 0.7)

@@ -1,0 +1,148 @@
+"""The ``sp-ode`` console script (also ``python -m sp_ode``).
+
+One subcommand per job, each in its own module exposing ``HELP``,
+``add_arguments(parser)`` and ``run(args) -> int``; the module is imported only
+when its subcommand runs, so ``sp-ode stationary`` never pays for torch.
+Subcommands of other packages (``train``, ``fit-phi`` from ``neural``) arrive
+through the ``sp_ode.commands`` entry points, so sp_ode never imports them.
+
+Exit codes: 0 success, 1 a check failed, 2 usage error, 3 runtime error.  Errors
+print one line ``sp-ode CMD: error: …``; ``--debug`` adds the traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import difflib
+import importlib
+import os
+import sys
+import traceback
+
+from sp_ode.cli.common import EXIT_FAILED, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, UsageError
+
+__all__ = ["main", "UsageError", "commands", "EXIT_OK", "EXIT_FAILED", "EXIT_USAGE", "EXIT_RUNTIME"]
+
+# sp_ode's own subcommands: name -> module.
+BUILTIN: dict[str, str] = {
+    "demo": "sp_ode.cli.demo",
+    "verify": "sp_ode.cli.verify",
+    "stationary": "sp_ode.cli.stationary",
+    "prove": "sp_ode.cli.prove",
+}
+ENTRY_POINT_GROUP = "sp_ode.commands"
+
+
+def commands() -> dict[str, str]:
+    """Every subcommand: sp_ode's own, then those other installed packages declare as entry points."""
+    from importlib.metadata import entry_points
+
+    found = dict(BUILTIN)
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        found.setdefault(ep.name, ep.value)
+    return found
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors and "did you mean" for flags and choices."""
+
+    def error(self, message: str):  # noqa: D401 - argparse API
+        hint = ""
+        if message.startswith("unrecognized arguments:"):
+            flags = [opt for action in self._actions for opt in action.option_strings]
+            for word in message.split(":", 1)[1].split():
+                close = difflib.get_close_matches(word.split("=")[0], flags, n=1, cutoff=0.6)
+                if close:
+                    hint = f" (did you mean {close[0]}?)"
+                    break
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}{hint}\n")
+
+
+def _version() -> str:
+    from sp_ode import __version__
+
+    return f"sp-ode {__version__}"
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser; subcommand arguments are added for `only` (all when None)."""
+    table = commands()
+    parser = _Parser(prog="sp-ode", description="Singularly perturbed (fast-slow) ODE toolkit.")
+    parser.add_argument("--version", action="version", version=_version())
+    parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, module_name in table.items():
+        if only is None or only == name:
+            module = importlib.import_module(module_name)
+            p = sub.add_parser(name, help=module.HELP, description=module.HELP)
+            p.add_argument("--debug", action="store_true", help="show the full traceback of an error")
+            module.add_arguments(p)
+        else:
+            sub.add_parser(name, help=_help_line(module_name))
+    return parser
+
+
+def _help_line(module_name: str) -> str:
+    """The module's HELP without importing it when it is sp_ode's own (cheap); else import it."""
+    try:
+        return importlib.import_module(module_name).HELP
+    except Exception as exc:  # a broken plugin must not break `sp-ode --help`
+        return f"(unavailable: {type(exc).__name__})"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``sp-ode`` with `argv` (default ``sys.argv[1:]``); return the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    table = commands()
+    positional = [a for a in argv if not a.startswith("-")]
+    chosen = next((a for a in argv if a in table), None)
+    if chosen is None and positional and not any(a in ("-h", "--help", "--version") for a in argv):
+        word = positional[0]
+        close = difflib.get_close_matches(word, list(table), n=1, cutoff=0.5)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        print(f"sp-ode: error: unknown command {word!r}{hint}; commands: {', '.join(table)}", file=sys.stderr)
+        return EXIT_USAGE
+    parser = build_parser(only=chosen or "")
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: 0 for --help/--version, 2 for usage
+        return int(exc.code or 0)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_USAGE
+    module = importlib.import_module(table[args.command])
+    debug = getattr(args, "debug", False)
+    try:
+        return int(module.run(args))
+    except UsageError as exc:
+        _report(args.command, exc, debug)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(f"sp-ode {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # one line; the traceback with --debug
+        _report(args.command, exc, debug)
+        return EXIT_USAGE if _rejected_input(exc) else EXIT_RUNTIME
+
+
+def _rejected_input(exc: BaseException) -> bool:
+    """True for a ValueError/TypeError raised by sp_ode's or neural's own validation (bad input, exit 2).
+
+    The same exception types raised inside a dependency (numpy, scipy, jax) or a
+    user's model during the computation are runtime failures (exit 3).
+    """
+    if not isinstance(exc, (ValueError, TypeError)) or exc.__traceback__ is None:
+        return False
+    origin = traceback.extract_tb(exc.__traceback__)[-1].filename
+    return any(f"{os.sep}{pkg}{os.sep}" in origin for pkg in ("sp_ode", "neural"))
+
+
+def _report(command: str, exc: BaseException, debug: bool) -> None:
+    if debug:
+        traceback.print_exception(exc, file=sys.stderr)
+    message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    print(f"sp-ode {command}: error: {message}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,350 @@
+"""Markov generators Q (docs/theory.md §2): validation, builders, structure.
+
+Convention: ``Q[i, j] ≥ 0`` is the rate i → j (i ≠ j) and every row sums to
+zero, so the master equation reads dp/dt = Qᵀp and 1ᵀp is conserved.
+
+Contents
+--------
+- :func:`check_generator` — the boundary validator (dense or ``scipy.sparse``).
+- Builders: :func:`from_rates`, :func:`birth_death`, :func:`uniformize`,
+  :func:`from_transition_matrix` (Q ↔ P = I + Q/λ).
+- Structure: :func:`communicating_classes`, :func:`closed_classes`,
+  :func:`is_irreducible`, :class:`NotIrreducibleError`.
+
+The spectrum and the group inverse, which need p_st, live in
+:mod:`sp_ode.markov.spectral`.
+"""
+from __future__ import annotations
+
+import numbers
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+
+from sp_ode.core.validation import check_finite_array, check_nonnegative, check_positive
+
+EPS = np.finfo(np.float64).eps
+
+# Row sums must vanish up to rounding: ROW_SUM_C · n · eps · (sum of |rates| in the row).
+ROW_SUM_C = 64.0
+
+
+class NotIrreducibleError(ValueError):
+    """The generator has more than one communicating class where one was required.
+
+    Attributes
+    ----------
+    closed_classes : list of ndarray
+        The closed (recurrent) classes; each carries its own stationary
+        distribution (see :func:`sp_ode.stationary_distributions`).
+    """
+
+    def __init__(self, message: str, closed_classes: list[np.ndarray]):
+        super().__init__(message)
+        self.closed_classes = closed_classes
+
+
+def _format_classes(classes: list[np.ndarray], limit: int = 4) -> str:
+    shown = []
+    for c in classes[:limit]:
+        idx = c.tolist()
+        shown.append("{" + ", ".join(map(str, idx[:6])) + (", …" if len(idx) > 6 else "") + "}")
+    return ", ".join(shown) + (f" and {len(classes) - limit} more" if len(classes) > limit else "")
+
+
+# --- validation ----------------------------------------------------------------
+
+def _check_dense(Q, name: str, batch: bool) -> np.ndarray:
+    if isinstance(Q, (str, bytes)) or Q is None:
+        raise TypeError(f"`{name}` must be a square array or scipy.sparse matrix; got {type(Q).__name__}.")
+    try:
+        arr = np.asarray(Q)
+    except Exception:
+        raise TypeError(f"`{name}` must be a square array or scipy.sparse matrix; got {type(Q).__name__}.") from None
+    if arr.dtype == object:
+        raise TypeError(f"`{name}` must have a real numeric dtype; got object (ragged lists or symbolic entries? "
+                        "for sympy matrices use sp_ode.symbolic).")
+    if np.iscomplexobj(arr):
+        raise TypeError(f"`{name}` must be real; got complex dtype {arr.dtype}.")
+    if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        raise TypeError(f"`{name}` must have a real numeric dtype; got {arr.dtype}.")
+    if arr.ndim < 2 or (arr.ndim > 2 and not batch):
+        want = "2-D (n, n)" if not batch else "at least 2-D (..., n, n)"
+        raise ValueError(f"`{name}` must be {want}; got shape {arr.shape}.")
+    if arr.shape[-1] != arr.shape[-2]:
+        raise ValueError(f"`{name}` must be square; got shape {arr.shape}.")
+    if arr.shape[-1] == 0:
+        raise ValueError(f"`{name}` must have at least one state; got shape {arr.shape}.")
+    arr = check_finite_array(name, arr)
+    n = arr.shape[-1]
+    off = ~np.eye(n, dtype=bool)
+    neg = (arr < 0) & off
+    if neg.any():
+        where = tuple(int(i) for i in np.argwhere(neg)[0])
+        raise ValueError(f"`{name}` off-diagonal rates must be >= 0; got {arr[where]:.3g} at index {where}.")
+    row_sums = arr.sum(axis=-1)
+    scale = np.abs(arr).sum(axis=-1)
+    tol = ROW_SUM_C * n * EPS * np.maximum(scale, np.finfo(np.float64).tiny)
+    bad = np.abs(row_sums) > tol
+    if bad.any():
+        worst = float(np.max(np.abs(row_sums)))
+        diag = np.diagonal(arr, axis1=-2, axis2=-1)
+        if np.all(diag >= 0) and np.allclose(row_sums, 1.0, rtol=0, atol=1e-8):
+            raise ValueError(f"`{name}` rows must sum to zero (max |row sum| {worst:.2g}); this looks like a "
+                             "transition matrix P (rows sum to one) — pass Q = P - I, or use "
+                             "sp_ode.from_transition_matrix(P).")
+        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ValueError(f"`{name}` rows must sum to zero (max |row sum| {worst:.2g}, first at row {where}); "
+                         "set each diagonal entry to minus the sum of the rates leaving that state.")
+    return arr
+
+
+def _check_sparse(Q, name: str) -> sp.csr_array:
+    if np.iscomplexobj(Q.data if hasattr(Q, "data") else np.zeros(0)):
+        raise TypeError(f"`{name}` must be real; got complex dtype {Q.dtype}.")
+    if Q.dtype == object or not (np.issubdtype(Q.dtype, np.number) or Q.dtype == bool):
+        raise TypeError(f"`{name}` must have a real numeric dtype; got {Q.dtype}.")
+    if Q.ndim != 2:
+        raise ValueError(f"`{name}` must be 2-D (n, n); got shape {Q.shape}.")
+    if Q.shape[0] != Q.shape[1]:
+        raise ValueError(f"`{name}` must be square; got shape {Q.shape}.")
+    if Q.shape[0] == 0:
+        raise ValueError(f"`{name}` must have at least one state; got shape {Q.shape}.")
+    A = sp.csr_array(Q, dtype=np.float64)
+    A.sum_duplicates()
+    if not np.all(np.isfinite(A.data)):
+        raise ValueError(f"`{name}` must be finite; got a non-finite stored entry.")
+    coo = A.tocoo()
+    neg = (coo.data < 0) & (coo.row != coo.col)
+    if neg.any():
+        k = int(np.argmax(neg))
+        raise ValueError(f"`{name}` off-diagonal rates must be >= 0; got {coo.data[k]:.3g} at index "
+                         f"({int(coo.row[k])}, {int(coo.col[k])}).")
+    n = A.shape[0]
+    row_sums = np.asarray(A.sum(axis=1)).ravel()
+    scale = np.asarray(abs(A).sum(axis=1)).ravel()
+    bad = np.abs(row_sums) > ROW_SUM_C * n * EPS * np.maximum(scale, np.finfo(np.float64).tiny)
+    if bad.any():
+        raise ValueError(f"`{name}` rows must sum to zero (max |row sum| {np.max(np.abs(row_sums)):.2g}, first at "
+                         f"row {int(np.argmax(bad))}); set each diagonal entry to minus the row's off-diagonal sum.")
+    return A
+
+
+def check_generator(Q, name: str = "Q", *, batch: bool = False):
+    """Validate a generator and return it as float64.
+
+    Rules, each with its own message: an array or ``scipy.sparse`` matrix;
+    real numeric dtype; 2-D (or ``(..., n, n)`` with ``batch=True``); square;
+    n ≥ 1; finite; off-diagonal rates ≥ 0; every row sums to zero within
+    64·n·eps·Σ_j|Q_ij| (a row-stochastic P is recognised and named).
+
+    Parameters
+    ----------
+    Q : array_like (n, n) or (..., n, n), or scipy.sparse (n, n)
+    name : str
+        The argument name used in messages.
+    batch : bool
+        Accept a stack of generators (dense only).
+
+    Returns
+    -------
+    ndarray (float64) or scipy.sparse.csr_array (float64)
+
+    Raises
+    ------
+    TypeError
+        Wrong kind of object or dtype (object, complex, non-numeric).
+    ValueError
+        Wrong shape or a rule above violated.
+    """
+    if sp.issparse(Q):
+        return _check_sparse(Q, name)
+    return _check_dense(Q, name, batch)
+
+
+# --- builders ------------------------------------------------------------------
+
+def _index(name: str, value, n: int | None) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"`{name}` state indices must be integers; got {value!r}.")
+    if value < 0 or (n is not None and value >= n):
+        raise ValueError(f"`{name}` state index {value} is out of range for n = {n}.")
+    return int(value)
+
+
+def from_rates(rates: Mapping | Iterable, n: int | None = None, *, sparse: bool = False):
+    """Build Q from rates ``{(i, j): r}`` or an edge list ``[(i, j, r), ...]``.
+
+    Repeated edges add.  The diagonal is set to minus the row sums.
+
+    Parameters
+    ----------
+    rates : mapping or iterable of (i, j, r)
+    n : int, optional
+        Number of states (default: 1 + the largest index).
+    sparse : bool
+        Return a CSR array instead of a dense one.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Non-integer or out-of-range indices, i = j, negative or non-finite rates.
+    """
+    items = list(rates.items()) if isinstance(rates, Mapping) else list(rates)
+    edges = []
+    for item in items:
+        if isinstance(rates, Mapping):
+            (i, j), r = item
+        else:
+            if len(item) != 3:
+                raise ValueError(f"`rates` edge-list items must be (i, j, rate); got {item!r}.")
+            i, j, r = item
+        i, j = _index("rates", i, n), _index("rates", j, n)
+        if i == j:
+            raise ValueError(f"`rates` must not contain self-loops; got ({i}, {j}).")
+        edges.append((i, j, check_nonnegative(f"rates[{i}, {j}]", r)))
+    if n is None:
+        n = 1 + max((max(i, j) for i, j, _ in edges), default=-1)
+    if n < 1:
+        raise ValueError("`rates` is empty and `n` was not given; a generator needs at least one state.")
+    rows, cols, vals = (np.array(v) for v in zip(*edges)) if edges else (np.zeros(0, int),) * 2 + (np.zeros(0),)
+    R = sp.coo_array((vals.astype(np.float64), (rows.astype(int), cols.astype(int))), shape=(n, n)).tocsr()
+    Q = R - sp.diags_array(np.asarray(R.sum(axis=1)).ravel())
+    return sp.csr_array(Q) if sparse else Q.toarray()
+
+
+def birth_death(birth, death, *, sparse: bool = False):
+    """Birth–death generator on states 0 … n−1.
+
+    ``birth[k]`` = λ_k is the rate k → k+1 (k = 0 … n−2) and ``death[k]`` =
+    μ_{k+1} the rate k+1 → k.  Stationary law (docs/theory.md §6, detailed balance):
+    p_k ∝ Π_{i<k} λ_i / μ_{i+1}.
+
+    Raises
+    ------
+    ValueError
+        Lengths differ, or a rate is negative or not finite.
+    """
+    lam = check_finite_array("birth", birth, ndim=1)
+    mu = check_finite_array("death", death, ndim=1)
+    if lam.shape != mu.shape:
+        raise ValueError(f"`birth` and `death` must have the same length n-1; got {lam.size} and {mu.size}.")
+    for arg, v in (("birth", lam), ("death", mu)):
+        if np.any(v < 0):
+            raise ValueError(f"`{arg}` rates must be >= 0; got {v.min():.3g}.")
+    n = lam.size + 1
+    R = sp.diags_array([lam, mu], offsets=[1, -1], shape=(n, n), format="csr")
+    Q = sp.csr_array(R - sp.diags_array(np.asarray(R.sum(axis=1)).ravel()))
+    return Q if sparse else Q.toarray()
+
+
+def uniformize(Q, lam: float | None = None):
+    """Uniformisation: P = I + Q/λ with λ ≥ max_i |Q_ii| (default: that maximum).
+
+    P is row-stochastic and has the same stationary distribution as Q.
+
+    Returns
+    -------
+    P : ndarray or csr_array (n, n)
+    lam : float
+    """
+    Q = check_generator(Q)
+    qmax = float(np.max(-(Q.diagonal()))) if Q.shape[0] else 0.0
+    if lam is None:
+        lam = qmax if qmax > 0 else 1.0
+    lam = check_positive("lam", lam)
+    if lam < qmax * (1 - 1e-12):
+        raise ValueError(f"`lam` must be >= max |Q_ii| = {qmax:.6g} so that P = I + Q/lam is stochastic; got {lam:.6g}.")
+    eye = sp.identity(Q.shape[0], format="csr") if sp.issparse(Q) else np.eye(Q.shape[0])
+    return eye + Q / lam, lam
+
+
+def from_transition_matrix(P, lam: float = 1.0):
+    """The generator Q = λ(P − I) of a row-stochastic transition matrix P.
+
+    Off-diagonal rates are λ P_ij; each diagonal entry is set to minus its row's
+    off-diagonal sum rather than computed as λ(P_ii − 1), which would cancel
+    when P_ii ≈ 1 (uniformisation with a large λ).
+    """
+    lam = check_positive("lam", lam)
+    P = P.toarray() if sp.issparse(P) else P
+    P = check_finite_array("P", P, ndim=2)
+    if P.shape[0] != P.shape[1]:
+        raise ValueError(f"`P` must be square; got shape {P.shape}.")
+    if np.any(P < 0):
+        raise ValueError(f"`P` entries must be >= 0; got {P.min():.3g}.")
+    sums = P.sum(axis=1)
+    if not np.allclose(sums, 1.0, rtol=0, atol=ROW_SUM_C * P.shape[0] * EPS):
+        raise ValueError(f"`P` rows must sum to one; got row sums in [{sums.min():.6g}, {sums.max():.6g}].")
+    R = lam * P
+    np.fill_diagonal(R, 0.0)
+    return R - np.diag(R.sum(axis=1))
+
+
+# --- structure -----------------------------------------------------------------
+
+def _adjacency(Q) -> sp.csr_array:
+    """The rate graph i → j (Q_ij > 0, i ≠ j) as a CSR pattern."""
+    if sp.issparse(Q):
+        A = sp.csr_array(Q > 0)
+        A.setdiag(False)
+        A.eliminate_zeros()
+        return A
+    A = np.asarray(Q) > 0
+    np.fill_diagonal(A, False)
+    return sp.csr_array(A)
+
+
+def communicating_classes(Q) -> list[np.ndarray]:
+    """Communicating classes (strongly connected components of the rate graph i → j, Q_ij > 0).
+
+    Returns
+    -------
+    list of ndarray of int, sorted by their smallest state.
+    """
+    Q = check_generator(Q)
+    k, labels = connected_components(_adjacency(Q), directed=True, connection="strong")
+    classes = [np.flatnonzero(labels == c) for c in range(k)]
+    return sorted(classes, key=lambda c: int(c[0]))
+
+
+def closed_classes(Q) -> list[np.ndarray]:
+    """The closed (recurrent) communicating classes: no rate leaves them."""
+    Q = check_generator(Q)
+    adj = _adjacency(Q)
+    k, labels = connected_components(adj, directed=True, connection="strong")
+    coo = adj.tocoo()
+    leaks = labels[coo.row] != labels[coo.col]
+    open_ = np.zeros(k, dtype=bool)
+    open_[labels[coo.row[leaks]]] = True
+    classes = [np.flatnonzero(labels == c) for c in range(k) if not open_[c]]
+    return sorted(classes, key=lambda c: int(c[0]))
+
+
+def _irreducible_unchecked(Q) -> bool:
+    if Q.shape[0] == 1:
+        return True
+    if not sp.issparse(Q) and np.count_nonzero(Q > 0) == Q.shape[0] * (Q.shape[0] - 1):
+        return True  # every off-diagonal rate positive: the rate graph is complete
+    k, _ = connected_components(_adjacency(Q), directed=True, connection="strong")
+    return k == 1
+
+
+def is_irreducible(Q) -> bool:
+    """True when every state reaches every other (one communicating class)."""
+    return _irreducible_unchecked(check_generator(Q))
+
+
+def require_irreducible(Q, name: str = "Q") -> None:
+    """Raise :class:`NotIrreducibleError` naming the closed classes unless Q (already checked) is irreducible."""
+    if not _irreducible_unchecked(Q):
+        classes = closed_classes(Q)
+        n_comm = len(communicating_classes(Q))
+        raise NotIrreducibleError(
+            f"`{name}` must be irreducible; it has {n_comm} communicating classes, of which {len(classes)} "
+            f"closed: {_format_classes(classes)}. Use sp_ode.stationary_distributions(Q) for one stationary "
+            "distribution per closed class.",
+            classes,
+        )

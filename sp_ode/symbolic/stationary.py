@@ -1,0 +1,490 @@
+"""Exact symbolic stationary distributions of generators with sympy rates.
+
+A symbolic generator Q is an n×n sympy matrix whose off-diagonal entries
+Q[i, j] (i ≠ j) are rates — sympy expressions in symbols or in functions of a
+slow variable y — and whose rows sum to zero (docs/theory.md §2).  For irreducible Q
+the stationary distribution p_st (Qᵀp = 0, 1ᵀp = 1) is given by the Markov
+chain tree theorem,
+
+    w_r = Σ_{spanning in-trees T rooted at r} Π_{(i → j) ∈ T} Q[i, j],
+    p_st = w / S,   S = 1ᵀw,
+
+so p_st is a ratio of polynomials in the rates with positive coefficients: no
+elimination, no division, no `Matrix.nullspace` (which takes 55 s for a fully
+symbolic 4-state generator).  `symbolic_stationary` enumerates the in-trees
+(`sp_ode.symbolic.tree`) and multiplies the rates in sympy's sparse polynomial ring
+(`PolyElement`), or in its rational-function field when a rate has a symbolic
+denominator.  Generators that are not plain symbols (exp(y), sqrt(2), …)
+become ring generators; because an identity in this free ring holds for every
+value of the generators, each zero found here is a true identity.
+
+`StationaryCertificate` records the exact check: each (Qᵀw)_j expanded to the
+zero polynomial, S ≠ 0, and — when every generator is declared positive and
+every coefficient of w_r is positive — strict positivity of p_st.
+
+Reversibility: `detailed_balance` (p_i Q[i, j] = p_j Q[j, i] for every pair,
+exactly) and `kolmogorov_criterion` (the product of rates around every cycle
+equals the product in reverse; it suffices to check the fundamental cycles of
+one spanning tree of the undirected support, because those conditions
+define a potential π with π_i Q[i, j] = π_j Q[j, i] on every edge).
+
+Rates must be declared positive (``Symbol('a', positive=True)``) or be
+provably nonnegative; when sympy cannot decide a sign, `SignUndecidableError`
+says so instead of guessing.  `SymbolicSizeError` refuses, before any symbolic
+work, a problem whose number of spanning in-trees (counted in floating point
+by Kirchhoff's theorem) exceeds `max_trees`.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import sympy
+
+from sp_ode.symbolic.generator import (
+    GeneratorData,
+    as_entry,
+    balanced_sum,
+    parse_generator,
+)
+from sp_ode.symbolic.tree import count_in_trees, in_trees
+
+#: default size guard: the complete graph on 7 states has 7⁶ = 117 649 in-trees.
+MAX_TREES = 250_000
+
+class SymbolicSizeError(ValueError):
+    """The symbolic problem is beyond the size guard (too many spanning in-trees)."""
+
+# --- the tree theorem ------------------------------------------------------------
+
+def _tree_weights(G: GeneratorData, trees_by_root: list[list[tuple[int, ...]]]) -> list:
+    """w_r = Σ_T Π rates, in G.domain; a numpy fast path when every rate is one monomial."""
+    K = G.domain
+    rates = [G.entry[e] for e in G.edges]
+    from sympy.polys.rings import PolyRing
+
+    if isinstance(K, PolyRing) and all(len(r) == 1 for r in rates):
+        # Each tree's product is one monomial: add exponent vectors, multiply coefficients.
+        ngens = max(len(K.gens), 0)
+        expo = np.array([next(iter(r.keys())) for r in rates], dtype=np.int64).reshape(len(rates), ngens)
+        coef = [next(iter(r.values())) for r in rates]
+        unit = all(c == K.domain.one for c in coef)
+        weights = []
+        for trees in trees_by_root:
+            if not trees:
+                weights.append(K.zero)
+                continue
+            T = np.array(trees, dtype=np.intp).reshape(len(trees), G.n - 1)
+            monomials = expo[T].sum(axis=1) if G.n > 1 else np.zeros((1, ngens), dtype=np.int64)
+            terms: dict = {}
+            for t, row in enumerate(monomials.tolist()):
+                c = K.domain.one
+                if not unit:
+                    for e in trees[t]:
+                        c = c * coef[e]
+                key = tuple(row)
+                terms[key] = terms.get(key, K.domain.zero) + c
+            weights.append(K.from_dict({k: c for k, c in terms.items() if c}))
+        return weights
+    weights = []
+    for trees in trees_by_root:
+        products = []
+        for tree in trees:
+            prod = K.one
+            for e in tree:
+                prod = prod * rates[e]
+            products.append(prod)
+        weights.append(balanced_sum(products, K.zero))
+    return weights
+
+def _expr(x: Any) -> sympy.Expr:
+    """A ring/field element as a sympy expression, fast for squarefree monomials in plain symbols.
+
+    ``PolyElement.as_expr`` canonicalises every monomial through ``Mul(*factors)`` (≈60 µs for
+    63 factors; 8 s for the 64-state ring).  When every generator is a commutative Symbol and a
+    monomial is squarefree, its factors in the global canonical order (`_args_sortkey`, the key
+    Mul itself sorts by) *are* the canonical argument tuple, so ``Mul._from_args`` builds the same
+    object without re-sorting; tests compare the two paths.
+    """
+    if hasattr(x, "numer") and hasattr(x, "denom"):  # FracElement
+        return _expr(x.numer) / _expr(x.denom)
+    ring = x.ring
+    gens = ring.symbols
+    if not all(isinstance(g, sympy.Symbol) and g.is_commutative for g in gens):
+        return x.as_expr()
+    from sympy.core.basic import _args_sortkey
+
+    order = sorted(range(len(gens)), key=lambda i: _args_sortkey(gens[i]))
+    to_sympy = ring.domain.to_sympy
+    terms = []
+    for monom, coeff in x.items():
+        c = to_sympy(coeff)
+        if all(e <= 1 for e in monom):
+            factors = [gens[i] for i in order if monom[i]]
+            term = sympy.Mul._from_args(factors, True) if len(factors) > 1 else (factors[0] if factors else sympy.Integer(1))
+            terms.append(term if c == 1 else c * term)
+        else:
+            terms.append(sympy.Mul(c, *[g**e for g, e in zip(gens, monom) if e]))
+    return sympy.Add(*terms)
+
+
+@dataclass(frozen=True)
+class StationaryCertificate:
+    """The record of an exact stationarity check.
+
+    Attributes
+    ----------
+    identities : ((statement, held), ...), one per checked identity.
+    passed : every identity held.
+    positive : True when p_st > 0 is certified (every generator declared positive and every
+        coefficient of every w_r positive), None when it could not be decided.
+    seconds : wall time of the check.
+    domain : the exact domain the identities were expanded in.
+    method : how they were checked.
+    """
+
+    identities: tuple[tuple[str, bool], ...]
+    passed: bool
+    positive: bool | None
+    seconds: float
+    domain: str
+    method: str = "expansion to the zero polynomial in an exact sparse domain (no floating point)"
+
+    def to_dict(self) -> dict:
+        return {
+            "passed": self.passed,
+            "positive": self.positive,
+            "seconds": self.seconds,
+            "domain": self.domain,
+            "method": self.method,
+            "identities": [{"identity": s, "held": h} for s, h in self.identities],
+        }
+
+
+def _positive_coefficients(K: Any, x: Any) -> bool:
+    """Every coefficient of x (numerator and denominator for a fraction) is > 0 and x ≠ 0."""
+    parts = (x.numer, x.denom) if hasattr(x, "numer") else (x,)
+    return all(len(part) > 0 and all(c > 0 for c in part.values()) for part in parts)
+
+
+def _domain_name(K: Any) -> str:
+    return str(K).replace(" with lex order", "")[:200]
+
+
+@dataclass(eq=False)
+class SymbolicStationary:
+    """p_st of a symbolic generator by the Markov chain tree theorem.
+
+    Attributes
+    ----------
+    Q : sympy.ImmutableMatrix (n, n), the validated generator.
+    weights : tuple of n elements of `domain`: w_r, the unnormalised polynomial form.
+    domain : sympy sparse polynomial ring (or rational-function field) of the rates.
+    n_trees : number of spanning in-trees summed (= number of terms before merging).
+    rate_signs : per edge, "positive", "nonnegative" or "assumed" (by the caller).
+    seconds : wall time of the tree enumeration and products.
+    """
+
+    Q: sympy.ImmutableMatrix
+    weights: tuple
+    domain: Any
+    n_trees: int
+    rate_signs: dict
+    seconds: float
+    _G: GeneratorData = field(repr=False)
+
+    @property
+    def n(self) -> int:
+        return self.Q.rows
+
+    @cached_property
+    def normaliser_element(self) -> Any:
+        return balanced_sum(list(self.weights), self.domain.zero)
+
+    @cached_property
+    def unnormalised(self) -> tuple[sympy.Expr, ...]:
+        """w_r as sympy expressions (Σ over in-trees rooted at r of the product of rates)."""
+        return tuple(_expr(w) for w in self.weights)
+
+    @cached_property
+    def normaliser(self) -> sympy.Expr:
+        """S = Σ_r w_r."""
+        return _expr(self.normaliser_element)
+
+    @cached_property
+    def p(self) -> sympy.ImmutableMatrix:
+        """Normalised p_st = w / S, an (n, 1) sympy matrix of expressions."""
+        S = self.normaliser
+        return sympy.ImmutableMatrix([w / S for w in self.unnormalised])
+
+    def polys(self) -> tuple[sympy.Poly, ...]:
+        """w_r as `sympy.Poly` over the rate generators (polynomial domains only).
+
+        Raises
+        ------
+        ValueError
+            When the rates have symbolic denominators (w_r are then rational functions).
+        """
+        from sympy.polys.fields import FracField
+
+        if isinstance(self.domain, FracField):
+            raise ValueError("the rates have symbolic denominators; `weights` are rational functions, not polynomials.")
+        gens = self.domain.symbols
+        if not gens:  # constant rates: the weights are numbers
+            return tuple(sympy.Poly(w.as_expr(), sympy.Dummy("x")) for w in self.weights)
+        return tuple(sympy.Poly.from_dict(dict(w), *gens, domain=self.domain.domain) for w in self.weights)
+
+    def verify(self) -> StationaryCertificate:
+        """Exact check of Qᵀw = 0 (each row expanded to the zero polynomial), S ≠ 0, and positivity."""
+        start = time.perf_counter()
+        G, K, n = self._G, self.domain, self.n
+        identities = []
+        for j in range(n):
+            residual = balanced_sum([G.entry[(i, j)] * self.weights[i] for i in range(n) if G.entry[(i, j)] != 0], K.zero)
+            identities.append((f"(Q^T w)_{j} = 0", residual == 0))
+        S = self.normaliser_element
+        identities.append(("S = 1^T w != 0, so 1^T p = 1 with p = w/S", S != 0))
+        positive = None
+        gens_positive = all(g.is_positive for g in K.symbols)
+        if gens_positive and all(_positive_coefficients(K, w) for w in self.weights):
+            positive = True
+            identities.append(("every coefficient of every w_r > 0 (all generators positive), so p > 0", True))
+        seconds = time.perf_counter() - start
+        return StationaryCertificate(
+            identities=tuple(identities),
+            passed=all(h for _, h in identities),
+            positive=positive,
+            seconds=seconds,
+            domain=_domain_name(K),
+        )
+
+    def latex(self, *, normalised: bool = True) -> str:
+        """LaTeX of p_st (``p_r = w_r / S``), one aligned line per state."""
+        lines = []
+        S = sympy.Symbol("S")
+        for r in range(self.n):
+            rhs = self.p[r] if normalised else self.unnormalised[r]
+            lhs = f"p_{{{r}}}" if normalised else f"w_{{{r}}}"
+            lines.append(f"{lhs} &= {sympy.latex(rhs)}")
+        if not normalised:
+            lines.append(f"{sympy.latex(S)} &= {sympy.latex(self.normaliser)}")
+        return "\\begin{aligned}\n" + " \\\\\n".join(lines) + "\n\\end{aligned}"
+
+    def lambdify(self, args: Sequence[sympy.Symbol] | sympy.Symbol):
+        """A NumPy function of `args` returning p_st, shape (..., n), normalised numerically.
+
+        The unnormalised w_r (sums of positive products) are evaluated and divided by their
+        sum, which keeps componentwise relative accuracy; free symbols not in `args` are an error.
+        """
+        args_t = (args,) if isinstance(args, sympy.Basic) else tuple(args)
+        free = set().union(*(w.free_symbols for w in self.unnormalised)) - set(args_t)
+        if free:
+            raise ValueError(
+                f"`args` must include every free symbol of p_st; missing {sorted(map(str, free))} "
+                "(substitute numbers for parameters first, e.g. with Q.subs)."
+            )
+        fn = sympy.lambdify(args_t, list(self.unnormalised), modules="numpy")
+
+        def p_numeric(*values):
+            w = [np.asarray(v, dtype=np.float64) for v in fn(*values)]
+            w = np.stack(np.broadcast_arrays(*w), axis=-1)
+            return w / w.sum(axis=-1, keepdims=True)
+
+        return p_numeric
+
+
+def symbolic_stationary(
+    Q: Any,
+    *,
+    max_trees: int = MAX_TREES,
+    assume_nonnegative: bool = False,
+) -> SymbolicStationary:
+    """Exact p_st of a symbolic generator by the Markov chain tree theorem.
+
+    w_r = Σ_{in-trees T rooted at r} Π_{(i→j) ∈ T} Q[i, j] and p_st = w / 1ᵀw
+    (docs/theory.md §3.1 (T1): for irreducible Q this is the unique stationary distribution).
+
+    Parameters
+    ----------
+    Q : sympy Matrix (n, n)
+        Irreducible symbolic generator: rates declared positive or provably ≥ 0, rows summing to 0.
+    max_trees : int
+        Size guard: refuse (before any symbolic work) when Q has more spanning in-trees.
+    assume_nonnegative : bool
+        Take rates of undecidable sign as nonnegative (recorded in `rate_signs`).
+
+    Returns
+    -------
+    SymbolicStationary
+        `.weights` (unnormalised polynomials), `.p` (normalised expressions, (n, 1)),
+        `.verify()` (exact certificate), `.latex()`, `.lambdify(args)`.
+
+    Raises
+    ------
+    TypeError, ValueError, SignUndecidableError, NotIrreducibleError
+        As `check_symbolic_generator`.
+    SymbolicSizeError
+        More than `max_trees` spanning in-trees.
+    """
+    if isinstance(max_trees, bool) or not isinstance(max_trees, (int, np.integer)) or max_trees < 1:
+        raise ValueError(f"`max_trees` must be a positive integer; got {max_trees!r}.")
+    start = time.perf_counter()
+    G, _ = parse_generator(Q, "Q", assume_nonnegative=assume_nonnegative)
+    n = G.n
+    counts = count_in_trees(n, G.edges)
+    total = float(counts.sum())
+    if total > max_trees:
+        raise SymbolicSizeError(
+            f"`Q` has {total:.3g} spanning in-trees (the tree formula's number of terms), more than "
+            f"max_trees={max_trees}; the exact computation would not finish in reasonable time. "
+            "Fix some rates to numbers, raise `max_trees` knowingly, or use sp_ode.stationary_distribution."
+        )
+    trees = [in_trees(n, G.edges, r) for r in range(n)]
+    weights = _tree_weights(G, trees)
+    return SymbolicStationary(
+        Q=G.Q,
+        weights=tuple(weights),
+        domain=G.domain,
+        n_trees=sum(len(t) for t in trees),
+        rate_signs=dict(zip(G.edges, G.signs)),
+        seconds=time.perf_counter() - start,
+        _G=G,
+    )
+
+
+# --- exact checks of a given candidate -------------------------------------------
+
+def verify_stationary(Q: Any, p: Any, *, assume_nonnegative: bool = False) -> StationaryCertificate:
+    """Exact check that a candidate p (sympy expressions) satisfies Qᵀp = 0 and 1ᵀp = 1.
+
+    Parameters
+    ----------
+    Q : sympy Matrix (n, n), a symbolic generator (validated as in `check_symbolic_generator`).
+    p : sequence or sympy Matrix of n sympy expressions.
+
+    Returns
+    -------
+    StationaryCertificate
+        `positive` is None here (positivity of an arbitrary candidate is not decided).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Bad `Q` (as `check_symbolic_generator`), or `p` of the wrong kind or length.
+    """
+    if isinstance(p, sympy.MatrixBase):
+        p_list = list(p)
+    elif isinstance(p, (list, tuple)):
+        p_list = list(p)
+    else:
+        raise TypeError(f"`p` must be a sequence or sympy Matrix of sympy expressions; got {type(p).__name__}.")
+    p_list = [as_entry(x, f"p[{k}]") for k, x in enumerate(p_list)]
+    start = time.perf_counter()
+    G, pe = parse_generator(Q, "Q", assume_nonnegative=assume_nonnegative, extra=p_list)
+    if len(pe) != G.n:
+        raise ValueError(f"`p` must have length n = {G.n}; got {len(pe)}.")
+    K, n = G.domain, G.n
+    identities = []
+    for j in range(n):
+        residual = balanced_sum([G.entry[(i, j)] * pe[i] for i in range(n)], K.zero)
+        identities.append((f"(Q^T p)_{j} = 0", residual == 0))
+    identities.append(("1^T p = 1", balanced_sum(list(pe), K.zero) - K.one == 0))
+    return StationaryCertificate(
+        identities=tuple(identities),
+        passed=all(h for _, h in identities),
+        positive=None,
+        seconds=time.perf_counter() - start,
+        domain=_domain_name(K),
+    )
+
+# --- numeric bridge -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class BridgeReport:
+    """Symbolic p_st(y) against the numeric solver on a grid.
+
+    Attributes
+    ----------
+    max_abs_error, max_rel_error : over the grid and the states (relative: componentwise).
+    rtol : the tolerance `passed` used (componentwise relative).
+    passed : max_rel_error ≤ rtol.
+    n_points : grid size.
+    method : the numeric method of `sp_ode.stationary_distribution`.
+    """
+
+    max_abs_error: float
+    max_rel_error: float
+    rtol: float
+    passed: bool
+    n_points: int
+    method: str
+
+
+def numeric_bridge(
+    result: SymbolicStationary | Any,
+    y: sympy.Symbol | Sequence[sympy.Symbol],
+    grid: Any,
+    *,
+    params: Mapping[sympy.Symbol, Any] | None = None,
+    method: str | None = None,
+    rtol: float | None = None,
+) -> BridgeReport:
+    """Lambdify p_st(y) and compare it with `sp_ode.stationary_distribution(Q(y))` on a grid.
+
+    Parameters
+    ----------
+    result : SymbolicStationary, or a symbolic generator (solved first).
+    y : the slow variable(s): one sympy Symbol or a sequence of d symbols.
+    grid : array (N,) for one symbol or (N, d).
+    params : values for every other free symbol.
+    method : numeric method passed to `stationary_distribution` (default: its default, GTH).
+    rtol : componentwise relative tolerance; default 100 · n² · eps (both sides are
+        componentwise accurate: sums of positive products, and subtraction-free GTH).
+
+    Returns
+    -------
+    BridgeReport
+
+    Raises
+    ------
+    TypeError, ValueError
+        Bad `y`, `grid` (non-finite, wrong shape) or missing parameter values.
+    """
+    from sp_ode.core.validation import check_finite, check_finite_array, check_positive
+    from sp_ode.markov.stationary import stationary_distribution
+
+    if not isinstance(result, SymbolicStationary):
+        result = symbolic_stationary(result)
+    ys = (y,) if isinstance(y, sympy.Basic) else tuple(y)
+    if not ys or not all(isinstance(s, sympy.Symbol) for s in ys):
+        raise TypeError(f"`y` must be a sympy Symbol or a non-empty sequence of Symbols; got {y!r}.")
+    grid = check_finite_array("grid", grid)
+    grid = grid.reshape(-1, 1) if grid.ndim == 1 and len(ys) == 1 else grid
+    if grid.ndim != 2 or grid.shape[1] != len(ys):
+        raise ValueError(f"`grid` must have shape (N,) or (N, d) with d = {len(ys)}; got {grid.shape}.")
+    subs = {}
+    for s, v in (params or {}).items():
+        if not isinstance(s, sympy.Symbol):
+            raise TypeError(f"`params` keys must be sympy Symbols; got {s!r}.")
+        # a float parameter enters as the exact rational of its decimal representation
+        subs[s] = v if isinstance(v, sympy.Basic) else sympy.Rational(repr(check_finite(f"params[{s}]", v)))
+    Qy = result.Q.subs(subs)
+    free = Qy.free_symbols - set(ys)
+    if free:
+        raise ValueError(f"`params` must give a value for every symbol other than `y`; missing {sorted(map(str, free))}.")
+    solved = result if not subs else symbolic_stationary(Qy, max_trees=max(result.n_trees, 1))
+    p_sym = solved.lambdify(ys)
+    Q_num = sympy.lambdify(ys, Qy, modules="numpy")
+    n = result.n
+    rtol = 100.0 * n * n * np.finfo(np.float64).eps if rtol is None else check_positive("rtol", rtol)
+    abs_err = rel_err = 0.0
+    for point in grid:
+        p_ref = stationary_distribution(np.asarray(Q_num(*point), dtype=np.float64), method=method)
+        p_s = p_sym(*point)
+        abs_err = max(abs_err, float(np.max(np.abs(p_s - p_ref))))
+        rel_err = max(rel_err, float(np.max(np.abs(p_s - p_ref) / p_ref)))
+    return BridgeReport(abs_err, rel_err, float(rtol), bool(rel_err <= rtol), len(grid), method or "default")

@@ -1,0 +1,255 @@
+"""The reduced (slow) system y' = g(φ(y), y) and its simulation (docs/theory.md §3.2 (T2)).
+
+Setting ε = 0 in ε dx/dt = f(x, y), dy/dt = g(x, y) confines x to the critical
+manifold x = φ(y), f(φ(y), y) = 0, and leaves the reduced flow
+
+    dy/dt = g(t, φ(y), y, args),
+
+which has no ε in it: its cost does not grow as ε → 0 (Tikhonov: the full slow
+variable stays O(ε) from it past the initial layer).  For a master-equation
+system φ = p_st(y) (T1), computed here by `sp_ode.stationary_jax` (a
+bordered solve, differentiable); any other φ — a closed form, a root-finder, or
+a corrected manifold h_ε = φ + ε h₁ + … (T3) for the corrected reduced flow — is
+passed as a callable ``phi(y) -> (m,)``.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from sp_ode.core.cache import LRUCache
+from sp_ode.core.precision import in_float64
+from sp_ode.markov.stationary import stationary_jax
+from sp_ode.systems import _integrate
+from sp_ode.systems.simulation import (
+    DEFAULT_MAX_STEPS,
+    Trajectory,
+    check_solver_options,
+    check_state,
+    check_system,
+    finish,
+    prepare_batch,
+)
+from sp_ode.systems.system import FastSlowSystem, MasterEquationSystem
+
+__all__ = ["ReducedSystem", "reduced_system", "simulate_reduced"]
+
+
+def _stationary_phi(Q_of_y: Callable) -> Callable:
+    def phi(y):
+        return stationary_jax(Q_of_y(y))  # φ(y) = p_st(y), T1
+    return phi
+
+
+# One φ object per generator family, so repeated reduced solves reuse the compiled solve
+# (compiled solves are keyed on the identity of g and φ).
+_phi_cache = LRUCache()
+
+
+@dataclass(frozen=True, eq=False)
+class ReducedSystem:
+    """dy/dt = g(t, φ(y), y, args): the ε = 0 limit of a fast–slow system.
+
+    With ``phi_eps`` set it is instead the corrected flow dy/dt = g(t, h_ε(y), y, args)
+    on a slow manifold h_ε(y) = phi_eps(y, ε, args) (T3), and ε and ``args`` are data
+    to the compiled solve: sweeping ε reuses one compilation.
+
+    Attributes
+    ----------
+    g : the slow vector field of the full system.
+    phi : callable y (d,) -> (m,), the manifold the fast state is slaved to (at ``eps``).
+    args : the parameters of g.
+    d : slow dimension (None if not declared).
+    name : label.
+    phi_key : hashable identity of the manifold (keys the compiled-solve cache).
+    eps : float — ε of a corrected manifold (0.0 for φ itself).
+    phi_eps : callable ``phi_eps(y, eps, args) -> (m,)``, optional — h_ε with ε and
+        args as arguments; when given it is used instead of ``phi``.
+    """
+
+    g: Callable
+    phi: Callable
+    args: Any
+    d: int | None
+    name: str
+    phi_key: Hashable
+    eps: float = 0.0
+    phi_eps: Callable | None = None
+
+    def manifold(self, y, eps, args):
+        """x on the manifold: phi_eps(y, ε, args), or φ(y)."""
+        return self.phi(y) if self.phi_eps is None else self.phi_eps(y, eps, args)
+
+    def rhs(self, t, y, args=None):
+        """dy/dt = g(t, φ(y), y, args), shape (d,); `args` defaults to ``self.args``."""
+        args = self.args if args is None else args
+        return self.g(t, self.manifold(y, self.eps, args), y, args)
+
+
+@in_float64
+def reduced_system(system, phi: Callable | None = None) -> ReducedSystem:
+    """The reduced system of `system` on the manifold x = φ(y).
+
+    Parameters
+    ----------
+    system : FastSlowSystem, MasterEquationSystem or catalogue entry
+    phi : callable ``phi(y) -> (m,)``, optional
+        JAX-traceable.  Default: p_st(y) for a MasterEquationSystem; the closed-form
+        critical manifold of a catalogue entry when it has one.
+
+    Raises
+    ------
+    TypeError
+        `system` is not a fast–slow system, or `phi` is not callable.
+    ValueError
+        No `phi` given and none is known for `system`.
+    """
+    entry_phi = getattr(system, "phi", None) if not isinstance(system, FastSlowSystem) else None
+    system = check_system(system)
+    if phi is None:
+        if isinstance(system, MasterEquationSystem):
+            key = ("p_st", system.Q_of_y)
+            phi = _phi_cache.get_or_make(key, lambda: _stationary_phi(system.Q_of_y))
+            return ReducedSystem(system.g, phi, system.args, system.d, f"{system.name}/reduced", key)
+        if entry_phi is None:
+            raise ValueError(f"`phi` is required for system {system.name!r}: only master-equation systems and "
+                             "catalogue entries with a closed form have a default critical manifold.")
+        phi = entry_phi
+    if not callable(phi):
+        raise TypeError(f"`phi` must be callable as phi(y) -> (m,); got {type(phi).__name__}.")
+    return ReducedSystem(system.g, phi, system.args, system.d, f"{system.name}/reduced", phi)
+
+
+def _reduced_problem(red: ReducedSystem) -> _integrate.Problem:
+    g, manifold = red.g, red.manifold
+
+    def make_rhs(args_static):
+        import equinox as eqx
+
+        def rhs(t, y, dyn):
+            eps, args_dyn = dyn  # ε is data: only a corrected manifold h_ε reads it
+            args = eqx.combine(args_dyn, args_static)
+            return g(t, manifold(y, eps, args), y, args)
+        return rhs
+
+    return _integrate.Problem(key=("reduced", g, red.phi_key), make_rhs=make_rhs)
+
+
+_phi_eval_cache = LRUCache()
+
+
+@in_float64
+def simulate_reduced(system, t_span, y0, *, phi: Callable | None = None, backend: str = "diffrax",
+                     method: str | None = None, rtol: float = 1e-8, atol: float = 1e-10, ts=None,
+                     throw: bool = True, max_steps: int = DEFAULT_MAX_STEPS, args=None,
+                     batch_args: bool = False) -> Trajectory:
+    """Integrate the reduced flow dy/dt = g(t, φ(y), y, args) over `t_span`.
+
+    The cost does not depend on ε (no ε appears).  Parameters and failure
+    handling are those of `sp_ode.simulate`, less ``x0``; `system` may also be a
+    `ReducedSystem`.
+
+    Parameters
+    ----------
+    system : FastSlowSystem, catalogue entry or ReducedSystem
+    t_span : (t0, t1)
+    y0 : array (d,) or (B, d)
+    phi : callable ``phi(y) -> (m,)``, optional (see `reduced_system`)
+        Compiled solves are cached on the identity of ``phi``: pass the same object
+        again (not a fresh closure) to reuse the compilation.  For a corrected
+        manifold h_ε pass ``slow_manifold(...).reduced_system(eps)`` as `system`
+        instead: it is cached on the manifold, with ε as data, so every ε shares one
+        compilation.
+
+    Returns
+    -------
+    Trajectory
+        ``y`` (K, d) | (B, K, d) the reduced solution; ``x`` = φ(y) along it.
+
+    Raises
+    ------
+    TypeError, ValueError, SolverError
+        As `sp_ode.simulate`; ValueError (names `phi`) when no manifold is known;
+        ValueError (names `g`) when g(φ(y0), y0) does not have the shape of y0.
+    """
+    red = system if isinstance(system, ReducedSystem) else reduced_system(system, phi)
+    backend, method, rtol, atol, max_steps, (t0, t1), ts = check_solver_options(
+        backend, method, rtol, atol, max_steps, t_span, ts)
+    y0 = check_state("y0", y0, red.d)
+    args = red.args if args is None else args
+    dummy = np.zeros(0)
+    _, y0, B = prepare_batch(dummy, y0, args, bool(batch_args))
+    batched = B is not None
+    probe_y = y0[0] if batched else y0
+    problem = _reduced_problem(red)
+    args_dyn, args_static, static_key = _integrate.split_args(args)
+    _check_reduced_shape(red, problem, probe_y, args, args_dyn, static_key, batch_args, t0)
+    if batched and ts is None:
+        ts = np.array([t0, t1])
+
+    solve = _integrate.solve_diffrax if backend == "diffrax" else _integrate.solve_scipy
+    raw = solve(problem, y0, t0, t1, ts, eps=red.eps, args=args, rtol=rtol, atol=atol,
+                method=method, max_steps=max_steps, batched=batched, batch_args=bool(batch_args),
+                split=(args_dyn, args_static, static_key))
+    # x = φ(y) (or h_ε(y)) along the reduced solution (inf where a failed solve left inf).
+    ys = raw["z"]
+    flat = ys.reshape(-1, ys.shape[-1])
+    ok = np.all(np.isfinite(flat), axis=-1)
+    if not ok.all():
+        flat = np.where(ok[:, None], flat, probe_y)
+    phi_eval = _phi_eval_cache.get_or_make((red.phi_key, static_key), lambda: _make_phi_eval(red, args_static))
+    if batch_args:  # each saved state with the parameters of its own solve
+        K = ys.shape[-2]
+        args_rows = jax.tree_util.tree_map(lambda a: jnp.repeat(a, K, axis=0), args_dyn)
+        xs = np.asarray(phi_eval(flat, red.eps, args_rows, True))
+    else:
+        xs = np.asarray(phi_eval(flat, red.eps, args_dyn, False))
+    if not ok.all():
+        xs = np.where(ok[:, None], xs, np.inf)
+    xs = xs.reshape(ys.shape[:-1] + (xs.shape[-1],))
+    raw["z"] = np.concatenate([xs, ys], axis=-1)
+    return finish(raw, xs.shape[-1], backend, method, t0, t1, max_steps, throw, batched)
+
+
+def _make_phi_eval(red: ReducedSystem, args_static) -> Callable:
+    """jit: (ys (N, d), ε, args_dyn, rows) -> manifold points (N, m); rows: args_dyn has a leading N."""
+    import equinox as eqx
+
+    manifold = red.manifold
+
+    def one(y, eps, args_dyn):
+        return manifold(y, eps, eqx.combine(args_dyn, args_static))
+
+    @jax.jit
+    def shared(ys, eps, args_dyn):
+        return jax.vmap(one, in_axes=(0, None, None))(ys, eps, args_dyn)
+
+    @jax.jit
+    def per_row(ys, eps, args_dyn):
+        return jax.vmap(one, in_axes=(0, None, 0))(ys, eps, args_dyn)
+
+    return lambda ys, eps, args_dyn, rows: (per_row if rows else shared)(ys, eps, args_dyn)
+
+
+# (problem key, static args, shapes) already shape-checked: tracing g(φ(y), y) costs
+# milliseconds, which would otherwise dominate a reduced solve of a few milliseconds.
+_checked_shapes = LRUCache()
+
+
+def _check_reduced_shape(red, problem, probe_y, args, args_dyn, static_key, batch_args, t0) -> None:
+    """g(t0, φ(y0), y0) must have the shape of y0 (raises ValueError naming `g`)."""
+    dyn_spec = _integrate.tree_spec(args_dyn)
+    key = (problem.key, static_key, probe_y.shape, dyn_spec, bool(batch_args))
+    if _checked_shapes.get(key):
+        return
+    probe_args = jax.tree_util.tree_map(lambda a: np.asarray(a)[0], args) if batch_args else args
+    out = jax.eval_shape(lambda: red.rhs(jnp.asarray(t0), jnp.asarray(probe_y), probe_args))
+    if getattr(out, "shape", None) != probe_y.shape:
+        raise ValueError(f"`g` must return an array of the shape of y, {probe_y.shape}, on the manifold "
+                         f"x = phi(y); got {getattr(out, 'shape', type(out).__name__)}.")
+    _checked_shapes[key] = True

@@ -1,0 +1,341 @@
+"""Simulate a fast–slow system ε dx/dt = f(x, y), dy/dt = g(x, y) on the slow clock t.
+
+Two backends integrate the concatenated state z = [x, y], dz/dt = [f/ε, g]
+(docs/theory.md §2):
+
+``diffrax``  an implicit stiff solver (Kvaerno5 with a PI step-size controller,
+             pcoeff = icoeff = 0.3; stage equations solved by chord iterations
+             stopped at κ = 1 tolerance unit, see `_integrate.CHORD_KAPPA`) in
+             float64, compiled once per (system, shapes, options) and cached; ε and array ``args`` are data to the compiled
+             solve, so sweeping them does not recompile.  Batches of initial states
+             (and optionally of ``args``) run as one `jax.vmap`-ed solve.
+``scipy``    a `scipy.integrate` OdeSolver (Radau, BDF or LSODA) stepped here, with
+             the exact Jacobian ∂(dz/dt)/∂z from `jax.jacfwd` (jitted).
+
+Compiled solves are cached by the identity of the system's ``f`` and ``g`` (shared by
+copies from ``with_eps``/``with_P``/``with_args``), the shapes and the options: build a
+system once and reuse it, rather than wrapping f in a fresh closure per call.
+
+A failed solve (max_steps reached, step size underflow) is a status on the
+returned `Trajectory` with an actionable message; with ``throw=True`` (the
+default) it raises `SolverError` instead.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from sp_ode.core.precision import in_float64
+from sp_ode.core.validation import check_choice, check_finite_array, check_positive, check_positive_int
+from sp_ode.systems import _integrate
+from sp_ode.systems.system import FastSlowSystem
+
+__all__ = ["simulate", "Trajectory", "SolverError", "BACKENDS"]
+
+BACKENDS = {"diffrax": _integrate.DIFFRAX_METHODS, "scipy": _integrate.SCIPY_METHODS}
+DEFAULT_MAX_STEPS = 50_000
+
+
+class SolverError(RuntimeError):
+    """A solve did not reach the end of its time span (raised when ``throw=True``).
+
+    Attributes
+    ----------
+    trajectory : Trajectory
+        What was computed before the failure (its ``status`` and ``message``).
+    """
+
+    def __init__(self, message: str, trajectory: Trajectory | None = None):
+        super().__init__(message)
+        self.trajectory = trajectory
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """A solution of a fast–slow system.
+
+    Attributes
+    ----------
+    t : ndarray (K,)
+        Save times (``ts``, or the solver's accepted steps when ``ts`` was None for
+        a single solve).
+    x : ndarray (K, m), or (B, K, m) for a batch
+        Fast state.  Save times not reached by a failed solve hold ``inf``.
+    y : ndarray (K, d), or (B, K, d)
+        Slow state.
+    status : int, or ndarray (B,) of int
+        0 success; 1 max_steps reached; 2 step size underflow / solver failure; 3 other.
+    message : str
+        Empty on success; otherwise says where the solve stopped and what to change.
+    stats : dict
+        ``num_steps`` (accepted), ``num_rejected_steps`` (diffrax), ``nfev``, ``njev``,
+        ``nlu`` (scipy), ``t_end`` (time reached), ``wall_time`` and ``compile_time``
+        (seconds, apart; compile_time is 0 when a cached compiled solve was reused).
+    backend, method : str
+    """
+
+    t: np.ndarray
+    x: np.ndarray
+    y: np.ndarray
+    status: Any
+    message: str
+    stats: dict = field(repr=False)
+    backend: str = "diffrax"
+    method: str = "Kvaerno5"
+
+    @property
+    def success(self) -> bool:
+        """True when every solve reached the end of its time span."""
+        return bool(np.all(np.asarray(self.status) == 0))
+
+    @property
+    def batched(self) -> bool:
+        return self.x.ndim == 3
+
+
+# --- validation ---------------------------------------------------------------------------
+
+def check_t_span(t_span) -> tuple[float, float]:
+    """(t0, t1), finite reals with t1 > t0."""
+    if isinstance(t_span, (str, bytes)) or not hasattr(t_span, "__len__") or len(t_span) != 2:
+        raise TypeError(f"`t_span` must be a pair (t0, t1); got {t_span!r}.")
+    t0, t1 = t_span
+    for label, v in (("t0", t0), ("t1", t1)):
+        if isinstance(v, bool) or not isinstance(v, (numbers.Real, np.floating, np.integer)) and not (
+                isinstance(v, (np.ndarray, jax.Array)) and np.ndim(v) == 0):
+            raise TypeError(f"`t_span` must hold two real numbers; {label} is {type(v).__name__} {v!r}.")
+    t0, t1 = float(t0), float(t1)
+    if not (math.isfinite(t0) and math.isfinite(t1)):
+        raise ValueError(f"`t_span` must be finite; got ({t0}, {t1}).")
+    if not t1 > t0:
+        raise ValueError(f"`t_span` must have t1 > t0; got ({t0}, {t1}).")
+    return t0, t1
+
+
+def check_ts(ts, t0: float, t1: float) -> np.ndarray | None:
+    """Save times: 1-D, finite, non-decreasing, inside [t0, t1]."""
+    if ts is None:
+        return None
+    ts = check_finite_array("ts", ts)
+    if ts.ndim != 1 or ts.size == 0:
+        raise ValueError(f"`ts` must be a non-empty 1-D array of times; got shape {ts.shape}.")
+    if np.any(np.diff(ts) < 0):
+        raise ValueError("`ts` must be non-decreasing.")
+    if ts[0] < t0 or ts[-1] > t1:
+        raise ValueError(f"`ts` must lie inside t_span [{t0}, {t1}]; got [{ts[0]}, {ts[-1]}].")
+    return ts
+
+
+def check_state(name: str, value, dim: int | None) -> np.ndarray:
+    """A finite state (k,) or batch (B, k), float64; a scalar becomes (1,); last axis `dim` if known."""
+    arr = check_finite_array(name, value)
+    if arr.ndim == 0:
+        arr = arr.reshape(1)
+    if arr.ndim > 2:
+        raise ValueError(f"`{name}` must have shape (k,) or, for a batch, (B, k); got {arr.shape}.")
+    if dim is not None and arr.shape[-1] != dim:
+        raise ValueError(f"`{name}` must have last dimension {dim}; got shape {arr.shape}.")
+    return arr
+
+
+def check_system(system) -> FastSlowSystem:
+    """Accept a FastSlowSystem or a catalogue entry (its ``.system``)."""
+    inner = getattr(system, "system", None)
+    if isinstance(inner, FastSlowSystem):
+        system = inner
+    if not isinstance(system, FastSlowSystem):
+        raise TypeError(f"`system` must be a FastSlowSystem (or a catalogue entry); got {type(system).__name__}.")
+    return system
+
+
+def prepare_batch(x0, y0, args, batch_args: bool) -> tuple[np.ndarray, np.ndarray, int | None]:
+    """Broadcast x0 (m,)|(B, m) and y0 (d,)|(B, d) (and batched args) to a common batch size."""
+    sizes = {a.shape[0] for a in (x0, y0) if a.ndim == 2}
+    if batch_args:
+        leaves = jax.tree_util.tree_leaves(args)
+        if not leaves:
+            raise ValueError("`batch_args=True` needs `args` with array leaves of leading batch axis B.")
+        sizes |= {np.shape(leaf)[0] if np.ndim(leaf) else -1 for leaf in leaves}
+    if not sizes:
+        return x0, y0, None
+    if len(sizes) != 1 or -1 in sizes:
+        raise ValueError(f"batch sizes must agree: `x0`, `y0` (and with batch_args, every leaf of `args`) "
+                         f"need the same leading axis B; got x0 {x0.shape}, y0 {y0.shape}, B ∈ {sorted(sizes)}.")
+    B = sizes.pop()
+    x0 = x0 if x0.ndim == 2 else np.broadcast_to(x0, (B, x0.shape[0]))
+    y0 = y0 if y0.ndim == 2 else np.broadcast_to(y0, (B, y0.shape[0]))
+    return np.ascontiguousarray(x0), np.ascontiguousarray(y0), B
+
+
+def failure_message(status, t_end, t0, t1, solver_message, max_steps) -> str:
+    """An actionable message for the first failed solve (empty when all succeeded)."""
+    status = np.atleast_1d(np.asarray(status))
+    bad = np.flatnonzero(status != 0)
+    if bad.size == 0:
+        return ""
+    i = int(bad[0])
+    te = float(np.atleast_1d(t_end)[i])
+    where = f"at t={te:.6g} of [{t0:g}, {t1:g}]"
+    if status[i] == _integrate.STATUS_MAX_STEPS:
+        text = f"max_steps ({max_steps}) reached {where}; raise max_steps or loosen rtol/atol."
+    elif status[i] == _integrate.STATUS_STEP_FAILURE:
+        detail = str(np.atleast_1d(solver_message)[i]).strip()
+        text = (f"step size underflow {where} ({detail}); the solution may blow up or leave the domain of f/g "
+                "there — check the vector field near that time, or shorten t_span.")
+    else:
+        text = f"solver failed {where}: {np.atleast_1d(solver_message)[i]}"
+    if status.size > 1:
+        text = f"{bad.size} of {status.size} solves failed; first (batch index {i}): {text}"
+    return text
+
+
+# --- the public function ------------------------------------------------------------------
+
+# Shape checks already passed, keyed by (f, g, declared m and d, shapes, static args): the
+# check traces f and g (`jax.eval_shape`), which costs milliseconds — as much as a whole
+# compiled solve of a small system — so it runs once per key, not once per call.
+_shapes_ok: OrderedDict[Any, tuple[int, int]] = OrderedDict()
+
+
+def _checked_shapes(system: FastSlowSystem, x0, y0, args, batch_args: bool, batched: bool, t0: float):
+    """(m, d) from `system.check_shapes` on the first (or only) state, cached per key."""
+    dynamic, _, static_key = _integrate.split_args(args)
+    key = (type(system), system.f, system.g, system.m, system.d, x0.shape, y0.shape, static_key,
+           _integrate.tree_spec(dynamic), batch_args)
+    found = _shapes_ok.get(key)
+    if found is not None:
+        _shapes_ok.move_to_end(key)
+        return found
+    probe_args = jax.tree_util.tree_map(lambda a: np.asarray(a)[0], args) if batch_args else args
+    found = system.check_shapes(x0[0] if batched else x0, y0[0] if batched else y0, probe_args, t0)
+    _shapes_ok[key] = found
+    if len(_shapes_ok) > 256:
+        _shapes_ok.popitem(last=False)
+    return found
+
+
+def _fast_slow_problem(system: FastSlowSystem, m: int) -> _integrate.Problem:
+    f, g = system.f, system.g
+
+    def make_rhs(args_static):
+        import equinox as eqx
+
+        def rhs(t, z, dyn):
+            eps, args_dyn = dyn
+            args = eqx.combine(args_dyn, args_static)
+            x, y = z[:m], z[m:]
+            return jnp.concatenate([f(t, x, y, args) / eps, g(t, x, y, args)])
+        return rhs
+
+    return _integrate.Problem(key=("fast-slow", f, g, m), make_rhs=make_rhs, chord_kappa=_integrate.CHORD_KAPPA)
+
+
+
+def check_solver_options(backend, method, rtol, atol, max_steps, t_span, ts):
+    """Validate the options shared by `simulate` and `simulate_reduced`; returns them checked.
+
+    `method` None picks the backend's default (the first of ``BACKENDS[backend]``).
+    """
+    backend = check_choice("backend", backend, BACKENDS)
+    if method is None:
+        method = BACKENDS[backend][0]
+    elif not isinstance(method, str) or method not in BACKENDS[backend]:
+        raise ValueError(f"`method` must be one of {BACKENDS[backend]} for backend {backend!r}; got {method!r}.")
+    rtol, atol = check_positive("rtol", rtol), check_positive("atol", atol)
+    max_steps = check_positive_int("max_steps", max_steps)
+    t0, t1 = check_t_span(t_span)
+    return backend, method, rtol, atol, max_steps, (t0, t1), check_ts(ts, t0, t1)
+
+@in_float64
+def simulate(system, t_span, x0, y0, *, backend: str = "diffrax", method: str | None = None,
+             rtol: float = 1e-8, atol: float = 1e-10, ts=None, throw: bool = True,
+             max_steps: int = DEFAULT_MAX_STEPS, args=None, batch_args: bool = False) -> Trajectory:
+    """Integrate ε dx/dt = f(t, x, y, args), dy/dt = g(t, x, y, args) over ``t_span``.
+
+    Parameters
+    ----------
+    system : FastSlowSystem (or a catalogue entry from `sp_ode.systems.get_system`)
+    t_span : (t0, t1)
+        Finite, t1 > t0, on the slow clock t.
+    x0 : array (m,) or (B, m)
+        Initial fast state(s); a leading axis B makes a batch.
+    y0 : array (d,) or (B, d)
+        Initial slow state(s).  A 1-D x0 or y0 is broadcast against the batch.
+    backend : {"diffrax", "scipy"}
+    method : str, optional
+        diffrax: "Kvaerno5" (default), "Kvaerno4", "Kvaerno3" (implicit, stiff),
+        "Tsit5", "Dopri5", "Dopri8" (explicit).  scipy: "Radau" (default), "BDF", "LSODA".
+    rtol, atol : float
+        Tolerances of the error controller (per component: atol + rtol·|z|).
+    ts : array (K,), optional
+        Save times inside t_span.  None: the solver's accepted steps for a single
+        solve, (t0, t1) for a batch.  The implicit diffrax solvers step to each save
+        time when K ≤ 16 (their dense output is a 3rd-order Hermite interpolant, which
+        would set the error there) and interpolate on denser grids.
+    throw : bool
+        Raise `SolverError` on failure (True) or return the status (False).
+    max_steps : int
+        Accepted-step budget per solve.
+    args : pytree, optional
+        Parameters for f and g; defaults to ``system.args``.  Array leaves are data
+        (changing them does not recompile); other leaves are compile-time constants.
+    batch_args : bool
+        If True, every array leaf of ``args`` has a leading batch axis B and solve b
+        uses slice b (a parameter sweep, `jax.vmap`-ed on diffrax).
+
+    Returns
+    -------
+    Trajectory
+        ``t`` (K,), ``x`` (K, m) | (B, K, m), ``y`` (K, d) | (B, K, d), ``status``, ``message``, ``stats``.
+
+    Raises
+    ------
+    TypeError
+        `system` not a FastSlowSystem; `t_span` not a pair of reals; `max_steps` not an int.
+    ValueError
+        Unknown `backend`/`method`; non-finite or mis-shaped `x0`/`y0`; t1 ≤ t0;
+        bad `ts`; f/g output shapes that do not match x/y (names `f` or `g`).
+    SolverError
+        With ``throw=True``, when a solve fails (the message says where and what to change).
+    Exceptions raised inside the user's f or g propagate unchanged.
+    """
+    system = check_system(system)
+    backend, method, rtol, atol, max_steps, (t0, t1), ts = check_solver_options(
+        backend, method, rtol, atol, max_steps, t_span, ts)
+    x0 = check_state("x0", x0, system.m)
+    y0 = check_state("y0", y0, system.d)
+    args = system.args if args is None else args
+    x0, y0, B = prepare_batch(x0, y0, args, bool(batch_args))
+    batched = B is not None
+    m, d = _checked_shapes(system, x0, y0, args, bool(batch_args), batched, t0)
+    if batched and ts is None:
+        ts = np.array([t0, t1])
+
+    z0 = np.concatenate([x0, y0], axis=-1)
+    solve = _integrate.solve_diffrax if backend == "diffrax" else _integrate.solve_scipy
+    raw = solve(_fast_slow_problem(system, m), z0, t0, t1, ts, eps=system.eps, args=args, rtol=rtol,
+                atol=atol, method=method, max_steps=max_steps, batched=batched, batch_args=bool(batch_args))
+    return finish(raw, m, backend, method, t0, t1, max_steps, throw, batched)
+
+
+def finish(raw: dict, m: int, backend: str, method: str, t0: float, t1: float, max_steps: int,
+           throw: bool, batched: bool) -> Trajectory:
+    """Package an engine's raw output as a Trajectory; raise SolverError when asked."""
+    z = raw["z"]
+    status = raw["status"] if batched else int(np.asarray(raw["status"]).reshape(-1)[0])
+    message = failure_message(raw["status"], raw["t_end"], t0, t1, raw["solver_message"], max_steps)
+    stats = {k: v for k, v in raw.items() if k not in ("t", "z", "status", "solver_message")}
+    if not batched:
+        stats = {k: (v.item() if isinstance(v, np.ndarray) and v.size == 1 else v) for k, v in stats.items()}
+    traj = Trajectory(t=raw["t"], x=z[..., :m], y=z[..., m:], status=status, message=message,
+                      stats=stats, backend=backend, method=method)
+    if throw and message:
+        raise SolverError(message, traj)
+    return traj

@@ -1,0 +1,300 @@
+"""Fast–slow systems ε dx/dt = f(x, y), dy/dt = g(x, y), with ε = 1/P (docs/theory.md §2).
+
+A `FastSlowSystem` holds the two vector fields, the timescale ratio ε (or the
+block size P, ε = 1/P) and the parameters ``args`` passed to both.  On the slow
+clock t the concatenated state z = [x, y] ∈ ℝᵐ⁺ᵈ obeys
+
+    dz/dt = [f(t, x, y, args) / ε,  g(t, x, y, args)],
+
+and on the fast clock τ = t/ε it reads x' = f, y' = ε g.
+
+`MasterEquationSystem` is the linear-generator case f(t, x, y, args) = Q(y)ᵀx,
+with x on the simplex Δⁿ⁻¹: 1ᵀx is conserved because Q(y)1 = 0, and the critical
+manifold is φ(y) = p_st(y) (T1).
+
+Both objects are immutable and compare by identity, so compiled solves can be
+cached per (system, shapes) by `sp_ode.simulate`; ε and ``args`` are passed to
+compiled code as data, so changing them (`with_eps`) does not recompile.  Every
+`MasterEquationSystem` over the same ``Q_of_y`` shares one f, so rebuilding a system
+over a generator family does not recompile either.  That f carries a hand-written
+JVP, d(Q(y)ᵀx) = Q(y)ᵀdx + (∂_yQ(y)·dy)ᵀx, which makes the Jacobians of the implicit
+solvers build Q(y) once instead of once per basis tangent.
+"""
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from sp_ode.core.precision import in_float64
+from sp_ode.core.validation import check_positive, check_positive_int
+from sp_ode.markov.families import GeneratorFamily
+
+__all__ = ["FastSlowSystem", "MasterEquationSystem"]
+
+
+def _resolve_eps(eps, P) -> tuple[float, int | None]:
+    """Exactly one of `eps` (finite, > 0) and `P` (positive int, ε = 1/P)."""
+    if eps is None and P is None:
+        raise TypeError("exactly one of `eps` and `P` must be given (ε = 1/P); got neither.")
+    if eps is not None and P is not None:
+        raise TypeError(f"exactly one of `eps` and `P` must be given (ε = 1/P); got eps={eps!r} and P={P!r}.")
+    if P is not None:
+        P = check_positive_int("P", P)
+        return 1.0 / P, P
+    return check_positive("eps", eps), None
+
+
+def _optional_dim(name: str, value) -> int | None:
+    return None if value is None else check_positive_int(name, value)
+
+
+def _check_callable(name: str, value) -> Callable:
+    if not callable(value):
+        raise TypeError(f"`{name}` must be callable as {name}(t, x, y, args); got {type(value).__name__}.")
+    return value
+
+
+class FastSlowSystem:
+    """ε dx/dt = f(t, x, y, args), dy/dt = g(t, x, y, args), x ∈ ℝᵐ fast, y ∈ ℝᵈ slow.
+
+    Parameters
+    ----------
+    f : callable ``f(t, x, y, args) -> (m,)``
+        Fast vector field, JAX-traceable; t scalar, x (m,), y (d,).
+    g : callable ``g(t, x, y, args) -> (d,)``
+        Slow vector field, JAX-traceable.
+    eps : float, optional
+        Timescale ratio ε, finite and > 0.  Give exactly one of `eps`, `P`.
+    P : int, optional
+        Block size, a positive integer; ε = 1/P.
+    args : pytree, optional
+        Parameters passed unchanged to `f` and `g` (arrays are data to compiled
+        solves, so they may be swept or batched without recompiling).
+    m, d : int, optional
+        Fast and slow dimensions; inferred from the initial states when omitted.
+    name : str, optional
+        A label for tables and reports.
+
+    Attributes
+    ----------
+    f, g, eps, P, args, m, d, name
+        As given; ``P`` is None when the system was built from `eps`.
+
+    Raises
+    ------
+    TypeError
+        Neither or both of `eps`/`P` given; `f`/`g` not callable; `P`, `m`, `d`
+        not integers.
+    ValueError
+        ε ≤ 0 or not finite; P, m or d ≤ 0.
+    """
+
+    @in_float64
+    def __init__(self, f, g, *, eps=None, P=None, args=None, m=None, d=None, name=None):
+        eps, P = _resolve_eps(eps, P)
+        object.__setattr__(self, "f", _check_callable("f", f))
+        object.__setattr__(self, "g", _check_callable("g", g))
+        object.__setattr__(self, "eps", eps)
+        object.__setattr__(self, "P", P)
+        object.__setattr__(self, "args", args)
+        object.__setattr__(self, "m", _optional_dim("m", m))
+        object.__setattr__(self, "d", _optional_dim("d", d))
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"`name` must be a string; got {type(name).__name__}.")
+        object.__setattr__(self, "name", name if name is not None else getattr(f, "__name__", "system"))
+
+    # Immutable: compiled-solve caches key on identity, so a system must not change under them.
+    def __setattr__(self, key, value):
+        raise AttributeError(f"{type(self).__name__} is immutable; use with_eps / with_P / with_args.")
+
+    def __repr__(self) -> str:
+        scale = f"P={self.P}" if self.P is not None else f"eps={self.eps:g}"
+        return f"{type(self).__name__}(name={self.name!r}, {scale}, m={self.m}, d={self.d})"
+
+    def _replace(self, **changes) -> FastSlowSystem:
+        new = copy.copy(self)
+        for key, value in changes.items():
+            object.__setattr__(new, key, value)
+        return new
+
+    def with_eps(self, eps) -> FastSlowSystem:
+        """A copy with timescale ratio `eps` (finite, > 0); ``P`` becomes None."""
+        eps, P = _resolve_eps(eps, None)
+        return self._replace(eps=eps, P=P)
+
+    def with_P(self, P) -> FastSlowSystem:
+        """A copy with block size `P` (positive int) and ε = 1/P."""
+        eps, P = _resolve_eps(None, P)
+        return self._replace(eps=eps, P=P)
+
+    def with_args(self, args) -> FastSlowSystem:
+        """A copy with parameters `args` (same vector fields, so compiled solves are reused)."""
+        return self._replace(args=args)
+
+    def vector_field(self, t, z, args=None):
+        """dz/dt = [f/ε, g] on the concatenated state z = [x, y], shape (m + d,).
+
+        `args` defaults to ``self.args``.  Requires ``m`` to be known (given at
+        construction), since it splits z.
+
+        Raises
+        ------
+        ValueError
+            If ``m`` is unknown.
+        """
+        if self.m is None:
+            raise ValueError("`vector_field` needs the fast dimension: build the system with `m=`.")
+        args = self.args if args is None else args
+        x, y = z[: self.m], z[self.m:]
+        return jnp.concatenate([jnp.asarray(self.f(t, x, y, args)) / self.eps,
+                                jnp.asarray(self.g(t, x, y, args))])
+
+    @in_float64
+    def check_shapes(self, x0, y0, args=None, t0: float = 0.0) -> tuple[int, int]:
+        """Evaluate f and g once at (t0, x0, y0) and check their output shapes.
+
+        Parameters
+        ----------
+        x0 : array (m,)
+        y0 : array (d,)
+        args : pytree, optional; defaults to ``self.args``.
+
+        Returns
+        -------
+        (m, d)
+
+        Raises
+        ------
+        ValueError
+            If f(x0, y0) does not have the shape of x0 (names `f`), g(x0, y0) not
+            the shape of y0 (names `g`), or x0/y0 disagree with a declared m/d.
+            An exception raised inside the user's f or g propagates unchanged.
+        """
+        x0 = jnp.asarray(x0, dtype=jnp.float64)
+        y0 = jnp.asarray(y0, dtype=jnp.float64)
+        if self.m is not None and x0.shape != (self.m,):
+            raise ValueError(f"`x0` must have shape (m,) = ({self.m},) for system {self.name!r}; got {x0.shape}.")
+        if self.d is not None and y0.shape != (self.d,):
+            raise ValueError(f"`y0` must have shape (d,) = ({self.d},) for system {self.name!r}; got {y0.shape}.")
+        args = self.args if args is None else args
+        t0 = jnp.asarray(t0, dtype=jnp.float64)
+        # eval_shape traces without running: cheap, and user exceptions still surface.
+        fx = jax.eval_shape(lambda: self.f(t0, x0, y0, args))
+        gy = jax.eval_shape(lambda: self.g(t0, x0, y0, args))
+        if getattr(fx, "shape", None) != x0.shape:
+            raise ValueError(f"`f` must return an array of the shape of x, {x0.shape}; got {_shape_of(fx)}.")
+        if getattr(gy, "shape", None) != y0.shape:
+            raise ValueError(f"`g` must return an array of the shape of y, {y0.shape}; got {_shape_of(gy)}.")
+        return int(x0.shape[0]), int(y0.shape[0])
+
+
+def _shape_of(out) -> str:
+    shape = getattr(out, "shape", None)
+    return str(shape) if shape is not None else f"a {type(out).__name__}"
+
+
+# One f per generator family: compiled solves are cached on the identity of f, so every
+# MasterEquationSystem over the same Q_of_y (e.g. each `get_system("me3")`) must share it.
+# Values hold Q_of_y itself, so an id key is never reused by another object.
+_MASTER_F: dict = {}
+
+
+def _master_f(Q_of_y: Callable) -> Callable:
+    try:
+        key = ("eq", Q_of_y)
+        hash(key)
+    except TypeError:  # an unhashable callable object: key on its identity
+        key = ("id", id(Q_of_y))
+    found = _MASTER_F.get(key)
+    if found is not None:
+        return found[1]
+
+    @jax.custom_jvp
+    def master(x, y):
+        return Q_of_y(y).T @ x  # master equation: dp/dτ = Qᵀp
+
+    @master.defjvp
+    def master_jvp(primals, tangents):
+        # d(Q(y)ᵀx) = Q(y)ᵀ dx + (∂_y Q · dy)ᵀ x.  Written out so that a Jacobian (a jvp
+        # vmapped over m + d basis tangents, as in the implicit solvers) builds Q(y) and
+        # ∂_y Q (n, n, d) once, instead of pushing every tangent through the construction
+        # of Q(y): 10–20× cheaper for the 20-state ring (docs/bench/batched.md).  Plain JAX
+        # in Q_of_y, so derivatives of every order still follow.
+        x, y = primals
+        x_dot, y_dot = tangents
+        Q = Q_of_y(y)
+        dQ = jax.jacfwd(Q_of_y)(y)                     # (n, n, d)
+        return Q.T @ x, Q.T @ x_dot + jnp.einsum("ijk,k,i->j", dQ, y_dot, x)
+
+    def f(t, x, y, args):
+        return master(x, y)
+    _MASTER_F[key] = (Q_of_y, f)
+    if len(_MASTER_F) > 256:  # bounded: fresh closures per call would otherwise accumulate
+        del _MASTER_F[next(iter(_MASTER_F))]
+    return f
+
+
+class MasterEquationSystem(FastSlowSystem):
+    """The linear-generator system ε dx/dt = Q(y)ᵀx, dy/dt = g(t, x, y, args).
+
+    x is a distribution on n states (the simplex Δⁿ⁻¹); since Q(y)1 = 0, 1ᵀx is
+    conserved, and the critical manifold is φ(y) = p_st(y) (docs/theory.md §3.1 (T1)).
+
+    Parameters
+    ----------
+    Q_of_y : callable ``Q_of_y(y) -> (n, n)`` or `sp_ode.markov.families.GeneratorFamily`
+        The generator family, JAX-traceable in y (d,).  For a `GeneratorFamily`,
+        n and d are taken from it.
+    g : callable ``g(t, x, y, args) -> (d,)``
+    eps, P, args, name
+        As for `FastSlowSystem`.
+    n, d : int, optional
+        Number of fast states (m = n) and slow dimension.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As for `FastSlowSystem`; also if `n`/`d` disagree with a `GeneratorFamily`.
+    """
+
+    @in_float64
+    def __init__(self, Q_of_y, g, *, eps=None, P=None, args=None, n=None, d=None, name=None):
+        if isinstance(Q_of_y, GeneratorFamily):
+            for arg, value, fam_value in (("n", n, Q_of_y.n), ("d", d, Q_of_y.d)):
+                if value is not None and value != fam_value:
+                    raise ValueError(f"`{arg}` must match family {Q_of_y.name!r} ({arg} = {fam_value}); got {value}.")
+            n, d = Q_of_y.n, Q_of_y.d
+            name = name if name is not None else f"me_{Q_of_y.name}"
+        elif not callable(Q_of_y):
+            raise TypeError(f"`Q_of_y` must be callable as Q_of_y(y) -> (n, n) or a GeneratorFamily; got {type(Q_of_y).__name__}.")
+        super().__init__(_master_f(Q_of_y), g, eps=eps, P=P, args=args, m=n, d=d,
+                         name=name if name is not None else "master_equation")
+        object.__setattr__(self, "Q_of_y", Q_of_y)
+
+    @property
+    def n(self) -> int | None:
+        """Number of fast states (= m)."""
+        return self.m
+
+    def Q(self, y):
+        """The generator Q(y), shape (n, n), in the array namespace of `y`'s family.
+
+        A `GeneratorFamily` accepts NumPy or JAX y; a plain callable gets `y` as given.
+        """
+        if isinstance(self.Q_of_y, GeneratorFamily):
+            return self.Q_of_y(y)
+        return self.Q_of_y(jnp.asarray(y, dtype=jnp.float64))
+
+    @in_float64
+    def check_shapes(self, x0, y0, args=None, t0: float = 0.0) -> tuple[int, int]:
+        """As `FastSlowSystem.check_shapes`, and Q(y0) must be (n, n) (names `Q_of_y`)."""
+        y = jnp.asarray(y0, dtype=jnp.float64)
+        Qs = jax.eval_shape(lambda: self.Q_of_y(y))
+        n = int(np.shape(x0)[0]) if np.ndim(x0) == 1 else None
+        if n is not None and getattr(Qs, "shape", None) != (n, n):
+            raise ValueError(f"`Q_of_y` must return an (n, n) generator with n = len(x0) = {n}; got {_shape_of(Qs)}.")
+        return super().check_shapes(x0, y0, args, t0)

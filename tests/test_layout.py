@@ -1,0 +1,138 @@
+"""The architecture, checked: the public API stays where users have it, imports go one way,
+no private name crosses a module, and the import contracts catch a deliberate back-import."""
+from __future__ import annotations
+
+import ast
+import re
+import importlib
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+
+# Every public name importable from these namespaces before the layout change (v0.1.0),
+# listed by hand so that a name silently dropped from an __init__ fails here.
+PUBLIC_API = {
+    "sp_ode": [
+        "ConvergenceCertificate", "FAMILIES", "FastSlowSystem", "GeneratorFamily", "METHODS",
+        "ManifoldNotFoundError", "MasterEquationSystem", "NotIrreducibleError", "SYSTEMS",
+        "SignUndecidableError", "SlowManifold", "SolverError", "StationaryCertificate", "SymbolicSizeError",
+        "SymbolicStationary", "Trajectory", "__version__", "birth_death", "check_generator",
+        "check_symbolic_generator", "closed_classes", "cme_two_species", "communicating_classes",
+        "continue_manifold", "convergence_certificate", "critical_manifold", "detailed_balance", "from_rates",
+        "from_transition_matrix", "get_family", "get_system", "group_inverse", "group_inverse_apply",
+        "is_irreducible", "kolmogorov_criterion", "locate_loss_of_hyperbolicity", "normal_hyperbolicity",
+        "numeric_bridge", "reduced_system", "simulate", "simulate_reduced", "slow_manifold", "spectral_gap",
+        "stationary_distribution", "stationary_distributions", "stationary_residual", "symbolic_generator",
+        "symbolic_stationary", "uniformize", "verify_stationary",
+    ],
+    "sp_ode.symbolic": [
+        "BridgeReport", "ReversibilityReport", "SignUndecidableError", "StationaryCertificate",
+        "SymbolicSizeError", "SymbolicStationary", "birth_death_generator", "check_symbolic_generator",
+        "complete_generator", "detailed_balance", "kolmogorov_criterion", "numeric_bridge", "ring_generator",
+        "symbolic_generator", "symbolic_stationary", "verify_stationary",
+    ],
+    "sp_ode.systems": [
+        "CatalogueEntry", "DEFAULT_SYSTEM", "SYSTEMS", "get_system", "master_equation_entry",
+    ],
+    "neural": [
+        "ARMS", "ByteCorpus", "CheckpointError", "CheckpointMismatchError", "FastSlowLM", "MarkovSource",
+        "ModelConfig", "PRESETS", "PhiCertificate", "PhiEvaluation", "PhiFit", "PhiMLP", "TrainConfig",
+        "TrainResult", "add_to_blocks", "block_mean_pool", "evaluate_phi", "fit_phi", "get_batch", "kl_loss",
+        "lag_one_block", "load_corpus", "load_text", "markov_corpus", "phi_certificate", "residual_loss",
+        "small", "tiny",
+    ],
+}
+
+
+@pytest.mark.parametrize("namespace", sorted(PUBLIC_API))
+def test_every_public_name_still_importable(namespace):
+    module = importlib.import_module(namespace)
+    missing = [name for name in PUBLIC_API[namespace] if not hasattr(module, name)]
+    assert not missing, f"{namespace} lost {missing}"
+    for name in PUBLIC_API[namespace]:  # `from namespace import name` works too
+        exec(f"from {namespace} import {name}", {})
+
+
+def test_every_listed_name_of_each_subpackage_resolves():
+    for namespace in ("sp_ode", "sp_ode.markov", "sp_ode.systems", "sp_ode.symbolic", "neural"):
+        module = importlib.import_module(namespace)
+        for name in module.__all__:
+            getattr(module, name)
+
+
+def _private_imports(paths) -> list[str]:
+    """`from pkg.mod import _name` (or `pkg.mod._name`) inside the package sources."""
+    found = []
+    for path in paths:
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in ("sp_ode", "neural"):
+                package_dir = ROOT.joinpath(*node.module.split("."))
+                for alias in node.names:
+                    if (package_dir / f"{alias.name}.py").exists():
+                        continue  # a private *module* of that package (import-linter checks who imports it)
+                    if alias.name.startswith("_") and not alias.name.startswith("__"):
+                        found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.module}.{alias.name}")
+    return found
+
+
+def test_no_module_imports_a_private_name_of_another():
+    sources = sorted((ROOT / "sp_ode").rglob("*.py")) + sorted((ROOT / "neural").rglob("*.py"))
+    assert _private_imports(sources) == []
+
+
+def test_private_name_check_fails_on_a_deliberate_private_import(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("from sp_ode.markov.generator import _format_classes\n")
+    global ROOT
+    saved, ROOT = ROOT, tmp_path
+    try:
+        assert len(_private_imports([bad])) == 1
+    finally:
+        ROOT = saved
+
+
+def _lint_imports(root: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([str(LINT_IMPORTS), "--no-cache"], cwd=root, capture_output=True, text=True,
+                          env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"}, timeout=300)
+
+
+@pytest.mark.skipif(not LINT_IMPORTS.exists(), reason="import-linter not installed (pip install -e '.[test]')")
+def test_import_contracts_hold_and_catch_a_back_import(tmp_path):
+    # A copy of the packages: the contracts hold on it as committed ...
+    for name in ("sp_ode", "neural"):
+        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    ok = _lint_imports(tmp_path)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    # ... and break on a library module that imports neural (the back-import the layout forbids)
+    with open(tmp_path / "sp_ode" / "markov" / "generator.py", "a") as fh:
+        fh.write("\nimport neural.config  # deliberate back-import\n")
+    broken = _lint_imports(tmp_path)
+    assert broken.returncode != 0
+    assert "sp_ode never imports neural" in broken.stdout and "BROKEN" in broken.stdout
+
+
+def test_no_docstring_cites_a_file_outside_the_repository():
+    offenders = []
+    for path in sorted((ROOT / "sp_ode").rglob("*.py")) + sorted((ROOT / "neural").rglob("*.py")):
+        text = path.read_text()
+        if "DESIGN" in text or "../shared" in text:
+            offenders.append(str(path.relative_to(ROOT)))
+    assert offenders == []
+
+
+def test_theory_notes_exist_with_the_cited_sections():
+    theory = (ROOT / "docs" / "theory.md").read_text()
+    cited = set()
+    for path in list((ROOT / "sp_ode").rglob("*.py")) + list((ROOT / "neural").rglob("*.py")):
+        cited.update(re.findall(r"docs/theory\.md §(\d+(?:\.\d+)?)", path.read_text()))
+    assert cited, "no docstring cites docs/theory.md"
+    for section in sorted(cited):
+        assert f"§{section} " in theory, f"docs/theory.md has no section §{section}"
