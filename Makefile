@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test lint bench clean
+.PHONY: setup demo test lint bench clean docs docs-smoke
 
 setup: $(STAMP)
 
@@ -30,5 +30,21 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 
+# The documentation site (build/site): mkdocs build --strict, so a warning fails it, with
+# every gallery example (examples/) executed; docs-smoke runs the gallery at smoke size.
+DOCS_STAMP := $(VENV)/.docs-installed
+
+$(DOCS_STAMP): pyproject.toml $(STAMP)
+	$(PY) -m pip install --quiet -e '.[docs]'
+	touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	rm -rf docs/generated  # no gallery output reused from an earlier (smoke) build
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 $(VENV)/bin/mkdocs build --strict
+
+docs-smoke: $(DOCS_STAMP)
+	rm -rf docs/generated
+	SP_ODE_GALLERY=smoke OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 $(VENV)/bin/mkdocs build --strict
+
 clean:
-	rm -rf $(VENV) out build *.egg-info
+	rm -rf $(VENV) out build *.egg-info docs/generated

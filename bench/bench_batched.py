@@ -104,6 +104,7 @@ def main(argv=None) -> int:
                         help="sets solved by a tight Radau reference (rtol 1e-12) to choose each path's rtol")
     parser.add_argument("--methods", default=",".join(SCIPY_METHODS), help="scipy methods compared (comma-separated)")
     parser.add_argument("--smoke", action="store_true", help="B = 4, subset 2, t1 = 0.5, 1 repeat, short ladder")
+    parser.add_argument("--saves", type=int, default=11, help="save times on [0, t1] (201: dense output)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--out", type=Path, default=None, help="write the JSON record here")
     args = parser.parse_args(argv)
@@ -121,7 +122,7 @@ def main(argv=None) -> int:
     params, y0 = parameter_sets(B, n, args.seed)
     x0 = np.tile(entry.x0, (B, 1))
     t1 = 0.5 if args.smoke else 2.0
-    ts = np.linspace(0.0, t1, 11)
+    ts = np.linspace(0.0, t1, args.saves)
     span = (0.0, t1)
     sub = {key: v[:k] for key, v in params.items()}
     ref_args = {key: v[:r] for key, v in params.items()}

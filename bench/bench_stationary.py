@@ -103,6 +103,143 @@ def accuracy(smoke: bool) -> list[dict]:
     return rows
 
 
+# --- 1b. bounds (issue 11): every case x every method, error and bound side by side ---
+
+def _kmr(N: int, eps: float):
+    up = [eps / 2] + [(N - n) / N * (eps / 2 + (1 - eps) * (n / (N - 1) > 1 / 3)) for n in range(1, N)]
+    down = [n / N * (eps / 2 + (1 - eps) * ((n - 1) / (N - 1) < 1 / 3)) for n in range(1, N)] + [eps / 2]
+    return up, down
+
+
+def _bd_exact(lam, mu):
+    from fractions import Fraction
+
+    w = [Fraction(1)]
+    for a, b in zip(lam, mu):
+        w.append(w[-1] * Fraction(a) / Fraction(b))
+    total = sum(w)
+    return [x / total for x in w]
+
+
+def _two_grids(side: int, delta: float):
+    """Two side×side grids joined by one pair of conductance δ; reversible, p ∝ π exactly (docs/theory.md §6)."""
+    from fractions import Fraction
+
+    idx = np.arange(side * side).reshape(side, side)
+    x, _ = np.divmod(np.arange(side * side), side)
+    pi = np.concatenate([2.0 ** -((x + idx.ravel()) % 3), 2.0 * 2.0 ** -(x % 2)])
+    rows, cols = [], []
+    for off in (0, side * side):
+        for a, b in [(idx[:, :-1], idx[:, 1:]), (idx[:-1, :], idx[1:, :])]:
+            rows.append(a.ravel() + off)
+            cols.append(b.ravel() + off)
+    rows, cols = np.concatenate(rows), np.concatenate(cols)
+    w = np.ones(rows.size)
+    rows, cols, w = np.r_[rows, side * side - 1], np.r_[cols, side * side], np.r_[w, delta]
+    r, c, w = np.r_[rows, cols], np.r_[cols, rows], np.r_[w, w]
+    n = pi.size
+    Q = sp.csr_array((w / pi[r], (r, c)), shape=(n, n))
+    Q = (Q - sp.diags_array(np.asarray(Q.sum(axis=1)).ravel())).tocsr()
+    total = sum(Fraction(v) for v in pi)
+    return Q, [Fraction(v) / total for v in pi]
+
+
+def bound_cases(smoke: bool):
+    from sp_ode.markov.reference import exact_stationary
+
+    cases = []
+    lam, mu = [5e-15, 2 / 3, 1 / 3], [1 / 3, 1e-14 / 3, 5e-15]
+    cases.append(("birth-death [5e-15, 2/3, 1/3] (sparse)", sp_ode.birth_death(lam, mu, sparse=True),
+                  _bd_exact(lam, mu)))
+    for N, eps in ([(27, 1e-10)] if smoke else [(3, 1e-4), (27, 1e-10), (100, 1e-6), (200, 1e-15)]):
+        up, down = _kmr(N, eps)
+        cases.append((f"KMR N={N} eps={eps:.0e} (sparse)", sp_ode.birth_death(up, down, sparse=True),
+                      _bd_exact(up, down)))
+    Q4 = np.zeros((4, 4))
+    Q4[0, 1] = Q4[1, 0] = Q4[2, 3] = Q4[3, 2] = 1e6
+    Q4[1, 2], Q4[3, 0] = 1e-10, 2e-10
+    np.fill_diagonal(Q4, -Q4.sum(axis=1))
+    cases.append(("NCD 4 states 1e6 / 1e-10 (csr)", sp.csr_array(Q4), exact_stationary(Q4)))
+    R = np.zeros((12, 12))
+    R[np.arange(12), (np.arange(12) + 1) % 12] = np.geomspace(1e-12, 5e8, 12)
+    Qc = R - np.diag(R.sum(axis=1))
+    cases.append(("directed 12-cycle 1e-12..5e8 (csr)", sp.csr_array(Qc), exact_stationary(Qc)))
+    for d in ([1e-12] if smoke else [1e-4, 1e-12, 1e-15]):
+        Q, exact = ncd_chain(d)
+        cases.append((f"ncd_chain delta={d:.0e} (dense)", Q, exact))
+    for side, d in ([(12, 2.0**-40)] if smoke else [(50, 2.0**-40), (50, 2.0**-50)]):
+        Q, exact = _two_grids(side, d)
+        cases.append((f"two {side}x{side} grids delta={d:.1e} (sparse)", Q, exact))
+    return cases
+
+
+def bounds(smoke: bool) -> list[dict]:
+    """For each case and method: the raw method (no escalation) and the public call, error vs bound.
+
+    Error = ‖p − p*‖₁ in exact arithmetic; ``rel`` = max componentwise relative error over p*_i ≥ 1e-290.
+    """
+    from fractions import Fraction
+
+    from sp_ode.markov.stationary import METHODS as RAW
+
+    def errors(p, exact):
+        if p is None or not np.all(np.isfinite(p)):
+            return float("inf"), float("inf")
+        l1 = float(sum(abs(Fraction(float(x)) - e) for x, e in zip(p, exact)))
+        rel = float(max(abs(Fraction(float(x)) - e) / e for x, e in zip(p, exact) if e >= 1e-290))
+        return l1, rel
+
+    rows = []
+    for name, Q, exact in bound_cases(smoke):
+        log(f"bounds: {name}")
+        for m in METHODS:
+            row = {"case": name, "n": Q.shape[0], "method": m}
+            Qm = Q if (m == "sparse" or not sp.issparse(Q)) else Q.toarray()
+            if m == "sparse" and not sp.issparse(Qm):
+                Qm = sp.csr_array(Qm)
+            p, info = RAW[m](Qm, tol=1e-6, maxiter=None)
+            row["raw_l1"], row["raw_rel"] = errors(p, exact)
+            row["raw_bound"] = info["bound"]
+            try:
+                p, info = sp_ode.stationary_distribution(Q, method=m, return_info=True)
+                row["final_method"] = info["method"]
+                row["l1"], row["rel"] = errors(p, exact)
+                row["bound"] = info["bound"]
+            except sp_ode.ConvergenceError as exc:
+                row["final_method"], row["l1"], row["rel"], row["bound"] = "ConvergenceError", None, None, exc.bound
+            row["bound_holds"] = bool(row["raw_bound"] >= row["raw_l1"]
+                                      and (row["l1"] is None or row["bound"] >= row["l1"]))
+            rows.append(row)
+    return rows
+
+
+def bound_cost(smoke: bool, repeat: int) -> list[dict]:
+    """Seconds of method="solve" with its bound against the bare LU solve it contains (best of k), 1 BLAS thread."""
+    from threadpoolctl import threadpool_limits
+
+    from sp_ode.markov.stationary import METHODS as RAW
+
+    rows = []
+    with threadpool_limits(limits=1, user_api="blas"):
+        for n in ([200] if smoke else [2000]):
+            Q = dense_generator(n)
+            M = Q.T.copy()
+            M[-1] = 1.0
+            rhs = np.zeros(n)
+            rhs[-1] = 1.0
+            best = {"lu_solve": np.inf, "solve_with_bound": np.inf}
+            calls = {"lu_solve": lambda: scipy.linalg.lu_solve(scipy.linalg.lu_factor(M), rhs),
+                     "solve_with_bound": lambda: RAW["solve"](Q)}
+            for _ in range(repeat):
+                for key, f in calls.items():
+                    t = time.perf_counter()
+                    f()
+                    best[key] = min(best[key], time.perf_counter() - t)
+            rows.append({"n": n, **{f"{k}_s": v for k, v in best.items()},
+                         "ratio": best["solve_with_bound"] / best["lu_solve"]})
+    return rows
+
+
 # --- 2. dense speed ---------------------------------------------------------------
 
 def dense_generator(n: int, seed: int = 0) -> np.ndarray:
@@ -209,6 +346,7 @@ def child(kind: str, N: int, pin: int | None, save: str | None) -> dict:
             "rss_before_solve_gb": rss_before, "negatives": int((p < 0).sum()), "min_p": float(p.min()),
             "residual": residual, "relative_residual": residual / float(abs(Q).max()),
             "iterations": info.get("iterations"), "converged": info.get("converged", True),
+            "bound": info.get("bound"), "seconds_parts": info.get("seconds"),
             "pinned_state": info.get("pinned_state", pin), "negatives_clipped": info.get("negatives_clipped"),
             "most_negative_clipped": info.get("most_negative"),
             "blas_threads": blas_threads(), "loadavg_1min": os.getloadavg()[0]}
@@ -279,6 +417,25 @@ def report(rec: dict) -> str:
                      f"{r['loadavg_1min']:6.1f}{r['peak_rss_gb']:6.2f}{fmt(r['iterations']):>6s}{r['negatives']:6d}"
                      f"{r['relative_residual']:9.1e}{fmt(r.get('time_ratio_vs_amg')):>7s}"
                      f"{fmt(r.get('memory_ratio_vs_amg')):>7s}{fmt(r.get('max_abs_diff_vs_amg_over_max_p')):>10s}")
+    if rec.get("bounds"):
+        lines += ["", "1b. error bounds (issue 11): raw method vs public call (escalating); ℓ1 errors exact",
+                  f"{'case':44s}{'meth':>7s}{'raw l1':>10s}{'raw bnd':>10s}{'final':>8s}{'l1':>10s}"
+                  f"{'bound':>10s}{'rel':>10s} holds"]
+        for r in rec["bounds"]:
+            lines.append(f"{r['case']:44s}{r['method']:>7s}{r['raw_l1']:10.1e}{r['raw_bound']:10.1e}"
+                         f"{r['final_method'][:7]:>8s}{fmt(r['l1']):>10s}{r['bound']:10.1e}{fmt(r['rel']):>10s} "
+                         f"{r['bound_holds']}")
+    if rec.get("bound_cost"):
+        lines += ["", "1c. cost of the bound, dense (1 BLAS thread, best of k)"]
+        for r in rec["bound_cost"]:
+            lines.append(f"  n = {r['n']}: LU solve {r['lu_solve_s']:.3f} s, solve + bound "
+                         f"{r['solve_with_bound_s']:.3f} s, ratio {r['ratio']:.2f}")
+    for r in rec.get("sparse_scale", []):
+        parts = r.get("seconds_parts")
+        if r["solver"] == "amg" and parts:
+            lines.append(f"  sparse {r['states']} states: setup {parts['setup']:.1f} s + solve {parts['solve']:.1f} s,"
+                         f" bound {parts['bound']:.1f} s: ratio {sum(parts.values()) / (parts['setup'] + parts['solve']):.2f}"
+                         f" (bound {fmt(r.get('bound'))})")
     lines += ["", "targets:"] + [f"  {k}: {'met' if v['met'] else 'MISSED'} ({v['value']:.3g} vs {v['target']})"
                                  for k, v in rec["targets"].items()]
     return "\n".join(lines)
@@ -297,6 +454,13 @@ def targets(rec: dict) -> dict:
     out[f"sparse_{top['states']}_seconds"] = {"value": top["seconds"], "target": TARGETS["sparse_1e6_seconds"]}
     out[f"sparse_{top['states']}_gb"] = {"value": top["peak_rss_gb"], "target": TARGETS["sparse_1e6_gb"]}
     out["sparse_negatives"] = {"value": sum(r["negatives"] for r in amg), "target": 0}
+    if rec.get("bounds"):
+        out["bound_holds_every_row"] = {"value": sum(not r["bound_holds"] for r in rec["bounds"]), "target": 0}
+    if rec.get("bound_cost"):
+        out["bound_cost_dense"] = {"value": max(r["ratio"] for r in rec["bound_cost"]), "target": 1.3}
+    parts = top.get("seconds_parts")
+    if parts:
+        out["bound_cost_sparse"] = {"value": sum(parts.values()) / (parts["setup"] + parts["solve"]), "target": 1.3}
     for v in out.values():
         v["met"] = bool(v["value"] <= v["target"])
     return out
@@ -310,7 +474,8 @@ def main(argv=None) -> int:
                     help="largest state count given to spsolve on the pinned system")
     ap.add_argument("--bordered-max", type=int, default=360_000,
                     help="largest state count given to spsolve on the bordered system")
-    ap.add_argument("--only", choices=["accuracy", "dense", "sparse"], action="append", help="run only these parts")
+    ap.add_argument("--only", choices=["accuracy", "bounds", "dense", "sparse"], action="append",
+                    help="run only these parts")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of the tables")
     ap.add_argument("--out", default=None, help="also write the JSON record to this file")
     ap.add_argument("--case", help=argparse.SUPPRESS)   # child mode: KIND:N
@@ -322,12 +487,16 @@ def main(argv=None) -> int:
         print(dumps(child(kind, int(N), args.pin, args.save)))
         return 0
     repeat = args.repeat or (1 if args.smoke else 3)
-    parts = args.only or ["accuracy", "dense", "sparse"]
+    parts = args.only or ["accuracy", "bounds", "dense", "sparse"]
     rec = {"command": " ".join([Path(sys.executable).name, *sys.argv]), "blas_threads": blas_threads(),
            "cpus": os.cpu_count(), "repeat": repeat, "sparse_solvers": SOLVERS, "accuracy": [], "dense_speed": [], "sparse_scale": []}
     if "accuracy" in parts:
         log("accuracy …")
         rec["accuracy"] = accuracy(args.smoke)
+    if "bounds" in parts:
+        log("bounds …")
+        rec["bounds"] = bounds(args.smoke)
+        rec["bound_cost"] = bound_cost(args.smoke, repeat)
     if "dense" in parts:
         log("dense speed …")
         rec["dense_speed"] = dense_speed(args.smoke, repeat)

@@ -37,6 +37,8 @@ _LAZY: dict[str, str] = {
     "TrainResult": "neural.train",
     "CheckpointError": "neural.checkpoint",
     "CheckpointMismatchError": "neural.checkpoint",
+    # --- regime-switching sources with exact context-limited floors (issue 14) ---
+    "RegimeSource": "neural.sources",
     # --- phi (issue 6) ---
     "PhiMLP": "neural.phi",
     "PhiFit": "neural.phi",
@@ -47,6 +49,11 @@ _LAZY: dict[str, str] = {
     "phi_certificate": "neural.phi",
     "kl_loss": "neural.phi",
     "residual_loss": "neural.phi",
+    # --- phi files (issue 13) ---
+    "save_phi": "neural.phi_io",
+    "load_phi": "neural.phi_io",
+    "phi_to_jax": "neural.phi_jax",
+    "PhiFileError": "neural.phi_io",
 }
 
 __all__ = sorted(_LAZY)

@@ -3,6 +3,9 @@
 d = 1: curves over y (the training domain shaded, extrapolation outside it).
 d = 2: heatmaps on the held-out grid, and a slice at the middle of y₁.
 d > 2: only the training curves (a note says so).
+
+Every figure is written in `fmt` (png, pdf or svg) at one `dpi`; a short run's training
+curves get markers so that a handful of points stays legible.
 """
 from __future__ import annotations
 
@@ -31,7 +34,7 @@ def _shade_domain(ax, fit):
     ax.axvspan(lo, hi, color="0.92", zorder=0, label="training domain")
 
 
-def plot_components(fit, held, extra, path: Path, plt) -> Path:
+def plot_components(fit, held, extra, path: Path, plt, dpi: int = 150) -> Path:
     """φ_θ(y) (dashed) against p_st(y) (solid), per component."""
     d, n = fit.system.d, fit.system.n
     if d == 1:
@@ -63,12 +66,12 @@ def plot_components(fit, held, extra, path: Path, plt) -> Path:
                 fig.colorbar(im, ax=ax, fraction=0.046)
     fig.suptitle(f"{fit.system.name}: " + r"$\varphi_\theta$" + f" ({fit.loss} loss) against $p_{{st}}$")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=dpi)
     plt.close(fig)
     return path
 
 
-def plot_error(fit, held, extra, path: Path, plt) -> Path:
+def plot_error(fit, held, extra, path: Path, plt, dpi: int = 150) -> Path:
     """The error against y on a log scale with the T4 certificate drawn over it."""
     d = fit.system.d
     floor = 1e-17
@@ -111,36 +114,42 @@ def plot_error(fit, held, extra, path: Path, plt) -> Path:
         ax.legend(fontsize=7)
     fig.suptitle(f"{fit.system.name}: error and its certificate ({fit.loss} loss)")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=dpi)
     plt.close(fig)
     return path
 
 
-def plot_training(fit, path: Path, plt) -> Path:
+def plot_training(fit, path: Path, plt, dpi: int = 150) -> Path:
     """Training loss, held-out max error and max certificate against the step."""
     h = fit.history
     fig, ax = plt.subplots(figsize=(7, 4))
-    ax.semilogy(h["step"], np.maximum(h["loss"], 1e-300), label=f"{fit.loss} loss (training)")
+    marker = "o" if len(h["step"]) <= 30 else None  # a short run: show each recorded point
+    ax.semilogy(h["step"], np.maximum(h["loss"], 1e-300), marker=marker, ms=3, label=f"{fit.loss} loss (training)")
     if h["max_abs_error"]:
-        ax.semilogy(h["step"], h["max_abs_error"], label=r"held-out max $|\varphi_\theta - p_{st}|$")
-        ax.semilogy(h["step"], h["max_certificate"], "k--", label="held-out max certificate")
+        ax.semilogy(h["step"], h["max_abs_error"], marker=marker, ms=3,
+                    label=r"held-out max $|\varphi_\theta - p_{st}|$")
+        ax.semilogy(h["step"], h["max_certificate"], "k--", marker=marker, ms=3, label="held-out max certificate")
     ax.set_xlabel(f"{fit.config.get('optimizer', '')} step")
+    ax.set_ylabel("loss and held-out error (log scale)")
     ax.legend(fontsize=8)
     ax.set_title(f"{fit.system.name}: training")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=dpi)
     plt.close(fig)
     return path
 
 
-def write_figures(fit, held, extra, out: Path) -> list[Path]:
-    """All figures for `fit` under `out`; returns their paths."""
+FORMATS = ("png", "pdf", "svg")
+
+
+def write_figures(fit, held, extra, out: Path, *, fmt: str = "png", dpi: int = 150) -> list[Path]:
+    """All figures for `fit` under `out` as ``*.{fmt}`` at `dpi`; returns their paths."""
     from sp_ode.core.reporting import figures
 
     plt = figures()
     out.mkdir(parents=True, exist_ok=True)
-    paths = [plot_training(fit, out / "training.png", plt)]
+    paths = [plot_training(fit, out / f"training.{fmt}", plt, dpi=dpi)]
     if fit.system.d <= 2:
-        paths.append(plot_components(fit, held, extra, out / "phi_components.png", plt))
-        paths.append(plot_error(fit, held, extra, out / "error_certificate.png", plt))
+        paths.append(plot_components(fit, held, extra, out / f"phi_components.{fmt}", plt, dpi=dpi))
+        paths.append(plot_error(fit, held, extra, out / f"error_certificate.{fmt}", plt, dpi=dpi))
     return paths

@@ -9,7 +9,11 @@ all of them makes a resumed run reproduce an uninterrupted one.
 Only tensors, numbers, strings, None, lists and dicts are stored, so the file
 loads with ``torch.load(..., weights_only=True)`` (no arbitrary pickles).  Files
 are written through :func:`sp_ode.core.files.atomic_write_bytes` (temp file, fsync,
-rename): a run killed mid-write leaves the previous checkpoint intact.
+rename): a run killed mid-write leaves the previous checkpoint intact, plus a
+``.checkpoint.pt.*.tmp`` file that :func:`clean_stale_temps` removes when the next
+run starts.  :func:`check_state` checks a loaded checkpoint against the model before
+anything is restored, so a wrong-shaped weight or an empty RNG state is one
+:class:`CheckpointError` naming the file and the field.
 """
 from __future__ import annotations
 
@@ -24,7 +28,7 @@ import torch
 from sp_ode.core.files import atomic_write_bytes
 
 __all__ = ["CheckpointError", "CheckpointMismatchError", "FORMAT", "save_checkpoint", "load_checkpoint",
-           "check_compatible", "capture_rng", "restore_rng"]
+           "check_compatible", "check_state", "clean_stale_temps", "capture_rng", "restore_rng"]
 
 FORMAT = "sp-ode-train/1"
 
@@ -114,17 +118,70 @@ def load_checkpoint(path: str | Path, *, map_location: str | torch.device = "cpu
     return state
 
 
+RNG_KEYS = ("torch", "numpy", "python", "data")
+
+
+def check_state(state: dict, model: torch.nn.Module, *, world_size: int, path: str | Path = "checkpoint") -> None:
+    """Check a loaded checkpoint's weights and RNG states against `model` before restoring them.
+
+    Raises
+    ------
+    CheckpointError
+        A weight missing, unexpected or of the wrong shape (named, with both shapes); an RNG
+        state that is empty or lacks one of ``RNG_KEYS``; a step that is not a non-negative int.
+    """
+    where = f"checkpoint {str(path)!r}"
+    weights = state["model"]
+    if not isinstance(weights, dict):
+        raise CheckpointError(f"{where}: field `model` must be a dict of tensors; got {type(weights).__name__}.")
+    expected = model.state_dict()
+    missing = sorted(set(expected) - set(weights))
+    extra = sorted(set(weights) - set(expected))
+    if missing or extra:
+        raise CheckpointError(f"{where}: field `model` does not match the model: missing {missing[:3]}, "
+                              f"unexpected {extra[:3]}.")
+    for key, ref in expected.items():
+        got = weights[key]
+        if not isinstance(got, torch.Tensor) or tuple(got.shape) != tuple(ref.shape):
+            seen = tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__
+            raise CheckpointError(f"{where}: weight `model.{key}` must have shape {tuple(ref.shape)}; got {seen}.")
+    rng = state["rng"]
+    if not isinstance(rng, list) or len(rng) != world_size:
+        seen = len(rng) if isinstance(rng, (list, dict)) else type(rng).__name__
+        raise CheckpointError(f"{where}: field `rng` must hold one RNG state per rank ({world_size}); got {seen}.")
+    for r, entry in enumerate(rng):
+        lacking = [k for k in RNG_KEYS if not isinstance(entry, dict) or k not in entry]
+        if lacking:
+            raise CheckpointError(f"{where}: field `rng[{r}]` is empty or lacks {lacking}; "
+                                  "the run cannot be resumed exactly (start afresh with --overwrite).")
+    step = state["step"]
+    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+        raise CheckpointError(f"{where}: field `step` must be an integer >= 0; got {step!r}.")
+
+
+def clean_stale_temps(folder: str | Path) -> list[Path]:
+    """Remove temp files a killed atomic write left in `folder` (``.NAME.*.tmp``); return them."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    stale = sorted(p for p in folder.glob(".*.tmp") if p.is_file())
+    for p in stale:
+        p.unlink(missing_ok=True)
+    return stale
+
+
 # Settings that may change between a run and its resumption: they do not alter the trajectory
 # (device/compile change float rounding on GPUs but not the algorithm; evaluation is read-only).
 RESUMABLE_CHANGES = frozenset({"device", "compile", "eval_every", "eval_windows", "checkpoint_every"})
 
 
 def check_compatible(state: dict, *, model_config: dict, train_config: dict, data: dict, world_size: int,
-                     path: str | Path = "checkpoint") -> None:
+                     path: str | Path = "checkpoint", extend: bool = False) -> None:
     """Raise :class:`CheckpointMismatchError` naming every field that differs.
 
     The model config and data must match exactly; the training config may differ
-    only in ``RESUMABLE_CHANGES``; the DDP world size must match (each rank's data
+    only in ``RESUMABLE_CHANGES`` (and, with `extend` — a finished run given a larger
+    budget — in ``tokens``/``steps``); the DDP world size must match (each rank's data
     stream is part of the saved state).
     """
     diffs = []
@@ -135,12 +192,14 @@ def check_compatible(state: dict, *, model_config: dict, train_config: dict, dat
                 diffs.append(f"{section}.{key}: checkpoint {theirs.get(key)!r}, now {mine.get(key)!r}")
     theirs = state["train_config"]
     for key in sorted(set(train_config) | set(theirs)):
-        if key not in RESUMABLE_CHANGES and train_config.get(key) != theirs.get(key):
+        allowed = RESUMABLE_CHANGES | ({"tokens", "steps"} if extend else set())
+        if key not in allowed and train_config.get(key) != theirs.get(key):
             diffs.append(f"train.{key}: checkpoint {theirs.get(key)!r}, now {train_config.get(key)!r}")
     if state["world_size"] != world_size:
         diffs.append(f"world_size: checkpoint {state['world_size']}, now {world_size}")
     if diffs:
         raise CheckpointMismatchError(
             f"checkpoint {str(path)!r} does not match this run's settings: " + "; ".join(diffs)
-            + ". Resume with the original settings, or start afresh without --resume."
+            + ". Resume with the original settings (a larger --tokens is accepted once the run has finished), "
+            "or start afresh with --overwrite."
         )

@@ -388,6 +388,43 @@ class FastSlowLM(nn.Module):
                 for g, old in zip(self.gate_parameters(), saved):
                     g.copy_(old)
 
+    @torch.no_grad()
+    def slow_influence(self, idx: torch.Tensor) -> list[float]:
+        """Per layer, ‖g_ℓ ⊙ W_o z‖ / ‖h‖: how much the slow feedback moves the residual stream.
+
+        The gate magnitude alone does not measure use (W_o can grow while g_ℓ stays small),
+        so this is the ratio of Frobenius norms, over the batch and all T' positions, of the
+        feedback added in step 4 (docs/theory.md §4) to the residual stream it is added to
+        (h after the fast attention).  Evaluation mode; an empty list for the ``dense`` arm.
+
+        Parameters
+        ----------
+        idx : LongTensor, shape (B, T'), 1 ≤ T' ≤ T.
+
+        Returns
+        -------
+        list of n_layer floats (0 for a layer whose gate is closed).
+        """
+        self._check_tokens(idx, "idx")
+        if self.config.arm == "dense":
+            return []
+        was_training = self.training
+        self.eval()
+        window, length = self.config.window, idx.shape[1]
+        mask = window_mask(length, window, idx.device) if window is not None and window < length else None
+        h = self.embed(idx)
+        out = []
+        for block in self.blocks:  # Block.forward, with the feedback measured before it is added
+            a = block.ln_1(h)
+            h = h + block.attn(a, mask)
+            delta = block.slow(a)  # (B, ⌈T'/P⌉, d), one vector per block
+            fed = add_to_blocks(torch.zeros_like(h), delta, block.pool)  # (B, T', d)
+            out.append(float(fed.float().norm() / h.float().norm().clamp_min(1e-30)))
+            h = h + fed
+            h = h + block.mlp(block.ln_2(h))
+        self.train(was_training)
+        return out
+
     def num_params(self, *, trainable_only: bool = False) -> int:
         """Number of parameters (the tied embedding/head matrix counted once)."""
         return sum(p.numel() for p in self.parameters() if p.requires_grad or not trainable_only)

@@ -134,13 +134,26 @@ class PhiMLP(torch.nn.Module):
         """φ_θ(y) on the simplex, (..., d) -> (..., n)."""
         return torch.softmax(self.logits(y), dim=-1)
 
+    def jax_fn(self):
+        """φ_θ as a pure JAX function y (d,) -> (n,), e.g. ``phi=`` of `sp_ode.simulate_reduced`.
+
+        See `neural.phi_jax.phi_to_jax` (the weights are copied; float64 in sp_ode's scope).
+        """
+        from neural.phi_jax import phi_to_jax
+
+        return phi_to_jax(self)
+
     def predict(self, y) -> np.ndarray:
         """φ_θ(y) as a float64 ndarray: y (N, d), (d,) or, for d = 1, (N,) -> (N, n) or (n,)."""
         arr = check_finite_array("y", y)
-        # d = 1: a scalar is one point, a vector is N points; d > 1: a (d,) vector is one point.
+        # d = 1: a scalar is one point, a vector is N points; d > 1: only a (d,) vector is one point —
+        # a flat array of N·d values is refused, never silently regrouped or cut to its first point.
         single = arr.ndim == 0 or (arr.ndim == 1 and self.d > 1)
-        if arr.ndim < 2 and (self.d == 1 or single):
-            arr = arr.reshape(-1, self.d) if arr.size % self.d == 0 else arr
+        if self.d > 1 and arr.ndim == 1 and arr.shape[0] != self.d:
+            raise ValueError(f"`y` must have shape (N, {self.d}) for N points (or ({self.d},) for one point) "
+                             f"since d = {self.d}; got a flat array of shape {arr.shape}.")
+        if arr.ndim < 2:
+            arr = arr.reshape(-1, self.d)
         if arr.ndim != 2 or arr.shape[1] != self.d:
             raise ValueError(f"`y` must have shape (N, {self.d}) or ({self.d},); got {np.shape(y)}.")
         with torch.no_grad():

@@ -20,6 +20,14 @@ seeded ``torch.Generator`` (one stream per DDP rank); CPU runs use
 ``torch.use_deterministic_algorithms(True)``.  A checkpoint stores every RNG
 state, so a resumed run repeats the uninterrupted one (:mod:`neural.checkpoint`).
 
+No lost work: a run stops at the first non-finite loss (or non-finite weights) and
+keeps its last finite checkpoint (``TrainResult.status == "diverged"``); temp files
+left by a killed checkpoint write are removed when the next run starts; a finished run
+resumed with a larger budget is extended at its final learning rate (the cosine
+schedule of the original run is kept, ``schedule_steps`` in the checkpoint); and
+:func:`check_run_folder` (called by ``sp-ode train``) refuses to start afresh in a
+folder that holds a run unless asked to overwrite it.
+
 Data-parallel: ``torchrun --nproc_per_node=N -m neural.train [sp-ode train flags]``
 starts N ranks (gloo on CPU, nccl on CUDA); each draws its own windows and DDP
 averages gradients; only rank 0 writes files.
@@ -37,17 +45,35 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from neural.checkpoint import FORMAT, capture_rng, check_compatible, load_checkpoint, restore_rng, save_checkpoint
+from neural.checkpoint import (
+    FORMAT,
+    CheckpointError,
+    capture_rng,
+    check_compatible,
+    check_state,
+    clean_stale_temps,
+    load_checkpoint,
+    restore_rng,
+    save_checkpoint,
+)
 from neural.config import ConfigDict, ModelConfig
 from neural.data import ByteCorpus, eval_starts, get_batch, load_corpus, windows
 from sp_ode.core.files import write_json
 from sp_ode.core.reporting import figures, progress
 from sp_ode.core.validation import check_choice, check_nonnegative, check_positive, check_positive_int
 
-__all__ = ["TrainConfig", "TrainResult", "train", "lr_at", "evaluate", "build_optimizer", "resolve_device",
-           "NATS_TO_BITS"]
+__all__ = ["TrainConfig", "TrainResult", "RunFolderError", "train", "check_run_folder", "lr_at", "evaluate",
+           "build_optimizer", "resolve_device", "NATS_TO_BITS", "FIGURE_FORMATS"]
 
 NATS_TO_BITS = 1.0 / math.log(2.0)
+FIGURE_FORMATS = ("png", "pdf", "svg")
+# Files a run writes into its folder (what --overwrite replaces).
+RUN_FILES = ("checkpoint.pt", "metrics.jsonl", "config.json", "summary.json",
+             *(f"loss.{fmt}" for fmt in FIGURE_FORMATS))
+
+
+class RunFolderError(ValueError):
+    """The run folder holds a run that a fresh start would replace (or is not a folder)."""
 DEVICES = ("cpu", "cuda", "auto")
 
 
@@ -145,6 +171,9 @@ class TrainResult:
     elapsed_s : wall time of the training steps of this call.
     finished : True when the run reached `total_steps`.
     out : the run directory, or None.
+    status : "ok", or "diverged" (a non-finite loss or weights stopped the run).
+    message : why the run stopped early ("" when ok).
+    cleaned : stale temp files (from a killed checkpoint write) removed at the start.
     """
 
     step: int
@@ -161,6 +190,9 @@ class TrainResult:
     finished: bool = False
     out: Path | None = None
     num_params: int = 0
+    status: str = "ok"
+    message: str = ""
+    cleaned: list[Path] = field(default_factory=list)
 
 
 # --------------------------------------------------------------------------- pieces
@@ -271,7 +303,8 @@ def _deterministic(enabled: bool):
 
 def train(model_config: ModelConfig, train_config: TrainConfig, *, data: ByteCorpus | str | Path | None = None,
           out: str | Path | None = None, resume: bool = False, stop_after: int | None = None,
-          show_progress: bool = True, figure: bool = True) -> TrainResult:
+          show_progress: bool = True, figure: bool = True, figure_format: str = "png",
+          dpi: int = 150) -> TrainResult:
     """Train :class:`neural.FastSlowLM` and write the run directory.
 
     Parameters
@@ -285,7 +318,8 @@ def train(model_config: ModelConfig, train_config: TrainConfig, *, data: ByteCor
     stop_after : stop (after writing a checkpoint) once this many steps have run in
         this call, as if the job had been killed; the schedule still targets the full run.
     show_progress : a tqdm bar on stderr (when stderr is a terminal).
-    figure : write ``out/loss.png`` at the end (matplotlib; ~1 s).
+    figure : write ``out/loss.<figure_format>`` at the end (matplotlib; ~1 s).
+    figure_format : "png", "pdf" or "svg";  dpi : its resolution.
 
     Returns
     -------
@@ -311,6 +345,8 @@ def train(model_config: ModelConfig, train_config: TrainConfig, *, data: ByteCor
         raise ValueError("`resume` needs `out`, the run directory holding checkpoint.pt.")
     if stop_after is not None:
         check_positive_int("stop_after", stop_after)
+    check_choice("figure_format", figure_format, FIGURE_FORMATS)
+    check_positive_int("dpi", dpi)
     cfg = train_config
     device = resolve_device(cfg.device)
     corpus = data if isinstance(data, ByteCorpus) else load_corpus(data)
@@ -327,7 +363,7 @@ def train(model_config: ModelConfig, train_config: TrainConfig, *, data: ByteCor
     try:
         with _deterministic(cfg.deterministic and device.type == "cpu"):
             return _run(FastSlowLM, model_config, cfg, corpus, device, rank, world, is_main, out, resume,
-                        stop_after, show_progress, figure)
+                        stop_after, show_progress, (figure_format, dpi) if figure else None)
     finally:
         if started_dist:
             import torch.distributed as dist
@@ -337,7 +373,7 @@ def train(model_config: ModelConfig, train_config: TrainConfig, *, data: ByteCor
 
 def _run(model_cls, mcfg: ModelConfig, cfg: TrainConfig, corpus: ByteCorpus, device, rank: int, world: int,
          is_main: bool, out: Path | None, resume: bool, stop_after: int | None, show_progress: bool,
-         figure: bool) -> TrainResult:
+         figure: tuple[str, int] | None) -> TrainResult:
     T = mcfg.seq_len
     total_steps = cfg.total_steps(T, world)
     tokens_per_step = cfg.batch_size * T * cfg.accum * world
@@ -350,14 +386,20 @@ def _run(model_cls, mcfg: ModelConfig, cfg: TrainConfig, corpus: ByteCorpus, dev
     step, history = 0, []
     descriptor = _data_descriptor(corpus)
     ckpt_path = out / "checkpoint.pt" if out is not None else None
+    cleaned = clean_stale_temps(out) if (is_main and out is not None) else []
+    schedule_steps = total_steps  # the cosine schedule's length; kept when a finished run is extended
     if resume:
         state = load_checkpoint(ckpt_path)
+        step = state["step"] if isinstance(state["step"], int) else -1  # check_state names a bad one below
+        old_schedule = int(state.get("schedule_steps", _planned_steps(state, T, world, ckpt_path)))
+        extending = step >= old_schedule and total_steps > step
         check_compatible(state, model_config=mcfg.to_dict(), train_config=cfg.to_dict(), data=descriptor,
-                         world_size=world, path=ckpt_path)
+                         world_size=world, path=ckpt_path, extend=extending)
+        check_state(state, raw_model, world_size=world, path=ckpt_path)
+        schedule_steps = old_schedule if (extending or step >= old_schedule) else total_steps
         raw_model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         restore_rng(state["rng"][rank], data_gen)
-        step = int(state["step"])
         history = [rec for rec in _read_metrics(out / "metrics.jsonl") if rec["step"] <= step]
 
     model = raw_model
@@ -382,7 +424,8 @@ def _run(model_cls, mcfg: ModelConfig, cfg: TrainConfig, corpus: ByteCorpus, dev
         _write_metrics(out / "metrics.jsonl", history)  # drops records past the checkpoint on resume
 
     result = TrainResult(step=step, tokens=step * tokens_per_step, total_steps=total_steps, out=out,
-                         num_params=raw_model.num_params())
+                         num_params=raw_model.num_params(), cleaned=cleaned)
+    last_saved = first_step = step
     bar = progress(total=total_steps, initial=step, desc=f"train {mcfg.arm}",
                    disable=None if (show_progress and is_main) else True)
     interval_losses: list[float] = []
@@ -390,7 +433,7 @@ def _run(model_cls, mcfg: ModelConfig, cfg: TrainConfig, corpus: ByteCorpus, dev
     t_start = t_interval
     steps_this_call = 0
     while step < total_steps:
-        lr = lr_at(step, cfg, total_steps)
+        lr = lr_at(step, cfg, schedule_steps)  # = final lr past the schedule (an extended run)
         for group in optimizer.param_groups:
             group["lr"] = lr
         loss_sum = torch.zeros((), device=device)
@@ -409,6 +452,10 @@ def _run(model_cls, mcfg: ModelConfig, cfg: TrainConfig, corpus: ByteCorpus, dev
             step_loss = step_loss / world
         step_loss = float(step_loss)
         step += 1
+        if not math.isfinite(step_loss):
+            result.status = "diverged"
+            result.message = _diverged(f"the training loss became {step_loss}", step, last_saved, out)
+            break
         steps_this_call += 1
         result.losses.append(step_loss)
         interval_losses.append(step_loss)
@@ -432,10 +479,15 @@ def _run(model_cls, mcfg: ModelConfig, cfg: TrainConfig, corpus: ByteCorpus, dev
                 record["val_bpb"] = record["val_loss"] * NATS_TO_BITS
             record["gates"] = raw_model.gate_magnitudes()
             record["elapsed_s"] = now - t_start
+            if not all(bool(torch.isfinite(p).all()) for p in raw_model.parameters()):
+                result.status = "diverged"
+                result.message = _diverged("the weights became non-finite", step, last_saved, out)
+                break
             history.append(record)
             result.evals.append(record)
             _save(out, ckpt_path, raw_model, optimizer, data_gen, mcfg, cfg, descriptor, world, rank, step,
-                  step * tokens_per_step, record, is_main)
+                  step * tokens_per_step, record, is_main, schedule_steps)
+            last_saved = step
             interval_losses = []
             t_interval = time.perf_counter()  # evaluation and checkpoint time excluded from tokens/s
         if stopping:
@@ -453,13 +505,59 @@ def _run(model_cls, mcfg: ModelConfig, cfg: TrainConfig, corpus: ByteCorpus, dev
     elif is_main:  # resumed a finished run: nothing trained, report the checkpoint's model
         result.val_loss, result.bayes_loss = evaluate(raw_model, corpus.val, starts, T, device), bayes
         result.excess_loss = None if bayes is None else result.val_loss - bayes
-    if figure and is_main and out is not None and history:
-        plot_run(history, out / "loss.png", title=f"{mcfg.arm} ({corpus.name})")
+    if figure is not None and is_main and out is not None and history:
+        fmt, dpi = figure
+        per_step = ([(first_step + k + 1) * tokens_per_step for k in range(len(result.losses))], result.losses)
+        plot_run(history, out / f"loss.{fmt}", title=f"{mcfg.arm} ({corpus.name})", dpi=dpi, step_losses=per_step)
     return result
 
 
+def _diverged(what: str, step: int, last_saved: int, out: Path | None) -> str:
+    kept = (f"the last finite checkpoint (step {last_saved}) is kept in {out}" if out is not None and last_saved
+            else "no checkpoint was written")
+    return (f"{what} at step {step}; training stopped there and {kept}. Lower --lr, raise --warmup or "
+            "keep --grad-clip on, then resume or start afresh.")
+
+
+def _planned_steps(state: dict, seq_len: int, world: int, path) -> int:
+    """The planned length of the run that wrote `state` (from its saved TrainConfig)."""
+    try:
+        return TrainConfig(**state["train_config"]).total_steps(seq_len, world)
+    except (TypeError, ValueError) as exc:
+        raise CheckpointError(f"checkpoint {str(path)!r}: field `train_config` is not a valid TrainConfig ({exc}).") from None
+
+
+def check_run_folder(out: str | Path, *, resume: bool, overwrite: bool) -> Path:
+    """Refuse to start a fresh run where one already lives (no lost work); return `out` as a Path.
+
+    A fresh start (neither `resume` nor `overwrite`) in a folder holding ``checkpoint.pt`` or
+    ``metrics.jsonl`` raises; with `overwrite` the run's files (``RUN_FILES``) are deleted first.
+
+    Raises
+    ------
+    RunFolderError
+        `out` is a file; or it holds a run and neither `resume` nor `overwrite` was given;
+        or both were given.
+    """
+    out = Path(out)
+    if resume and overwrite:
+        raise RunFolderError("`--resume` and `--overwrite` exclude each other: continue the run or replace it.")
+    if out.exists() and not out.is_dir():
+        raise RunFolderError(f"run folder {str(out)!r} is a file; give a folder.")
+    held = [name for name in ("checkpoint.pt", "metrics.jsonl") if (out / name).is_file()]
+    if held and not resume:
+        if not overwrite:
+            raise RunFolderError(
+                f"run folder {str(out)!r} already holds a run ({', '.join(held)}); pass --resume to continue it "
+                "(with a larger --tokens to extend a finished run) or --overwrite to replace it."
+            )
+        for name in RUN_FILES:
+            (out / name).unlink(missing_ok=True)
+    return out
+
+
 def _save(out, ckpt_path, raw_model, optimizer, data_gen, mcfg, cfg, descriptor, world, rank, step, tokens,
-          record, is_main) -> None:
+          record, is_main, schedule_steps) -> None:
     rng = capture_rng(data_gen)
     if world > 1:  # every rank's RNG streams, gathered on all ranks (rank 0 writes them)
         import torch.distributed as dist
@@ -476,7 +574,7 @@ def _save(out, ckpt_path, raw_model, optimizer, data_gen, mcfg, cfg, descriptor,
     save_checkpoint(ckpt_path, {
         "format": FORMAT, "model_config": mcfg.to_dict(), "train_config": cfg.to_dict(), "data": descriptor,
         "world_size": world, "step": step, "tokens": tokens, "model": raw_model.state_dict(),
-        "optimizer": optimizer.state_dict(), "rng": rngs,
+        "optimizer": optimizer.state_dict(), "rng": rngs, "schedule_steps": schedule_steps,
     })
 
 
@@ -496,12 +594,23 @@ def _write_metrics(path: Path, records: list[dict]) -> None:
     atomic_write_bytes(path, "".join(json.dumps(_jsonable(r)) + "\n" for r in records).encode())
 
 
-def plot_run(history: list[dict], path: Path, *, title: str = "") -> Path:
-    """Loss (train, validation, Bayes limit) and per-layer gate magnitude against tokens."""
+def plot_run(history: list[dict], path: Path, *, title: str = "", dpi: int = 150,
+             step_losses: tuple[list, list] | None = None) -> Path:
+    """Loss (train, validation, Bayes limit) and per-layer gate magnitude against tokens.
+
+    The format follows `path`'s suffix (png, pdf, svg).  `step_losses` (tokens, loss) adds
+    the loss of every optimiser step as a thin line, and a short run (≤ 30 evaluations)
+    gets a marker on every evaluation, so a run with one or two evaluations still reads.
+    """
     plt = figures()
     tokens = [r["tokens"] / 1e3 for r in history]
+    marker = "s" if len(history) <= 30 else None
     fig, (ax_loss, ax_gate) = plt.subplots(1, 2, figsize=(10, 4))
-    ax_loss.plot(tokens, [r["train_loss"] for r in history], label="train (mean since last eval)")
+    if step_losses is not None and len(step_losses[1]):
+        ax_loss.plot([t / 1e3 for t in step_losses[0]], step_losses[1], color="0.6", lw=0.8,
+                     label="train (each step)")
+    ax_loss.plot(tokens, [r["train_loss"] for r in history], marker=marker, ms=4,
+                 label="train (mean since last eval)")
     vals = [(r["tokens"], r["val_loss"]) for r in history if r.get("val_loss") is not None]
     if vals:
         ax_loss.plot([t / 1e3 for t, _ in vals], [v for _, v in vals], marker="o", label="validation")
@@ -513,7 +622,10 @@ def plot_run(history: list[dict], path: Path, *, title: str = "") -> Path:
     ax_loss.legend()
     n_layers = max((len(r["gates"]) for r in history), default=0)
     for layer in range(n_layers):
-        ax_gate.plot(tokens, [r["gates"][layer] for r in history], label=f"layer {layer}")
+        ax_gate.plot(tokens, [r["gates"][layer] for r in history], marker=marker, ms=4, label=f"layer {layer}")
+    ax_gate.set_xlim(ax_loss.get_xlim())  # one token axis for both panels (a short run has few evaluations)
+    if n_layers:
+        ax_gate.set_ylim(bottom=0.0)  # gates start at 0: their size reads against it
     ax_gate.set_xlabel("tokens (thousands)")
     ax_gate.set_ylabel("mean |g_ℓ|")
     if n_layers:
@@ -523,6 +635,6 @@ def plot_run(history: list[dict], path: Path, *, title: str = "") -> Path:
     fig.suptitle(title)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
+    fig.savefig(path, dpi=dpi)
     plt.close(fig)
     return path

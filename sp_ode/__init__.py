@@ -26,6 +26,7 @@ __version__ = "0.2.0"
 _LAZY: dict[str, str] = {
     # --- sp_ode.markov: generators ---
     "NotIrreducibleError": "sp_ode.markov.generator",
+    "ConvergenceError": "sp_ode.markov.bounds",
     "check_generator": "sp_ode.markov.generator",
     "from_rates": "sp_ode.markov.generator",
     "birth_death": "sp_ode.markov.generator",
@@ -48,6 +49,14 @@ _LAZY: dict[str, str] = {
     "get_family": "sp_ode.markov.families",
     "FAMILIES": "sp_ode.markov.families",
     "cme_two_species": "sp_ode.markov.cme",
+    # --- sp_ode.markov: reaction networks (CME on a finite state projection) ---
+    "ReactionNetwork": "sp_ode.markov.network",
+    "NetworkError": "sp_ode.markov.network",
+    "TruncationError": "sp_ode.markov.network",
+    "get_network_model": "sp_ode.markov.network_models",
+    "NETWORK_MODELS": "sp_ode.markov.network_models",
+    "from_sbml": "sp_ode.markov.sbml",
+    "from_antimony": "sp_ode.markov.sbml",
     # --- sp_ode.systems: fast-slow systems ---
     "FastSlowSystem": "sp_ode.systems.system",
     "MasterEquationSystem": "sp_ode.systems.system",
@@ -67,6 +76,12 @@ _LAZY: dict[str, str] = {
     "SlowManifold": "sp_ode.systems.slow_manifold",
     "convergence_certificate": "sp_ode.systems.certificate",
     "ConvergenceCertificate": "sp_ode.systems.certificate",
+    "sweep": "sp_ode.systems.sweep",
+    "SweepResult": "sp_ode.systems.sweep",
+    "SweepResumeError": "sp_ode.systems.sweep",
+    "SweepClusterError": "sp_ode.systems.sweep",
+    "NetworkSystem": "sp_ode.systems.network_system",
+    "check_model": "sp_ode.systems.model",
     # --- sp_ode.symbolic ---
     "symbolic_stationary": "sp_ode.symbolic.stationary",
     "symbolic_generator": "sp_ode.symbolic.generator",
@@ -79,6 +94,7 @@ _LAZY: dict[str, str] = {
     "StationaryCertificate": "sp_ode.symbolic.stationary",
     "SignUndecidableError": "sp_ode.symbolic.generator",
     "SymbolicSizeError": "sp_ode.symbolic.stationary",
+    "read_generator": "sp_ode.symbolic.io",
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

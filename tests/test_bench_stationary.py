@@ -28,3 +28,7 @@ def test_bench_stationary_smoke(tmp_path):
     # AMG-GMRES vs SuperLU on the same pinned system: agreement at the GMRES tolerance.
     assert rows["spsolve_pinned"]["max_abs_diff_vs_amg_over_max_p"] <= 1e-9
     assert rec["targets"]["sparse_negatives"]["met"]
+    # Issue 11: the bound holds (≥ the exact ℓ1 error) in every row, raw and escalated.
+    assert rec["bounds"] and all(r["bound_holds"] for r in rec["bounds"])
+    assert {r["method"] for r in rec["bounds"]} == {"gth", "solve", "sparse", "jax"}
+    assert rec["bound_cost"] and rec["targets"]["bound_holds_every_row"]["met"]

@@ -65,3 +65,112 @@ def test_usage_errors_exit_2(tmp_path, capsys, argv, match):
     argv = [a.replace("{f}", str(f)) for a in argv]
     assert main(["fit-phi", "--smoke", "--steps", "1", "--out", str(tmp_path / "o"), *argv]) == 2
     assert re.search(match, capsys.readouterr().err)
+
+
+# --- the fitted φ_θ is kept and reused (issue 13) -----------------------------------------
+
+@pytest.fixture(scope="module")
+def small_fit():
+    from neural.phi import fit_phi
+
+    return fit_phi("cycle3", loss="kl", width=8, depth=1, steps=15, n_train=32, monitor=False)
+
+
+def test_save_load_roundtrip_is_bitwise(small_fit, tmp_path):
+    import numpy as np
+
+    import neural
+
+    folder = neural.save_phi(small_fit.model, tmp_path / "phi", metadata={"system": "cycle3"})
+    loaded = neural.load_phi(folder)
+    ys = np.linspace(-2.0, 2.0, 17)
+    np.testing.assert_array_equal(loaded.predict(ys), small_fit.model.predict(ys))
+    assert json.loads((folder / "phi.json").read_text())["metadata"]["system"] == "cycle3"
+    np.testing.assert_array_equal(neural.load_phi(folder / "phi.json").predict(ys), loaded.predict(ys))
+
+
+@pytest.mark.parametrize("activation", ["tanh", "silu", "gelu"])
+def test_jax_function_matches_torch_to_1e12(activation, x64):
+    import jax
+    import numpy as np
+    import torch
+
+    from neural.phi import PhiMLP
+
+    model = PhiMLP(2, 4, width=8, depth=2, lower=[-1, 0], upper=[1, 3], activation=activation, seed=3)
+    with torch.no_grad():  # a non-uniform output layer, so the softmax is not trivially 1/n
+        model.out.weight.normal_(generator=torch.Generator().manual_seed(1))
+    ys = np.random.default_rng(0).uniform([-1, 0], [1, 3], size=(50, 2))
+    ref = model.predict(ys)  # torch, float64
+    phi = model.jax_fn()
+    got = np.asarray(jax.vmap(phi)(ys))
+    np.testing.assert_allclose(got, ref, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(phi(ys[0])), ref[0], rtol=0, atol=1e-12)
+
+
+def test_fitted_phi_drives_simulate_reduced(small_fit):
+    """φ_θ as phi= of simulate_reduced on me3 (cycle3), against the exact p_st(y) reduced flow.
+
+    Tolerance: |y_θ(t) − y(t)| ≤ L_x e^{L_y T} T · max|φ_θ − p_st| (Gronwall); for me3 on
+    T = 1 we allow 10 × max|φ_θ − p_st| over the domain, the fit's own measured error.
+    """
+    import numpy as np
+
+    import sp_ode
+
+    entry = sp_ode.get_system("me3")
+    ts = np.linspace(0.0, 1.0, 11)
+    # scipy Radau: no diffrax compile (seconds instead of ~20 s on one core)
+    exact = sp_ode.simulate_reduced(entry.system, (0.0, 1.0), entry.y0, ts=ts, backend="scipy")
+    approx = sp_ode.simulate_reduced(entry.system, (0.0, 1.0), entry.y0, phi=small_fit.model.jax_fn(), ts=ts,
+                                     backend="scipy")
+    err = small_fit.evaluate().summary()["max_abs_error"]
+    assert np.all(np.isfinite(approx.y))
+    assert np.max(np.abs(approx.y - exact.y)) <= 10 * err
+
+
+def test_load_errors_name_file_and_rule(small_fit, tmp_path):
+    import torch
+    from safetensors.torch import save_file
+
+    import neural
+
+    folder = neural.save_phi(small_fit.model, tmp_path / "phi")
+    state = {k: v.clone() for k, v in small_fit.model.state_dict().items()}
+    state["out.weight"] = torch.zeros(2, 2, dtype=torch.float64)
+    save_file(state, str(folder / "phi.safetensors"))
+    with pytest.raises(neural.PhiFileError, match=r"phi.safetensors: tensor 'out.weight' must have shape \(3, 8\)"):
+        neural.load_phi(folder)
+    (folder / "phi.safetensors").write_bytes(b"garbage")
+    with pytest.raises(neural.PhiFileError, match=r"phi.safetensors: not a safetensors file"):
+        neural.load_phi(folder)
+    (folder / "phi.json").write_text(json.dumps({"format": "other"}))
+    with pytest.raises(neural.PhiFileError, match=r"phi.json: field `format` must be 'sp-ode-phi/1'"):
+        neural.load_phi(folder)
+    with pytest.raises(neural.PhiFileError, match=r"missing"):
+        neural.load_phi(tmp_path / "nowhere")
+
+
+def test_fit_phi_writes_phi_and_svg_figures(tmp_path, capsys):
+    import numpy as np
+
+    import neural
+
+    out = tmp_path / "run"
+    assert main(["fit-phi", "--smoke", "--steps", "5", "--format", "svg", "--dpi", "80", "--json",
+                 "--out", str(out)]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["phi"] == str(out / "phi")
+    for name in ["training.svg", "phi_components.svg", "error_certificate.svg"]:
+        assert (out / name).read_text().lstrip().startswith("<?xml")
+    model = neural.load_phi(out / "phi")
+    assert model.predict(np.array([0.0, 1.0])).shape == (2, 3)  # d = 1: a vector is N points
+
+
+def test_fit_phi_out_is_a_file_and_bad_format(tmp_path, capsys):
+    target = tmp_path / "file.txt"
+    target.write_text("x")
+    assert main(["fit-phi", "--smoke", "--out", str(target)]) == 2
+    assert "is a file" in capsys.readouterr().err
+    assert main(["fit-phi", "--smoke", "--format", "jpg", "--out", str(tmp_path / "o")]) == 2
+    assert "`--format` must be one of" in capsys.readouterr().err

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+import sp_ode
 from sp_ode.cli import main
 
 Q = np.array([[-2.0, 2.0], [3.0, -3.0]])  # p = (3, 2)/5, γ = 5 (closed forms)
@@ -66,3 +67,81 @@ def test_import_sp_ode_pulls_in_neither_torch_nor_sympy():
             "print('torch' in sys.modules, 'sympy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
+
+
+# --- issue 11: the bound in the table, --out, exit codes, parseable --json, bad files ---
+
+def _ncd4() -> np.ndarray:
+    Q4 = np.zeros((4, 4))
+    Q4[0, 1] = Q4[1, 0] = Q4[2, 3] = Q4[3, 2] = 1e6
+    Q4[1, 2], Q4[3, 0] = 1e-10, 2e-10
+    np.fill_diagonal(Q4, -Q4.sum(axis=1))
+    return Q4
+
+
+def test_table_shows_bound_clipping_and_tiny_entries(tmp_path, capsys):
+    # A birth–death chain with p_3 ≈ 1e-45 (exact ratios 1e-15 per step): it must not print as 0.
+    np.save(tmp_path / "Q.npy", sp_ode.birth_death([1e-15] * 3, [1.0] * 3))
+    assert main(["stationary", str(tmp_path / "Q.npy")]) == 0
+    out = capsys.readouterr().out
+    assert "error bound ‖p − p_st‖₁ ≤" in out and "negatives clipped = 0" in out
+    line = next(x for x in out.splitlines() if x.strip().startswith("p[3] ="))
+    assert float(line.split("=")[1]) == pytest.approx(1e-45, rel=1e-12)
+
+
+@pytest.mark.parametrize("suffix", [".npy", ".csv"])
+def test_out_writes_p(tmp_path, capsys, suffix):
+    np.save(tmp_path / "Q.npy", Q)
+    target = tmp_path / ("p" + suffix)
+    assert main(["stationary", str(tmp_path / "Q.npy"), "--out", str(target)]) == 0
+    p = np.load(target) if suffix == ".npy" else np.loadtxt(target)
+    np.testing.assert_allclose(p, [0.6, 0.4], rtol=1e-15)
+
+
+def test_exit_1_when_no_method_meets_tol(tmp_path, capsys):
+    np.save(tmp_path / "Q.npy", _ncd4())
+    assert main(["stationary", str(tmp_path / "Q.npy"), "--tol", "1e-20", "--json"]) == 1
+    cap = capsys.readouterr()
+    rec = json.loads(cap.out)
+    assert rec["passed"] is False and rec["bound"] > 1e-20 and "tol" in cap.err
+    # the same chain at the default tolerance: escalates to GTH, exit 0, escalation printed
+    assert main(["stationary", str(tmp_path / "Q.npy"), "--method", "solve"]) == 0
+    assert "escalated from solve" in capsys.readouterr().out
+
+
+def test_json_stays_parseable_when_a_dependency_prints(tmp_path):
+    # A 12-state cycle with rates 1e-12 … 5e8 made pyamg crash / print to stdout (issue 11, defect 5).
+    rates = np.geomspace(1e-12, 5e8, 12)
+    R = np.zeros((12, 12))
+    R[np.arange(12), (np.arange(12) + 1) % 12] = rates
+    sp.save_npz(tmp_path / "Q.npz", sp.csr_matrix(R - np.diag(R.sum(axis=1))))
+    r = subprocess.run([sys.executable, "-m", "sp_ode", "stationary", str(tmp_path / "Q.npz"), "--json", "--no-gap"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    rec = json.loads(r.stdout)
+    assert rec["passed"] and rec["bound"] <= 1e-6
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda d: (d / "e.npy").write_bytes(b""), "is not a NumPy .npy array file"),
+    (lambda d: (d / "e.npy").write_bytes(b"garbage" * 10), "is not a NumPy .npy array file"),
+    (lambda d: np.save(d / "e.npy", np.zeros((2, 2, 2))), "must hold a square (n, n) array; got shape (2, 2, 2)"),
+    (lambda d: (d / "e.json").write_text('{"Q": [[1, 2], [3]]}'), "must hold a square list of rows"),
+    (lambda d: (d / "e.json").write_text('{"rates": [[0, 1]]}'), "[i, j, rate] triples"),
+    (lambda d: (d / "e.json").write_text('"hello"'), "must hold a square list of rows"),
+])
+def test_bad_files_are_one_line_usage_errors(tmp_path, capsys, make, words):
+    make(tmp_path)
+    f = next(tmp_path.glob("e.*"))
+    assert main(["stationary", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert words in err and str(f) in err and len(err.strip().splitlines()) == 1
+
+
+def test_out_pointing_at_a_directory_is_a_usage_error(tmp_path, capsys):
+    np.save(tmp_path / "Q.npy", Q)
+    (tmp_path / "d.npy").mkdir()
+    assert main(["stationary", str(tmp_path / "Q.npy"), "--out", str(tmp_path / "d.npy")]) == 2
+    assert "is a directory" in capsys.readouterr().err
+    assert main(["stationary", str(tmp_path / "Q.npy"), "--out", str(tmp_path / "p.txt")]) == 2
+    assert "must end in .npy or .csv" in capsys.readouterr().err

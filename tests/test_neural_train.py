@@ -213,3 +213,137 @@ def test_resuming_a_finished_run_trains_nothing_and_reports(tmp_path, corpus):
                   show_progress=False, figure=False)
     assert again.finished and again.losses == [] and again.step == 2
     assert again.val_loss == done.val_loss  # same weights, same fixed validation windows
+
+
+# --- no lost work (issue 13) ----------------------------------------------------------------
+
+CLI_TINY = ["--smoke", "--batch-size", "4", "--set", "seq_len=16", "--set", "pool=4", "--set", "d_model=16",
+            "--set", "n_layer=1", "--arm", "dense", "--json"]
+
+
+def test_fresh_run_into_an_existing_run_folder_is_refused(tmp_path, capsys):
+    out = str(tmp_path / "run")
+    assert cli_main(["train", *CLI_TINY, "--steps", "2", "--out", out]) == 0
+    capsys.readouterr()
+    before = (tmp_path / "run" / "checkpoint.pt").read_bytes()
+    assert cli_main(["train", *CLI_TINY, "--steps", "2", "--out", out]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("sp-ode train: error: run folder") and "--resume" in err and "--overwrite" in err
+    assert (tmp_path / "run" / "checkpoint.pt").read_bytes() == before  # untouched
+    assert cli_main(["train", *CLI_TINY, "--steps", "2", "--out", out, "--resume", "--overwrite"]) == 2
+    assert "exclude each other" in capsys.readouterr().err
+    assert cli_main(["train", *CLI_TINY, "--steps", "2", "--out", out, "--overwrite", "--format", "svg"]) == 0
+    assert (tmp_path / "run" / "loss.svg").is_file() and not (tmp_path / "run" / "loss.png").exists()
+
+
+def test_default_out_is_out_train(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert cli_main(["train", *CLI_TINY, "--steps", "1"]) == 0
+    assert json.loads(capsys.readouterr().out)["out"] == "out/train"
+    assert (tmp_path / "out" / "train" / "checkpoint.pt").is_file()
+
+
+def _nan_at(monkeypatch, call: int):
+    """Make the `call`-th micro-batch loss NaN (a diverging run, deterministically)."""
+    import neural.train as nt
+
+    real, calls = nt._forward_backward, {"n": 0}
+
+    def fake(*a, **kw):
+        calls["n"] += 1
+        loss = real(*a, **kw)
+        return loss * float("nan") if calls["n"] >= call else loss
+
+    monkeypatch.setattr(nt, "_forward_backward", fake)
+
+
+def test_diverging_run_stops_and_keeps_the_last_finite_checkpoint(tmp_path, corpus, monkeypatch):
+    _nan_at(monkeypatch, 5)  # eval_every = 3: the checkpoint at step 3 is the last finite one
+    result = train(MODEL, TRAIN, data=corpus, out=tmp_path, show_progress=False, figure=False)
+    assert result.status == "diverged" and not result.finished and result.step == 5
+    assert "at step 5" in result.message and "(step 3)" in result.message
+    state = load_checkpoint(tmp_path / "checkpoint.pt")
+    assert state["step"] == 3
+    assert all(bool(torch.isfinite(t).all()) for t in state["model"].values())
+    metrics = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in metrics] == [3]
+
+
+def test_diverging_cli_run_exits_1_naming_the_step(tmp_path, monkeypatch, capsys):
+    _nan_at(monkeypatch, 2)
+    assert cli_main(["train", *CLI_TINY, "--steps", "3", "--out", str(tmp_path / "run")]) == 1
+    err = capsys.readouterr().err
+    assert "sp-ode train: error: the training loss became nan at step 2" in err
+
+
+def test_stale_temp_file_is_cleaned_on_the_next_start(tmp_path, corpus):
+    train(MODEL, TRAIN, data=corpus, out=tmp_path, stop_after=3, show_progress=False, figure=False)
+    stale = tmp_path / ".checkpoint.pt.k1ll3d.tmp"  # what atomic_write_bytes leaves when killed
+    stale.write_bytes(b"half a checkpoint")
+    resumed = train(MODEL, TRAIN, data=corpus, out=tmp_path, resume=True, show_progress=False, figure=False)
+    assert resumed.cleaned == [stale] and not stale.exists() and resumed.finished
+
+
+def test_resume_extends_a_finished_run_at_its_final_lr(tmp_path, corpus):
+    short = dataclasses.replace(TRAIN, steps=3)
+    train(MODEL, short, data=corpus, out=tmp_path, show_progress=False, figure=False)
+    longer = dataclasses.replace(TRAIN, steps=6)
+    result = train(MODEL, longer, data=corpus, out=tmp_path, resume=True, show_progress=False, figure=False)
+    assert result.finished and result.step == 6 and len(result.losses) == 3
+    metrics = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    # the original 3-step cosine schedule ended at min_lr = lr/10; the extension stays there.
+    assert metrics[-1]["step"] == 6 and metrics[-1]["lr"] == pytest.approx(TRAIN.lr / 10, rel=1e-15)
+    assert load_checkpoint(tmp_path / "checkpoint.pt")["schedule_steps"] == 3
+
+
+def test_unfinished_run_cannot_change_its_budget(tmp_path, corpus):
+    train(MODEL, TRAIN, data=corpus, out=tmp_path, stop_after=3, show_progress=False, figure=False)
+    with pytest.raises(CheckpointMismatchError, match=r"train.steps: checkpoint 6, now 9"):
+        train(MODEL, dataclasses.replace(TRAIN, steps=9), data=corpus, out=tmp_path, resume=True,
+              show_progress=False, figure=False)
+
+
+def _rewrite_checkpoint(path, edit):
+    state = torch.load(path, weights_only=True)
+    edit(state)
+    torch.save(state, path)
+
+
+def test_wrong_shaped_weight_and_empty_rng_are_one_line_errors(tmp_path, corpus, capsys):
+    out = tmp_path / "run"
+    assert cli_main(["train", *CLI_TINY, "--steps", "2", "--out", str(out)]) == 0
+    capsys.readouterr()
+    ckpt = out / "checkpoint.pt"
+    original = ckpt.read_bytes()
+    key = next(k for k in torch.load(ckpt, weights_only=True)["model"] if k.endswith("weight"))
+    _rewrite_checkpoint(ckpt, lambda s: s["model"].__setitem__(key, torch.zeros(3, 5)))
+    assert cli_main(["train", *CLI_TINY, "--steps", "4", "--out", str(out), "--resume"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and f"weight `model.{key}` must have shape" in err and "got (3, 5)" in err
+    ckpt.write_bytes(original)
+    _rewrite_checkpoint(ckpt, lambda s: s.__setitem__("rng", [{}]))
+    assert cli_main(["train", *CLI_TINY, "--steps", "4", "--out", str(out), "--resume"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "field `rng[0]` is empty" in err and str(ckpt) in err
+
+
+def test_reports_follow_the_umask(tmp_path):
+    import os
+
+    from sp_ode.core.files import write_json
+
+    old = os.umask(0o027)
+    try:
+        path = write_json(tmp_path / "r.json", {"a": 1})
+    finally:
+        os.umask(old)
+    assert (path.stat().st_mode & 0o777) == 0o640  # 0o666 & ~0o027, as open() would give
+
+
+def test_short_run_loss_figure_has_markers(tmp_path):
+    from neural.train import plot_run
+
+    history = [{"tokens": 1000 * k, "train_loss": 3.0 - k * 0.1, "val_loss": 3.1 - k * 0.1, "gates": [0.01 * k]}
+               for k in (1, 2)]
+    path = plot_run(history, tmp_path / "loss.pdf", title="two evaluations", dpi=72)
+    assert path.read_bytes()[:4] == b"%PDF"

@@ -63,10 +63,17 @@ def test_gth_birth_death_tail_reference():
 
 
 def test_lu_is_not_componentwise_accurate_on_ncd():
-    # Why GTH is the default: the same chain defeats the bordered LU solve (checked, not assumed).
+    # Why GTH is the default: the same chain defeats the bordered LU solve (checked, not assumed) —
+    # and method="solve" knows it: its bound fails the tolerance and it escalates to GTH (issue 11).
+    from sp_ode.markov.stationary import METHODS
+
     Q, exact = ncd_chain(1e-15)
-    p = sp_ode.stationary_distribution(Q, method="solve")
-    assert max_rel_error(p, [float(x) for x in exact]) > 1e-6
+    raw, raw_info = METHODS["solve"](Q)
+    assert max_rel_error(raw, [float(x) for x in exact]) > 1e-6
+    assert raw_info["bound"] >= np.abs(raw - np.array([float(x) for x in exact])).sum()
+    p, info = sp_ode.stationary_distribution(Q, method="solve", return_info=True)
+    assert info["method"] == "gth" and [e["method"] for e in info["escalations"]] == ["solve"]
+    assert max_rel_error(p, [float(x) for x in exact]) <= 1e-13
 
 
 def test_distribution_spanning_beyond_float_range_underflows_cleanly():
@@ -161,7 +168,7 @@ def test_return_info_reports_residual():
 
 
 def test_unknown_method_lists_valid_names():
-    with pytest.raises(ValueError, match=r"`method` must be one of \('gth', 'solve', 'sparse', 'jax'\); got 'lu'"):
+    with pytest.raises(ValueError, match=r"`method` must be one of \('gth', 'solve', 'sparse', 'jax', 'banded'\); got 'lu'"):
         sp_ode.stationary_distribution(np.array([[-1.0, 1.0], [1.0, -1.0]]), method="lu")
 
 

@@ -247,7 +247,29 @@ def e_(y):
 def test_latex_output():
     a, b = pos("a", "b")
     text = S.symbolic_stationary(sympy.Matrix([[-a, a], [b, -b]])).latex()
-    assert text.startswith("\\begin{aligned}") and "p_{0} &= \\frac{b}{a + b}" in text
+    assert text.startswith("\\begin{aligned}") and "p_{0} &= \\frac{b}{D}" in text and "D &= a + b" in text
+    inline = S.symbolic_stationary(sympy.Matrix([[-a, a], [b, -b]])).latex(common_denominator=False)
+    assert "p_{0} &= \\frac{b}{a + b}" in inline
+
+
+def test_common_form_divides_out_the_shared_factor():
+    # 3-cycle with every rate scaled by c: each in-tree has 2 edges, so c^2 divides every w_r;
+    # p ∝ (bd, ad, ab) with D = ab + ad + bd (the c's cancel), by hand from Qᵀp = 0.
+    a, b, c, d = pos("a", "b", "c", "d")
+    Q = S.symbolic_generator({(0, 1): c * a, (1, 2): c * b, (2, 0): c * d}, 3)
+    nums, den = S.symbolic_stationary(Q).common_form
+    assert [sympy.expand(x) for x in nums] == [b * d, a * d, a * b]
+    assert sympy.expand(den - (a * b + a * d + b * d)) == 0
+
+
+def test_false_claim_leftover_is_the_residual():
+    # uniform p on a 3-cycle a, b, c: (Qᵀp)_0 = (c − a)/3 by hand.
+    a, b, c = pos("a", "b", "c")
+    Q = S.symbolic_generator({(0, 1): a, (1, 2): b, (2, 0): c}, 3)
+    cert = S.verify_stationary(Q, [sympy.Rational(1, 3)] * 3)
+    left = dict(cert.leftover)
+    assert not cert.passed and sympy.simplify(left["(Q^T p)_0"] - (c - a) / 3) == 0
+    assert "1^T p - 1" not in left
     assert "S &=" in S.symbolic_stationary(sympy.Matrix([[-a, a], [b, -b]])).latex(normalised=False)
 
 

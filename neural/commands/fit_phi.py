@@ -3,7 +3,8 @@
 Trains :class:`neural.PhiMLP` with the ``kl`` or ``residual`` loss on a family
 Q(y), evaluates on a held-out grid inside the domain and on points outside it
 (flagged as extrapolation), prints a table (or one JSON object with ``--json``),
-and writes ``report.json`` and figures under ``--out``.  Exit 1 when training
+and writes ``report.json``, figures (``--format png|pdf|svg``, ``--dpi``) and the fitted
+network (``phi/``: safetensors weights + config; `neural.load_phi`) under ``--out``.  Exit 1 when training
 stopped on a non-finite loss or the certificate failed to bound the error.
 """
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sp_ode.cli.common import UsageError
+from sp_ode.cli.common import UsageError, default_out
 
 HELP = "fit an MLP phi_theta(y) to p_st(y) and certify its error"
 
@@ -36,7 +37,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads while training (default 1)")
     parser.add_argument("--device", default="cpu", help="cpu only: the fit is a small float64 problem")
-    parser.add_argument("--out", default="out/fit-phi", help="output folder (default out/fit-phi)")
+    parser.add_argument("--out", default=None,
+                        help="output folder: report.json, figures and the fitted φ_θ in phi/ (default out/fit-phi)")
+    parser.add_argument("--format", default="png", help="figure format: png (default) | pdf | svg")
+    parser.add_argument("--dpi", type=int, default=150, help="figure resolution in dots per inch (default 150)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     parser.add_argument("--smoke", action="store_true", help="a tiny, seconds-long run")
 
@@ -51,9 +55,10 @@ def _row(label: str, held: dict, extra: dict, key: str, fmt: str = "{:.3e}") -> 
 
 
 def run(args) -> int:
-    from neural._phi_report import write_figures
+    from neural._phi_report import FORMATS, write_figures
     from neural._phi_system import evaluation_points, resolve_system, sample
     from neural.phi import LOSSES, OPTIMIZERS, evaluate_sample, fit_phi
+    from neural.phi_io import save_phi
     from sp_ode.core.files import dumps, write_json
     from sp_ode.core.validation import check_choice
 
@@ -61,6 +66,12 @@ def run(args) -> int:
         raise UsageError(f"`--device` must be 'cpu' (φ_θ is a small float64 fit); got {args.device!r}.")
     check_choice("--loss", args.loss, LOSSES)
     check_choice("--optimizer", args.optimizer, OPTIMIZERS)
+    check_choice("--format", args.format, FORMATS)
+    if args.dpi <= 0:
+        raise UsageError(f"`--dpi` must be a positive integer; got {args.dpi}.")
+    out = Path(args.out if args.out is not None else default_out("fit-phi"))
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"`--out` {str(out)!r} is a file; give a folder.")
     if args.domain is not None and len(args.domain) % 2:
         raise UsageError(f"`--domain` takes LO HI pairs (an even count); got {len(args.domain)} numbers.")
     system = resolve_system(args.system, args.domain)
@@ -87,8 +98,11 @@ def run(args) -> int:
               "there", file=sys.stderr)
     holds = bool(hs["certificate_holds"] and es.get("certificate_holds", True))
 
-    out = Path(args.out)
-    figures = write_figures(fit, held, extra, out)
+    figures = write_figures(fit, held, extra, out, fmt=args.format, dpi=args.dpi)
+    phi_dir = save_phi(fit.model, out / "phi", metadata={
+        "system": system.name, "loss": fit.loss, "max_abs_error": hs["max_abs_error"],
+        "max_certificate": hs["max_certificate"], "load": "neural.load_phi(path); .jax_fn() for phi= of "
+                                                          "sp_ode.simulate_reduced"})
     record = {
         "system": system.name, "n": system.n, "d": system.d,
         "domain": np.stack([system.lower, system.upper], 1).tolist(),
@@ -98,7 +112,7 @@ def run(args) -> int:
         "certificate_holds": holds, "certificate_norm": "2-norm: ‖φ_θ − p_st‖₂ ≤ ‖A^#‖₂‖Qᵀφ_θ‖₂",
         "train_seconds": fit.train_seconds, "setup_seconds": fit.setup_seconds,
         "held_out": hs, "extrapolation": es, "config": fit.config,
-        "history": fit.history, "figures": [str(p) for p in figures],
+        "history": fit.history, "figures": [str(p) for p in figures], "phi": str(phi_dir),
     }
     write_json(out / "report.json", record)
     if args.json:
@@ -114,7 +128,8 @@ def run(args) -> int:
                            ("max sharp certificate", "max_sharp_certificate"),
                            ("certificate holds", "certificate_holds")]:
             print(_row(label, hs, es, key))
-        print(f"  report: {out / 'report.json'}; figures: {', '.join(p.name for p in figures)}")
+        print(f"  report: {out / 'report.json'}; figures: {', '.join(p.name for p in figures)}; "
+              f"φ_θ: {phi_dir}/ (neural.load_phi)")
     if fit.status != "ok":
         print(f"fit-phi: training failed: {fit.message}", file=sys.stderr)
         return 1

@@ -34,8 +34,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--compile", action="store_true", help="torch.compile the model")
     parser.add_argument("--threads", type=int, default=None,
                         help="torch CPU threads (default torch's; 1 is often fastest for small models on a busy machine)")
-    parser.add_argument("--out", default="runs/train", help="run directory (default runs/train)")
-    parser.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
+    parser.add_argument("--out", default=None, help="run directory (default out/train)")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue from OUT/checkpoint.pt (a larger --tokens extends a finished run)")
+    parser.add_argument("--overwrite", action="store_true", help="replace the run already in OUT")
+    parser.add_argument("--format", default="png", help="figure format: png (default) | pdf | svg")
+    parser.add_argument("--dpi", type=int, default=150, help="figure resolution in dots per inch (default 150)")
     parser.add_argument("--smoke", action="store_true", help="a tiny, seconds-long run (20k tokens, short warmup)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
 
@@ -65,9 +69,15 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from neural.data import load_corpus, markov_corpus
-    from neural.train import NATS_TO_BITS, train
+    from neural.train import FIGURE_FORMATS, NATS_TO_BITS, check_run_folder, train
+    from sp_ode.cli.common import EXIT_FAILED, UsageError, default_out
     from sp_ode.core.files import dumps, write_json
+    from sp_ode.core.validation import check_choice
 
+    check_choice("--format", args.format, FIGURE_FORMATS)
+    if args.dpi <= 0:
+        raise UsageError(f"`--dpi` must be a positive integer; got {args.dpi}.")
+    args.out = args.out if args.out is not None else default_out("train")
     model_config, train_config = configs_from_args(args)
     if args.threads is not None:
         if args.threads < 1:
@@ -77,9 +87,14 @@ def run(args: argparse.Namespace) -> int:
         corpus = markov_corpus(n_train=1 << 16, n_val=1 << 13)
     else:
         corpus = load_corpus(args.data)
-    result = train(model_config, train_config, data=corpus, out=args.out, resume=args.resume)
+    if int(os.environ.get("RANK", "0")) == 0:  # one rank decides (and, with --overwrite, deletes)
+        check_run_folder(args.out, resume=args.resume, overwrite=args.overwrite)
+    result = train(model_config, train_config, data=corpus, out=args.out, resume=args.resume,
+                   figure_format=args.format, dpi=args.dpi)
     if int(os.environ.get("RANK", "0")) != 0:
         return 0  # under torchrun only rank 0 reports
+    for stale in result.cleaned:
+        print(f"sp-ode train: removed {stale}, left by an interrupted checkpoint write", file=sys.stderr)
     summary = {
         "arm": model_config.arm, "data": corpus.name, "num_params": result.num_params,
         "steps": result.step, "tokens": result.tokens, "val_loss": result.val_loss,
@@ -87,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         "bayes_loss": result.bayes_loss, "excess_loss": result.excess_loss, "gates": result.gates,
         "tokens_per_s": result.tokens_per_s, "elapsed_s": result.elapsed_s,
         "final_train_loss": result.losses[-1] if result.losses else None, "out": str(args.out),
-        "finished": result.finished,
+        "finished": result.finished, "status": result.status, "message": result.message,
     }
     write_json(f"{args.out}/summary.json", summary)
     if args.json:
@@ -104,6 +119,9 @@ def run(args: argparse.Namespace) -> int:
         width = max(len(k) for k, _ in rows)
         for key, value in rows:
             print(f"{key:<{width}}  {value}")
+    if result.status != "ok":
+        print(f"sp-ode train: error: {result.message}", file=sys.stderr)
+        return EXIT_FAILED
     if result.val_loss is None or result.val_loss != result.val_loss:
         print("sp-ode train: no finite validation loss", file=sys.stderr)
         return 1

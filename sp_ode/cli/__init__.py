@@ -28,6 +28,8 @@ BUILTIN: dict[str, str] = {
     "verify": "sp_ode.cli.verify",
     "stationary": "sp_ode.cli.stationary",
     "prove": "sp_ode.cli.prove",
+    "symbolic": "sp_ode.cli.symbolic",
+    "sweep": "sp_ode.cli.sweep",
 }
 ENTRY_POINT_GROUP = "sp_ode.commands"
 

@@ -1,30 +1,49 @@
-"""`sp-ode stationary FILE`: p_st, the residual ‖Qᵀp‖∞ and the spectral gap γ of a stored generator.
+"""`sp-ode stationary FILE`: p_st with its error bound, the residual ‖Qᵀp‖∞ and the spectral gap γ.
 
 FILE formats: ``.npy`` (dense n×n), ``.npz`` (``scipy.sparse.save_npz``), ``.json``
 (a list of rows, ``{"Q": rows}``, or ``{"n": n, "rates": [[i, j, rate], ...]}``).
+
+The table shows every entry of p (≤ 20 states, else the first 10 and last 5)
+with 17 significant digits in exponent form, so no positive entry prints as 0,
+then the bound on ‖p − p_st‖₁ (docs/theory.md §7) and the negatives clipped.
+``--out FILE`` writes p to ``.npy`` or ``.csv``.  Exit codes: 0 the bound meets
+``--tol``; 1 it does not (no method reached it: the best attempt is reported);
+2 bad input; 3 a runtime failure.  During the computation file descriptor 1 is
+pointed at stderr, so whatever a dependency prints cannot corrupt ``--json``.
 """
 from __future__ import annotations
 
+import contextlib
 import json
+import math
+import os
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from sp_ode.cli.common import UsageError
+from sp_ode.cli.common import EXIT_FAILED, EXIT_OK, UsageError
 
-HELP = "stationary distribution of a generator stored in a file"
+HELP = "stationary distribution of a generator stored in a file, with its error bound"
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("file", help="generator: .npy (dense), .npz (scipy.sparse), or .json")
     parser.add_argument("--method", default=None, help="gth | solve | sparse | jax (default: gth dense, sparse sparse)")
+    parser.add_argument("--tol", type=float, default=None,
+                        help="largest accepted bound on ‖p − p_st‖₁ (default 1e-8; GTH checked only when given)")
+    parser.add_argument("--maxiter", type=int, default=None, help="iteration cap of the sparse solver")
+    parser.add_argument("--out", default=None, help="write p to this file (.npy or .csv)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--no-gap", action="store_true", help="skip the spectral gap (large chains)")
 
 
+def _bad(path: Path, rule: str) -> UsageError:
+    return UsageError(f"`FILE` {str(path)!r} {rule}.")
+
+
 def load_generator(path: str | Path):
-    """Read a generator from .npy / .npz / .json (validation happens in the solver)."""
+    """Read a generator from .npy / .npz / .json; shape and file errors are usage errors (exit 2)."""
     import scipy.sparse as sp
 
     from sp_ode.markov.generator import from_rates
@@ -34,49 +53,128 @@ def load_generator(path: str | Path):
         raise UsageError(f"`FILE` {str(path)!r} does not exist.")
     suffix = path.suffix.lower()
     if suffix == ".npy":
-        return np.load(path, allow_pickle=False)
+        try:
+            Q = np.load(path, allow_pickle=False)
+        except (ValueError, OSError, EOFError) as exc:
+            raise _bad(path, f"is not a NumPy .npy array file ({type(exc).__name__}: {exc})") from None
+        if Q.ndim != 2 or Q.shape[0] != Q.shape[1]:
+            raise _bad(path, f"must hold a square (n, n) array; got shape {Q.shape}")
+        if not np.issubdtype(Q.dtype, np.number) or np.iscomplexobj(Q):
+            raise _bad(path, f"must hold real numbers; got dtype {Q.dtype}")
+        return Q
     if suffix == ".npz":
         try:
             return sp.load_npz(path)
         except Exception as exc:
-            raise UsageError(f"`FILE` {str(path)!r} is not a scipy.sparse .npz file ({exc}).") from None
+            raise _bad(path, f"is not a scipy.sparse .npz file ({exc})") from None
     if suffix == ".json":
         try:
             data = json.loads(path.read_text())
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"`FILE` {str(path)!r} is not valid JSON ({exc}).") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise _bad(path, f"is not valid JSON ({exc})") from None
         if isinstance(data, dict) and "rates" in data:
-            return from_rates([tuple(e) for e in data["rates"]], n=data.get("n"))
+            rates = data["rates"]
+            if not isinstance(rates, list) or not all(isinstance(e, list) and len(e) == 3 for e in rates):
+                raise _bad(path, "must give `rates` as a list of [i, j, rate] triples")
+            return from_rates([tuple(e) for e in rates], n=data.get("n"))
         if isinstance(data, dict) and "Q" in data:
             data = data["Q"]
-        return np.asarray(data, dtype=float)
+        if not isinstance(data, list) or not data or not all(isinstance(r, list) for r in data) \
+                or any(len(r) != len(data) for r in data):
+            raise _bad(path, 'must hold a square list of rows, {"Q": rows} or {"n": n, "rates": [[i, j, rate], ...]}')
+        try:
+            return np.asarray(data, dtype=float)
+        except (TypeError, ValueError):
+            raise _bad(path, "must hold numbers in its rows") from None
     raise UsageError(f"`FILE` must end in .npy, .npz or .json; got {path.suffix!r}.")
+
+
+def _check_out(out: str | None) -> Path | None:
+    if out is None:
+        return None
+    path = Path(out)
+    if path.suffix.lower() not in (".npy", ".csv"):
+        raise UsageError(f"`--out` {out!r} must end in .npy or .csv; got {path.suffix!r}.")
+    if path.is_dir():
+        raise UsageError(f"`--out` {out!r} is a directory; give a file name ending in .npy or .csv.")
+    if not path.parent.is_dir():
+        raise UsageError(f"`--out` {out!r}: the folder {str(path.parent)!r} does not exist.")
+    return path
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr():
+    """Point fd 1 at fd 2 while dependencies run (their prints become diagnostics, never part of stdout)."""
+    with contextlib.suppress(AttributeError, OSError, ValueError):
+        sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        with contextlib.suppress(AttributeError, OSError, ValueError):
+            sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def run(args) -> int:
     from sp_ode.core.files import dumps
+    from sp_ode.markov.bounds import ConvergenceError
     from sp_ode.markov.spectral import spectral_gap
     from sp_ode.markov.stationary import stationary_distribution
 
+    out = _check_out(args.out)
     Q = load_generator(args.file)
-    p, info = stationary_distribution(Q, method=args.method, return_info=True)
-    gap = None if args.no_gap else spectral_gap(Q)
-    record = {"n": int(p.shape[0]), "p": p, "residual": info["residual"], "spectral_gap": gap,
+    failed = None
+    with _stdout_to_stderr():
+        try:
+            p, info = stationary_distribution(Q, method=args.method, tol=args.tol, maxiter=args.maxiter,
+                                              return_info=True)
+        except ConvergenceError as exc:
+            failed = exc
+        gap, gap_info = (None, None) if (args.no_gap or failed) else spectral_gap(Q, return_info=True)
+    if failed is not None:
+        record = {"n": int(Q.shape[0]), "p": None, "passed": False, "bound": failed.bound, "tol": failed.tol,
+                  "escalations": failed.info.get("escalations", []), "error": str(failed)}
+        if args.json:
+            print(dumps(record))
+        print(f"sp-ode stationary: {failed}", file=sys.stderr)
+        return EXIT_FAILED
+    if out is not None:
+        if out.suffix.lower() == ".npy":
+            np.save(out, p)
+        else:
+            np.savetxt(out, p, fmt="%.17g")
+    record = {"n": int(p.shape[0]), "p": p, "passed": True, "residual": info["residual"], "spectral_gap": gap,
+              "spectral_gap_resolved": None if gap_info is None else gap_info["resolved"],
+              "spectral_gap_upper_bound": None if gap_info is None else gap_info["upper_bound"],
               **{k: v for k, v in info.items() if k != "residual"}}
     if args.json:
         print(dumps(record))
-        return 0
+        return EXIT_OK
     n = p.shape[0]
     print(f"stationary distribution of {args.file} (n = {n}, method = {info['method']})")
     shown = range(n) if n <= 20 else list(range(10)) + list(range(n - 5, n))
     for i in shown:
         if n > 20 and i == n - 5:
             print("   …")
-        print(f"  p[{i}] = {p[i]:.16g}")
+        print(f"  p[{i}] = {p[i]:.17g}")
+    print(f"error bound ‖p − p_st‖₁ ≤ {info['bound']:.3g}  ({info['bound_kind']})")
+    if info.get("componentwise_bound") is not None:
+        print(f"componentwise   |p̂_i − p_i| ≤ {info['componentwise_bound']:.3g}·p_i")
+    print(f"negatives clipped = {info['negatives_clipped']} (largest magnitude {info['most_negative']:.3g})")
+    for e in info["escalations"]:
+        print(f"escalated from {e['method']}: {e['reason']}")
     print(f"residual ‖Qᵀp‖∞ = {info['residual']:.3g}")
     if gap is not None:
-        print(f"spectral gap γ  = {gap:.6g}")
-    if "converged" in info and not info["converged"]:
-        print("warning: the sparse solver did not reach its tolerance", file=sys.stderr)
-        return 1
-    return 0
+        if gap_info["resolved"]:
+            print(f"spectral gap γ  = {gap:.6g}")
+        else:
+            print(f"spectral gap γ  ≤ {gap_info['upper_bound']:.3g} (below what float64 resolves for this Q)")
+    if out is not None:
+        print(f"p written to {out}")
+    if math.isinf(info["bound"]):  # GTH under the default tol with lost underflow terms
+        print("warning: no finite error bound", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK

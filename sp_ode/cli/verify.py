@@ -1,22 +1,27 @@
-"""`sp-ode verify`: the manifold identity and the ε-convergence certificate of a fast–slow system.
+"""`sp-ode verify`: normal hyperbolicity where the system goes, the manifold identity, the ε-certificate.
 
-Steps (docs/theory.md §3):
+Steps (docs/theory.md §3, §3.5, §7.3), each reported as ``ok``, ``FAIL`` or ``skipped``:
 
-1. **Identity.**  For a master-equation system, φ(y) found by Newton on
-   Q(y)ᵀx = 0, 1ᵀx = 1 is compared with p_st(y) from `stationary_distribution`
-   (GTH) over a grid of y: max |φ − p_st| ≤ 1e-12 (T1).  For another system the
-   root-found φ is compared with the catalogue's closed form when it has one
-   (tolerance 1e-12·max(1, |φ|)); otherwise the step is skipped and says so.
-   Along the same grid, normal hyperbolicity: the largest real part of D_x f on
-   the fast fibre must be < 0 (for generators, the spectral gap γ(y) > 0, T2); for a
-   scalar y, `locate_loss_of_hyperbolicity` also searches the branch through φ(y0) a
-   quarter of the grid's length beyond it (where the reduced flow stopped, e.g. at
-   the fold of van der Pol).
-2. **Certificate.**  `sp_ode.convergence_certificate` for P = 4, 8, …, 4096 (order 1):
-   slopes 1, 2, 1 within ±0.15.
-3. A table on stdout (one JSON object with ``--json``), ``report.json`` and the
-   figures ``manifold.png`` and ``convergence.png`` under ``--out``; exit 1 when
-   a check fails.
+1. **Normal hyperbolicity on the visited region** (`sp_ode.systems.region.visited_region`):
+   the reduced path (stopped at a loss of hyperbolicity) and the full trajectory at the
+   system's ε give the y-range visited; φ must be attracting there (plus a 2 % margin).
+   A fold or gap closing *outside* is a note.  When the visited range *reaches* one,
+   verify stops at once — no identity check, no certificate — and says where and when:
+   "the critical manifold loses normal hyperbolicity at y* = …, reached at t ≈ …; the
+   reduction does not hold past it" (exit 1).
+2. **Identity** (`sp_ode.systems.identity.identity_check`): φ computed by methods that
+   solve different problems — for a master equation p_st by GTH, φ by Newton on the
+   bordered system (the same linear system: not counted as independent), the attractor
+   of the frozen fast flow by uniformised powers with a certified bracket, and exact
+   rational elimination at sampled y; for a general system Newton continuation, the
+   frozen-flow attractor by RK4 and the catalogue's closed form.  Passes only when two
+   methods that do not solve the same linear system agree within the stated tolerance.
+3. **Certificate** (`sp_ode.convergence_certificate`): slopes with standard errors and
+   95 % intervals over ≥ 4 points in the asymptotic range (P = 4, 8, …, 4096).
+4. A summary on stdout (``--json``: one JSON object), ``report.json`` and the figures
+   ``manifold.png`` and (when the certificate ran) ``convergence.png`` under ``--out``;
+   exit 0 when every check passed, 1 when one failed (the first line of the message
+   names it).
 """
 from __future__ import annotations
 
@@ -29,20 +34,21 @@ import numpy as np
 
 from sp_ode.cli.common import UsageError
 
-IDENTITY_TOL = 1e-12
 DEMO_SYSTEM = "me3"   # what `sp-ode demo` (make demo) verifies
-SMOKE_PS = (16, 64, 256, 1024)
-
+SMOKE_PS = (16, 32, 64, 128, 256, 512)
+STATUSES = ("ok", "FAIL", "skipped")
 
 HELP = "verify the manifold identity and the O(eps) convergence of a fast-slow system"
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("--system", default="me3",
-                        help="catalogue name (toy, linear, averaging2, michaelis_menten, vanderpol, me3, me10, "
-                             "me50) or path/to/file.py:OBJECT (default: me3)")
+                        help="catalogue name (toy, linear, averaging2, michaelis_menten, vanderpol, fitzhugh_nagumo, "
+                             "me3, me10, me50) or path/to/file.py:OBJECT (default: me3)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="catalogue parameter, e.g. --set I=0.5 for fitzhugh_nagumo (repeatable)")
     parser.add_argument("--Ps", type=int, nargs="+", default=None, metavar="P",
-                        help="block sizes P (ε = 1/P) for the certificate (default 4 8 ... 4096)")
+                        help="block sizes P (ε = 1/P) for the certificate, at least 4 (default 4 8 ... 4096)")
     parser.add_argument("--order", type=int, default=1, help="order k of the slow manifold h_ε (default 1)")
     parser.add_argument("--backend", default="diffrax", help="diffrax (default) or scipy")
     parser.add_argument("--num", type=int, default=41, help="grid points in y for the identity check")
@@ -55,14 +61,29 @@ def add_arguments(parser) -> None:
     parser.add_argument("--smoke", action="store_true", help=f"tiny, fast version (P = {SMOKE_PS}, 9 grid points)")
 
 
+def parse_overrides(items) -> dict:
+    """``["I=0.5", ...]`` → ``{"I": 0.5}`` (numbers as float)."""
+    out = {}
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"`--set` must be KEY=VALUE; got {item!r}.")
+        try:
+            out[key] = float(value)
+        except ValueError:
+            raise UsageError(f"`--set {key}` must be a number; got {value!r}.") from None
+    return out
+
+
 # --- the system -------------------------------------------------------------------------
 
-def resolve_system(spec, *, t_span=None, x0=None, y0=None) -> SimpleNamespace:
+def resolve_system(spec, *, t_span=None, x0=None, y0=None, overrides=None) -> SimpleNamespace:
     """A catalogue name or ``file.py:OBJECT`` → system, t_span, x0, y0, closed-form φ, name.
 
     OBJECT may be a catalogue entry (anything with ``.system``, ``.t_span``,
     ``.x0``, ``.y0``), a zero-argument factory returning one, or a bare
-    FastSlowSystem (then `t_span`, `x0`, `y0` must be given).
+    FastSlowSystem (then `t_span`, `x0`, `y0` must be given).  `overrides` (a dict, from
+    ``--set KEY=VALUE``) go to a catalogue factory, e.g. ``{"I": 0.5}`` for fitzhugh_nagumo.
 
     Raises
     ------
@@ -77,12 +98,14 @@ def resolve_system(spec, *, t_span=None, x0=None, y0=None) -> SimpleNamespace:
 
     if not isinstance(spec, str) or not spec:
         raise UsageError(f"`--system` must be a catalogue name or path/to/file.py:OBJECT; got {spec!r}.")
+    if overrides and (":" in spec or spec.endswith(".py")):
+        raise UsageError("`--set` applies to catalogue systems; pass parameters inside your file instead.")
     if ":" in spec or spec.endswith(".py"):
         obj = load_object(spec, name="--system")
         if callable(obj) and not isinstance(obj, FastSlowSystem) and not hasattr(obj, "system"):
             obj = obj()
     elif spec in SYSTEMS:
-        obj = get_system(spec)
+        obj = get_system(spec, **(overrides or {}))
     else:
         raise UsageError(f"`--system` must be one of {tuple(SYSTEMS)} or path/to/file.py:OBJECT; got {spec!r}.")
     if isinstance(obj, FastSlowSystem):
@@ -98,127 +121,39 @@ def resolve_system(spec, *, t_span=None, x0=None, y0=None) -> SimpleNamespace:
     missing = [n for n, v in (("--t-span", t_span), ("--x0", x0), ("--y0", y0)) if v is None]
     if missing:
         raise UsageError(f"system {system.name!r} has no default {', '.join(missing)}: pass them.")
+    from sp_ode.systems.model import check_model  # f, g, Q traced once; m, d recorded (README "Your own model")
+
+    system = check_model(system, x0, y0).system
     return SimpleNamespace(system=system, name=system.name, t_span=tuple(t_span), x0=np.asarray(x0, float),
                            y0=np.asarray(y0, float), phi=getattr(entry, "phi", None),
                            description=getattr(entry, "description", ""))
 
 
-def _identity_grid(case, num: int) -> np.ndarray:
-    """Grid of y: the family's domain for a master equation over a GeneratorFamily; else the
-    range the reduced solution covers (so every point is one the certificate visits)."""
+def _identity_grid(case, region, num: int) -> np.ndarray:
+    """The family's domain for a master equation over a GeneratorFamily (T1 is claimed there); else the
+    visited range (d = 1) or points along the reduced path (d > 1)."""
     from sp_ode.markov.families import GeneratorFamily
-    from sp_ode.systems.reduced import simulate_reduced
-    from sp_ode.systems.slow_manifold import slow_manifold
 
     Q_of_y = getattr(case.system, "Q_of_y", None)
     if isinstance(Q_of_y, GeneratorFamily):
         return Q_of_y.grid(num if Q_of_y.d == 1 else max(3, int(round(num ** (1 / Q_of_y.d)))))
-    phi = slow_manifold(case.system, 0, x_guess=case.x0 if case.phi is None else None, phi=case.phi)
-    red = simulate_reduced(case.system, case.t_span, case.y0, phi=phi.jax_fn(), ts=np.linspace(*case.t_span, 201),
-                           throw=False)
-    ys = red.y[np.all(np.isfinite(red.y), axis=1)]
-    if ys.shape[1] == 1:
-        return np.linspace(ys.min(), ys.max(), num)[:, None]
+    if case.system.d == 1 or region.reduced.y.shape[1] == 1:
+        return np.linspace(region.lower[0], region.upper[0], num)[:, None]
+    ys = region.reduced.y
     return ys[np.linspace(0, len(ys) - 1, num).astype(int)]
 
 
-def identity_check(case, num: int) -> dict:
-    """Step 1: φ by root-finding against p_st (or the closed form), and normal hyperbolicity."""
-    from sp_ode.systems.critical_manifold import continue_manifold, critical_manifold, normal_hyperbolicity
-    from sp_ode.systems.system import MasterEquationSystem
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text and text.strip() else ""
 
-    ys = _identity_grid(case, num)
-    master = isinstance(case.system, MasterEquationSystem)
-    out = {"grid": ys, "checked": False, "reference": None, "max_error": None, "tolerance": None}
-    if master:
-        from sp_ode.markov.stationary import stationary_distribution
-
-        phi = critical_manifold(case.system, ys, throw=False)
-        Qs = np.stack([np.asarray(case.system.Q(y), dtype=np.float64) for y in ys])
-        ref = stationary_distribution(Qs)
-        out.update(reference="p_st(y) by stationary_distribution (GTH)", tolerance=IDENTITY_TOL)
-    else:
-        phi = continue_manifold(case.system, ys, np.asarray(case.x0, float).reshape(-1)).x
-        if case.phi is not None:
-            import jax.numpy as jnp
-
-            ref = np.stack([np.asarray(case.phi(jnp.asarray(y))) for y in ys]).reshape(phi.shape)
-            out.update(reference="the catalogue's closed form of φ",
-                       tolerance=IDENTITY_TOL * max(1.0, float(np.max(np.abs(ref)))))
-        else:
-            ref = None
-            out["reference"] = "none: no closed form of φ is known for this system (step skipped)"
-    if ref is not None:
-        err = np.abs(phi - ref)
-        out.update(checked=True, phi=phi, ref=ref,
-                   max_error=float(np.max(err)) if np.all(np.isfinite(err)) else float("inf"),
-                   error_per_point=np.max(err, axis=-1))
-        out["passed"] = out["max_error"] <= out["tolerance"]
-    else:
-        out.update(phi=phi, passed=True)
-    max_real = []
-    for x, y in zip(phi, ys):
-        max_real.append(normal_hyperbolicity(case.system, x, y).max_real if np.all(np.isfinite(x)) else np.nan)
-    max_real = np.array(max_real)
-    out["max_real"] = max_real
-    out["attracting"] = bool(np.all(max_real < 0))
-    out["weakest_attraction"] = float(-np.nanmax(max_real)) if np.isfinite(max_real).any() else float("nan")
-    out["loss_of_hyperbolicity"] = None
-    if not master and ys.shape[1] == 1:
-        # the grid covers the reduced solution only up to where it stopped; look a quarter of its
-        # length beyond, along the branch through φ(y0), for a fold or an eigenvalue crossing
-        from sp_ode.systems.critical_manifold import locate_loss_of_hyperbolicity
-
-        y_start = float(np.asarray(case.y0).reshape(-1)[0])
-        far = ys[np.argmax(np.abs(ys[:, 0] - y_start)), 0]
-        if far != y_start:
-            loss = locate_loss_of_hyperbolicity(case.system, y_start, far + 0.25 * (far - y_start),
-                                                x0=np.asarray(case.x0, float).reshape(-1))
-            out["loss_of_hyperbolicity"] = {"found": loss.found, "kind": loss.kind, "message": loss.message,
-                                            "y": loss.y, "x": loss.x}
-            if loss.found:
-                out["attracting"] = False
-    return out
-
-
-def plot_identity(case, ident: dict, path: Path) -> Path:
-    from sp_ode.core.reporting import figures
-
-    plt = figures()
-    ys = ident["grid"]
-    s = ys[:, 0] if ys.shape[1] == 1 else np.arange(len(ys))
-    fig, axes = plt.subplots(2, 1, figsize=(6, 5.5), sharex=True, gridspec_kw={"height_ratios": [3, 2]})
-    phi, ref = ident["phi"], ident.get("ref")
-    for i in range(phi.shape[1]):
-        color = f"C{i % 10}"
-        if ref is not None:
-            axes[0].plot(s, ref[:, i], "-", color=color, lw=1, label=f"reference, component {i}" if i < 6 else None)
-        axes[0].plot(s, phi[:, i], "o", color=color, ms=3, mfc="none",
-                     label=f"root-found φ, component {i}" if i < 6 else None)
-    axes[0].set_ylabel("x")
-    axes[0].set_title(f"{case.name}: φ(y) vs {ident['reference'].split(' by ')[0]}", fontsize=9)
-    axes[0].legend(fontsize=7, ncol=2)
-    if ident["checked"]:
-        # exact agreement (error 0) is drawn at 1e-18 so that the log axis stays readable
-        err = np.maximum(ident["error_per_point"], 1e-18)
-        axes[1].semilogy(s, err, "k.", label=r"$\max_i |\varphi_i - \mathrm{ref}_i|$ (0 drawn at $10^{-18}$)")
-        axes[1].set_ylim(1e-19, max(1.0, 10 * float(err.max())))
-        axes[1].axhline(ident["tolerance"], color="r", ls="--", lw=0.8, label="tolerance")
-        axes[1].legend(fontsize=7)
-    axes[1].set_xlabel("y" if ys.shape[1] == 1 else "grid index")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
-
-
-# --- the job -----------------------------------------------------------------------------
 
 def verify_report(case, *, Ps=None, order: int = 1, backend: str = "diffrax", num: int = 41, smoke: bool = False,
                   out: Path | None = None, show_progress: bool = True) -> dict:
-    """Run steps 1–2 on `case` (from `resolve_system`); write figures under `out`; return the report."""
+    """Run steps 1–3 on `case` (from `resolve_system`); write figures under `out`; return the report."""
     from sp_ode.core.validation import check_positive_int
     from sp_ode.systems.certificate import DEFAULT_PS, check_Ps, convergence_certificate
+    from sp_ode.systems.identity import identity_check
+    from sp_ode.systems.region import MARGIN, visited_region
     from sp_ode.systems.slow_manifold import check_order, slow_manifold
 
     order = check_order(order)
@@ -226,58 +161,207 @@ def verify_report(case, *, Ps=None, order: int = 1, backend: str = "diffrax", nu
     if num < 2:
         raise UsageError(f"`--num` must be >= 2; got {num}.")
     Ps = tuple(check_Ps(Ps)) if Ps is not None else (SMOKE_PS if smoke else DEFAULT_PS)  # before any work
+    master = hasattr(case.system, "Q_of_y")
+    num_times = 101 if smoke else 201
+    seconds = {}
     start = time.perf_counter()
-    ident = identity_check(case, num)
-    t_identity = time.perf_counter() - start
-    start = time.perf_counter()
-    guess = None if case.phi is not None else case.x0
-    manifold = slow_manifold(case.system, order, x_guess=guess if not hasattr(case.system, "Q_of_y") else None,
-                             phi=case.phi if not hasattr(case.system, "Q_of_y") else None)
-    cert = convergence_certificate(case.system, Ps, order=order, t_span=case.t_span, x0=case.x0, y0=case.y0,
-                                   backend=backend, manifold=manifold, show_progress=show_progress,
-                                   num_times=101 if smoke else 201)
-    t_cert = time.perf_counter() - start
-    checks = {"identity": bool(ident["passed"]), "attracting": ident["attracting"], "certificate": cert.passed}
+    region = visited_region(case.system, case.t_span, case.x0, case.y0, phi=None if master else case.phi,
+                            num_times=num_times, backend=backend)
+    seconds["hyperbolicity"] = time.perf_counter() - start
+    checks = {"hyperbolicity": region.status, "identity": "skipped", "certificate": "skipped"}
+    messages = {"hyperbolicity": region.message}
+    ident = cert = None
+    if region.reached:
+        messages["identity"] = messages["certificate"] = "skipped: the reduction does not hold on the path (step 1)"
+    else:
+        start = time.perf_counter()
+        ident = identity_check(case.system, _identity_grid(case, region, num), x0=case.x0, phi=case.phi,
+                               phi_name="the catalogue's φ" if case.phi is not None else "φ",
+                               phi_kind="linear solve" if master else "closed form")
+        checks["identity"], messages["identity"] = ident.status, ident.message
+        seconds["identity"] = time.perf_counter() - start
+        if region.passed:
+            start = time.perf_counter()
+            guess = None if case.phi is not None else case.x0
+            manifold = slow_manifold(case.system, order, x_guess=None if master else guess,
+                                     phi=None if master else case.phi)
+            cert = convergence_certificate(case.system, Ps, order=order, t_span=case.t_span, x0=case.x0,
+                                           y0=case.y0, backend=backend, manifold=manifold,
+                                           show_progress=show_progress, num_times=num_times)
+            checks["certificate"] = "ok" if cert.passed else "FAIL"
+            messages["certificate"] = "rates O(ε), O(ε^{k+1}), O(ε) measured" if cert.passed else \
+                "certificate: " + cert.messages[0]
+            seconds["certificate"] = time.perf_counter() - start
+        else:
+            messages["certificate"] = "skipped: φ is not normally hyperbolic and attracting on the visited region"
+    passed = "FAIL" not in checks.values() and checks["certificate"] == "ok" and checks["hyperbolicity"] == "ok"
+    failure = next((messages[k] for k in ("hyperbolicity", "identity", "certificate") if checks[k] == "FAIL"), None)
+    head = ident.independent_comparison() if ident is not None else None
     report = {
         "system": case.name, "description": case.description, "order": order, "backend": backend,
-        "identity_checked": ident["checked"], "identity_reference": ident["reference"],
-        "identity_max_error": ident["max_error"], "identity_tolerance": ident["tolerance"],
-        "identity_grid": ident["grid"], "max_real_eigenvalue": ident["max_real"],
-        "weakest_attraction": ident["weakest_attraction"],
-        "loss_of_hyperbolicity": ident["loss_of_hyperbolicity"],
-        "slope_manifold": cert.slopes["manifold"], "slope_corrected": cert.slopes["corrected"],
-        "slope_slow": cert.slopes["slow"], "slope_tolerance": cert.slope_tol,
-        "constants": cert.constants, "final_constants": cert.final_constants,
-        "certificate": cert.to_dict(), "checks": checks, "passed": all(checks.values()),
-        "seconds": {"identity": t_identity, "certificate": t_cert},
+        "checks": checks, "messages": messages, "passed": passed, "failure": failure,
+        "region": region.to_dict(), "hyperbolicity_margin": MARGIN,
+        "loss_of_hyperbolicity": ({"y": region.y_star, "t": region.t_star, "kind": region.kind,
+                                   "reached": region.reached} if region.y_star is not None else None),
+        "weakest_attraction": region.weakest_attraction,
+        "identity_checked": ident is not None and ident.status != "skipped",
+        "identity_methods": ([{"name": m.name, "kind": m.kind, "points": int(len(m.points)), "note": m.note}
+                              for m in ident.methods.values()] if ident is not None else []),
+        "identity_comparisons": ident.comparisons if ident is not None else [],
+        "identity_reference": head["b"] if head else None,
+        "identity_max_error": max((c["max_error"] for c in ident.comparisons if c["independent"]), default=None)
+        if ident is not None else None,
+        "identity_tolerance": head["tolerance"] if head else None,
+        "identity_grid": ident.ys if ident is not None else None,
+        "seconds": seconds,
     }
+    if cert is not None:
+        report.update({"slope_manifold": cert.slopes["manifold"], "slope_corrected": cert.slopes["corrected"],
+                       "slope_slow": cert.slopes["slow"], "slope_tolerance": cert.slope_tol,
+                       "constants": cert.constants, "final_constants": cert.final_constants,
+                       "certificate": cert.to_dict(), "table_text": cert.format_table()})
+    else:
+        report.update({k: None for k in ("slope_manifold", "slope_corrected", "slope_slow", "slope_tolerance",
+                                         "constants", "final_constants", "certificate", "table_text")})
+    report["figures"] = []
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
-        figs = [str(plot_identity(case, ident, out / "manifold.png")), str(cert.plot(out / "convergence.png"))]
-        report["figures"] = figs
-    report["table_text"] = cert.format_table()
+        report["figures"].append(str(plot_manifold(case, region, ident, report, out / "manifold.png")))
+        stale = out / "convergence.png"
+        if cert is not None:
+            verdict = "verify passed" if passed else "verify FAILED"
+            report["figures"].append(str(cert.plot(stale, title=f"{case.name}: {verdict} "
+                                                   f"(certificate {'ok' if cert.passed else 'FAIL'})")))
+        elif stale.exists():
+            stale.unlink()   # a figure from an earlier run must not stand beside this verdict
     return report
 
 
-def format_report(report: dict) -> str:
-    """The human-readable summary of a `verify_report` (or its report.json) for stdout."""
-    lines = [f"sp-ode verify: {report['system']} — {report['description']}"]
-    if report["identity_checked"]:
-        ok = report["identity_max_error"] <= report["identity_tolerance"]
-        lines.append(f"(1) identity φ(y) vs {report['identity_reference']} on {len(report['identity_grid'])} points "
-                     f"of y: max error {report['identity_max_error']:.2e} (tolerance "
-                     f"{report['identity_tolerance']:.0e})  {'ok' if ok else 'FAIL'}")
+def plot_manifold(case, region, ident, report: dict, path: Path) -> Path:
+    """φ against its independent reference over y (line = reference, markers = computed φ), folds marked,
+    the visited range shaded; below, the difference per point.  When verify stopped at a fold: the
+    largest Re λ along the branch, with y* marked.  The title carries the verdict."""
+    from matplotlib.lines import Line2D
+
+    from sp_ode.core.reporting import figures
+
+    plt = figures()
+    verdict = "verify passed" if report["passed"] else "verify FAILED"
+    first = r"y_1" if case.system.d > 1 else "y"
+    folds = []
+    if region.y_star is not None:
+        folds.append(float(np.ravel(region.y_star)[0]))
+    if ident is None:
+        fig, ax = plt.subplots(figsize=(6.4, 4.0))
+        ys, mr = np.asarray(region.ys)[:, 0], np.asarray(region.max_real)
+        order = np.argsort(ys)
+        ax.plot(ys[order], mr[order], "k.-", ms=3, lw=0.8, label=r"largest Re $\lambda$ of $D_x f$ on the branch")
+        ax.axhline(0.0, color="0.5", lw=0.8)
+        for y in folds:
+            ax.axvline(y, color="r", ls="--", lw=1, label=f"{region.kind} at $y^*$ = {y:.4g}")
+        ax.set_xlabel(f"${first}$ (slow variable)")
+        ax.set_ylabel(r"max Re $\lambda$")
+        what = (f"normal hyperbolicity lost at y* = {folds[0]:.4g}"
+                + (f", t ≈ {region.t_star:.3g}" if region.t_star is not None else "")) if folds \
+            else "the branch through y0 is not attracting"
+        ax.set_title(f"{case.name}: {verdict} — {what}", fontsize=9)
+        ax.legend(fontsize=8)
     else:
-        lines.append(f"(1) identity: skipped — {report['identity_reference']}")
-    att = report["weakest_attraction"]
-    lines.append(f"    normal hyperbolicity on the grid: {'attracting' if report['checks']['attracting'] else 'FAILS'}"
-                 f" (weakest rate of attraction −max Re λ = {att:.4g})")
-    loss = report.get("loss_of_hyperbolicity")
-    if loss is not None:
-        lines.append(f"    along the branch through φ(y0): {loss['message']}")
-    lines.append("(2) " + report["table_text"])
-    lines.append(f"verify {'PASSED' if report['passed'] else 'FAILED'} "
-                 f"({', '.join(k + (' ok' if v else ' FAIL') for k, v in report['checks'].items())})")
+        fig, axes = plt.subplots(2, 1, figsize=(6.4, 5.6), sharex=True, gridspec_kw={"height_ratios": [3, 2]})
+        ys_grid = ident.ys
+        phi, ref, err_pp = ident.phi, ident.reference, ident.error_per_point
+        slice_note = ""
+        if ys_grid.shape[1] > 1:
+            # d > 1: the slice of the grid through its centre along y₁ (other coordinates fixed), so each
+            # line is one function of y₁; the difference panel still covers the whole grid
+            centre = ys_grid[np.argmin(np.linalg.norm(ys_grid - ys_grid.mean(axis=0), axis=1)), 1:]
+            cut = np.all(np.isclose(ys_grid[:, 1:], centre), axis=1)
+            if cut.sum() >= 3:
+                sub = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+                slice_note = ", slice " + ", ".join(f"y{str(j + 2).translate(sub)} = {v:.3g}"
+                                                    for j, v in enumerate(centre))
+                order_ = np.argsort(ys_grid[cut, 0])
+                phi, ref = phi[cut][order_], (ref[cut][order_] if ref is not None else None)
+                s = ys_grid[cut, 0][order_]
+            else:
+                order_ = np.argsort(ys_grid[:, 0])
+                phi, ref, s = phi[order_], (ref[order_] if ref is not None else None), ys_grid[order_, 0]
+        else:
+            s = ys_grid[:, 0]
+        s_all = ys_grid[:, 0]
+        ref_name = "attractor of the frozen fast flow"
+        for i in range(phi.shape[1]):
+            color = f"C{i % 10}"
+            if ref is not None:
+                axes[0].plot(s, ref[:, i], "-", color=color, lw=1)
+            axes[0].plot(s, phi[:, i], "o", color=color, ms=3.5, mfc="none")
+        handles = [Line2D([], [], color="k", lw=1, label=f"line: {ref_name}"
+                          + (" (no linear solve)" if hasattr(case.system, "Q_of_y") else "")),
+                   Line2D([], [], color="k", marker="o", ls="none", mfc="none", ms=4,
+                          label="markers: φ by Newton" + (" (bordered system)" if hasattr(case.system, "Q_of_y")
+                                                          else ""))]
+        axes[0].legend(handles=handles, fontsize=7, loc="best")
+        axes[0].set_ylabel(r"$x = \varphi(y)$" + (" (one colour per state)" if phi.shape[1] > 1 else "")
+                           + slice_note, fontsize=9)
+        lo, hi = float(region.lower[0]), float(region.upper[0])
+        for ax in axes:
+            if hi > lo:
+                ax.axvspan(lo, hi, color="0.92", zorder=0)
+            for y in folds:
+                ax.axvline(y, color="r", ls="--", lw=1)
+        fold_notes = [n for n in region.notes if n.startswith(("fold", "gap", "eigenvalue"))]
+        for n in fold_notes:
+            try:
+                y = float(n.split("at y = ")[1].split(",")[0])
+            except (IndexError, ValueError):
+                continue
+            for ax in axes:
+                ax.axvline(y, color="r", ls=":", lw=1)
+        err = np.maximum(err_pp, 1e-18)
+        axes[1].semilogy(s_all, err, "k.", label=r"$\max_i |\varphi_i - \mathrm{ref}_i|$ (0 drawn at $10^{-18}$)")
+        tol = report["identity_tolerance"]
+        if tol is not None and np.isfinite(tol):
+            axes[1].axhline(tol, color="r", ls="--", lw=0.8, label="tolerance")
+        axes[1].set_ylim(1e-19, max(1.0, 10 * float(np.nanmax(err))))
+        axes[1].legend(fontsize=7, loc="upper right")
+        axes[1].set_xlabel(f"${first}$ (slow variable; grey: range the trajectories visit"
+                           + ("; red: fold" if folds or fold_notes else "") + ")")
+        axes[1].set_ylabel("difference")
+        axes[0].set_title(f"{case.name}: {verdict} (identity {report['checks']['identity']}, normal hyperbolicity "
+                          f"{report['checks']['hyperbolicity']}, certificate {report['checks']['certificate']})",
+                          fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def format_report(report: dict) -> str:
+    """The human-readable summary of a `verify_report` (or its report.json): every check line ends in
+    ``ok``, ``FAIL`` or ``skipped``."""
+    checks, msgs = report["checks"], report["messages"]
+    lines = [f"sp-ode verify: {report['system']} — {report['description']}"]
+    if report["failure"]:
+        lines.insert(0, _first_line(report["failure"]))
+    body = msgs["hyperbolicity"].removeprefix("normal hyperbolicity: ")
+    lines.append(f"(1) normal hyperbolicity on the visited region: {body}  {checks['hyperbolicity']}")
+    for note in report["region"]["notes"]:
+        lines.append(f"      note: {note}")
+    if report["identity_methods"]:
+        lines.append("(2) identity φ(y) = p_st(y), methods:" if report["identity_reference"] and
+                     "p_st" in str(report["identity_comparisons"]) else "(2) identity, methods:")
+        for m in report["identity_methods"]:
+            lines.append(f"      {m['name']} [{m['kind']}]" + (f" — {m['note']}" if m["note"] else ""))
+        for c in report["identity_comparisons"]:
+            lines.append(f"      {c['a']} vs {c['b']}: {c['max_error']:.1e} (tolerance {c['tolerance']:.1e}"
+                         f"{'' if c['independent'] else '; same linear system, not counted'})  "
+                         f"{'ok' if c['passed'] else 'FAIL'}")
+    lines.append(f"(2) identity: {msgs['identity']}  {checks['identity']}")
+    if report["table_text"]:
+        lines.append("(3) " + report["table_text"])
+    lines.append(f"(3) certificate: {msgs['certificate']}  {checks['certificate']}")
+    lines.append(f"verify {'PASSED' if report['passed'] else 'FAILED'}: "
+                 + ", ".join(f"{k} {v}" for k, v in checks.items()))
     return "\n".join(lines)
 
 
@@ -288,19 +372,21 @@ def run(args) -> int:
         raise UsageError(f"`--backend` must be one of ('diffrax', 'scipy'); got {args.backend!r}.")
     if args.order < 0:
         raise UsageError(f"`--order` must be >= 0; got {args.order}.")
-    case = resolve_system(args.system, t_span=args.t_span, x0=args.x0, y0=args.y0)
+    case = resolve_system(args.system, t_span=args.t_span, x0=args.x0, y0=args.y0,
+                          overrides=parse_overrides(args.overrides))
     out = Path(args.out)
     report = verify_report(case, Ps=args.Ps, order=args.order, backend=args.backend, num=args.num,
                            smoke=args.smoke, out=out, show_progress=not args.json)
     report["figures"].append(str(write_json(out / "report.json", report)))
     if args.json:
-        keys = ("system", "identity_checked", "identity_max_error", "identity_tolerance", "slope_manifold",
-                "slope_corrected", "slope_slow", "slope_tolerance", "constants", "checks", "passed", "figures")
+        keys = ("system", "checks", "passed", "failure", "identity_checked", "identity_methods",
+                "identity_max_error", "identity_tolerance", "loss_of_hyperbolicity", "slope_manifold",
+                "slope_corrected", "slope_slow", "slope_tolerance", "constants", "figures")
         print(dumps({k: report[k] for k in keys}))
     else:
         print(format_report(report))
         print(f"wrote {', '.join(report['figures'])}")
     if not report["passed"]:
-        print(f"sp-ode verify: a check failed: {report['certificate']['messages'] or report['checks']}",
+        print(f"sp-ode verify: {_first_line(report['failure'] or 'a check was skipped: ' + str(report['checks']))}",
               file=sys.stderr)
     return 0 if report["passed"] else 1

@@ -4,6 +4,7 @@ Data flow: a generator is validated (:mod:`~sp_ode.markov.generator`), built fro
 rates, families Q(y) (:mod:`~sp_ode.markov.families`) or chemical master
 equations (:mod:`~sp_ode.markov.cme`); its stationary distribution comes from
 :mod:`~sp_ode.markov.stationary` (GTH, bordered solve, sparse iterative, JAX),
+each answer with an error bound (:mod:`~sp_ode.markov.bounds`, ``ConvergenceError``),
 with exact references in :mod:`~sp_ode.markov.reference`; the spectrum and the
 group inverse, which need p_st, are in :mod:`~sp_ode.markov.spectral`.
 """
@@ -22,6 +23,12 @@ _LAZY: dict[str, str] = {
                                      "stationary_residual", "stationary_jax", "METHODS"],
         "sp_ode.markov.families": ["GeneratorFamily", "get_family", "FAMILIES"],
         "sp_ode.markov.cme": ["cme_two_species"],
+        "sp_ode.markov.network": ["ReactionNetwork", "Reaction", "StateSpace", "TruncationReport", "NetworkError",
+                                  "NetworkSyntaxError", "UnknownSymbolError", "NegativeCountError",
+                                  "PropensityError", "TruncationError", "UnusedSlowVariableError"],
+        "sp_ode.markov.network_models": ["NetworkModel", "NETWORK_MODELS", "get_network_model"],
+        "sp_ode.markov.sbml": ["from_sbml", "from_antimony", "SBMLFeatureError"],
+        "sp_ode.markov.bounds": ["ConvergenceError"],
     }.items()
     for name in names
 }

@@ -23,11 +23,27 @@ Solves Qᵀp = 0, 1ᵀp = 1, p ≥ 0 (docs/theory.md §2) for a validated, irred
    terms, so the result is ≥ 0 in floating point too, and the sweep smooths
    away the residual the clipping introduced.  Finally p = (x with x_k = 1)/Σ.
    The residual ‖Qᵀp‖∞ of the returned p is measured and reported.
+4. **The bound** (docs/theory.md §7.1, :mod:`sp_ode.markov.bounds`).  A small
+   residual proves nothing on a nearly decoupled chain, so the answer carries
+   ‖p̂ − p_st‖₁ ≤ 2·max_i E_i[τ_k]·‖Qᵀp̂‖₁: one more AMG-preconditioned GMRES
+   solve, of G y = 1 with G = A_kᵀ (the mean hitting times of the pinned state
+   k), certified by its own residual.  If the bound misses the requested
+   tolerance and the residual is the reason, GMRES continues once with the
+   pinned-system tolerance tightened by the missing factor.
+
+Failure is a status, never a traceback or a silent answer: a pyamg exception
+(e.g. its coarse-grid ``pinv`` on a badly scaled chain: "array must not contain
+infs or NaNs"), a breakdown or a non-finite iterate all return ``bound = inf``
+and a ``failure`` message, and the caller escalates (dense GTH) or raises.
+pyamg's C++ core prints diagnostics ("Outer denominator was zero…") straight to
+file descriptor 1; the whole solve runs with fd 1 redirected to /dev/null so
+that machine-readable output (``sp-ode stationary --json``) stays parseable.
 
 Why classical AMG (pyamg): its setup is cheap, its memory is linear in n, and
 on the toggle-switch CME of :mod:`sp_ode.markov.cme` the GMRES step count grows only
 slowly with the grid (16, 28, 38, 55 steps at 10⁴, 10⁵, 3.6·10⁵, 10⁶ states;
-10⁶ states in ~12 CPU-seconds and < 1 GB, ``docs/bench/stationary.md``).
+10⁶ states in ~12 CPU-seconds and < 1 GB; with the bound of stage 4, ~24 CPU-seconds and
+1.03 GB, ``docs/bench/stationary.md`` §3–4).
 Measured alternatives: ``scipy.sparse.linalg.spilu`` + GMRES needed 140
 steps (40× slower) already at 4·10⁴ states; nonsymmetric smoothed aggregation
 had a 50× slower setup; AIR (``pyamg.air_solver``) was 3–5× slower overall;
@@ -43,11 +59,18 @@ the solve 10–30× slower (measured: 0.17 s vs 6.7 s for 20 GMRES steps at
 """
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import math
+import os
+import sys
 import time
 
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
+
+from sp_ode.markov.bounds import posterior_bound
 
 try:  # optional: without it BLAS keeps its own thread count
     from threadpoolctl import threadpool_limits
@@ -61,9 +84,11 @@ METHOD = "pyamg Ruge-Stuben AMG-preconditioned GMRES on the pinned M-matrix + Ga
 _LOCATE_CYCLES = 3     # V-cycles of stage 1: enough to find the mode, not to converge
 _RESTART = 100         # GMRES restart length; restarting at 40 tripled the steps at 10⁶ states (156 vs 55)
 _KRYLOV_BYTES = 1e9    # … but the Krylov basis (restart × n float64) is kept under ~1 GB
-_DEFAULT_TOL = 1e-12   # relative residual ‖b − A_k x‖₂ / ‖b‖₂ of the pinned system
+_DEFAULT_TOL = 1e-13   # relative residual ‖b − A_k x‖₂ / ‖b‖₂ (1e-13: +2 GMRES steps, ~40× smaller ‖Qᵀp‖₁ than 1e-12)
 _DEFAULT_MAXITER = 400  # total GMRES iterations (inner steps, across restarts)
 _REPIN_BELOW = 1e-6     # re-pin (once) when an unconverged solve pinned a state with p_k < this · max p
+_HITTING_TOL = 0.1      # ‖1 − Gŷ‖∞ ≤ ‖·‖₂ ≤ 0.1: certifies max y within 11 % (bounds.hitting_time_bound)
+_TIGHTEST_TOL = 1e-15   # the tightest pinned-system tolerance tried when the bound needs a smaller residual
 
 
 def _pinned_system(A: sp.csr_matrix, k: int):
@@ -87,7 +112,42 @@ def _locate_mass(A: sp.csr_matrix) -> np.ndarray:
     return np.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0)
 
 
-def sparse_stationary(Q, *, tol: float | None = None, maxiter: int | None = None) -> tuple[np.ndarray, dict]:
+@contextlib.contextmanager
+def _quiet_stdout():
+    """Redirect file descriptor 1 to /dev/null (C/C++ output of pyamg); flush both layers on the way in and out."""
+    try:
+        libc = ctypes.CDLL(None)
+    except OSError:  # pragma: no cover
+        libc = None
+    with contextlib.suppress(AttributeError, OSError, ValueError):
+        sys.stdout.flush()
+    saved = os.dup(1)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        yield
+    finally:
+        if libc is not None:
+            libc.fflush(None)
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)
+
+
+def _failure(n: int, message: str, t0: float) -> tuple[np.ndarray, dict]:
+    return np.full(n, np.nan), {
+        "residual": math.inf, "relative_residual": math.inf, "iterations": 0, "converged": False,
+        "method": METHOD, "pinned_state": None, "amg_levels": 0, "negatives_clipped": 0, "most_negative": 0.0,
+        "residual_before_sweep": math.inf, "bound": math.inf, "hitting_time": math.inf,
+        "componentwise_bound": None, "bound_kind": _BOUND_KIND, "failure": message,
+        "seconds": {"setup": 0.0, "solve": time.perf_counter() - t0}}
+
+
+_BOUND_KIND = "a-posteriori ℓ1: 2·max E[τ_k]·‖Qᵀq‖₁ (§7.1)"
+
+
+def sparse_stationary(Q, *, tol: float | None = None, maxiter: int | None = None,
+                      bound_tol: float | None = None) -> tuple[np.ndarray, dict]:
     """Stationary distribution of a large sparse irreducible generator (module docstring).
 
     The caller has validated Q (``sp_ode.check_generator``) and checked that it
@@ -99,9 +159,12 @@ def sparse_stationary(Q, *, tol: float | None = None, maxiter: int | None = None
         Generator: ``Q[i, j] ≥ 0`` the rate i → j, rows summing to zero, irreducible.
     tol : float, optional
         GMRES stopping rule on the pinned system, ‖b − A_k x‖₂ ≤ tol·‖b‖₂
-        (default 1e-12).
+        (default 1e-13).
     maxiter : int, optional
-        Cap on GMRES iterations (default 400).
+        Cap on GMRES iterations (default 400), for each of the two solves.
+    bound_tol : float, optional
+        The caller's tolerance on the error bound: when the bound misses it
+        because of the residual, GMRES continues once with a tighter `tol`.
 
     Returns
     -------
@@ -116,15 +179,29 @@ def sparse_stationary(Q, *, tol: float | None = None, maxiter: int | None = None
         ``most_negative`` (the smallest such value, 0.0 if none, in units of the
         pinned probability: the iterate is x = p / p_k);
         ``residual_before_sweep`` (‖Qᵀp‖∞ of the unclipped Krylov iterate);
-        ``seconds`` (setup, solve).
+        ``bound`` (on ‖p − p_st‖₁, inf when not certified), ``hitting_time``,
+        ``bound_kind``; ``failure`` (a message) when the solve failed (p is then NaN);
+        ``seconds`` (setup, solve, bound).
     """
-    if threadpool_limits is None:  # pragma: no cover
-        return _sparse_stationary(Q, tol=tol, maxiter=maxiter)
-    with threadpool_limits(limits=1, user_api="blas"):
-        return _sparse_stationary(Q, tol=tol, maxiter=maxiter)
+    t0 = time.perf_counter()
+    limits = threadpool_limits(limits=1, user_api="blas") if threadpool_limits else contextlib.nullcontext()
+    with limits, _quiet_stdout(), np.errstate(all="ignore"):
+        try:
+            return _sparse_stationary(Q, tol=tol, maxiter=maxiter, bound_tol=bound_tol)
+        except (ValueError, ArithmeticError, np.linalg.LinAlgError, RuntimeError, MemoryError) as exc:
+            return _failure(Q.shape[0], f"the AMG/GMRES solve failed ({type(exc).__name__}: {exc})", t0)
 
 
-def _sparse_stationary(Q, *, tol, maxiter):
+def _gmres(Ak, b, x0, ml, *, tol, maxiter, count):
+    n1 = Ak.shape[0]
+    restart = max(1, min(_RESTART, max(20, int(_KRYLOV_BYTES // (8 * (n1 + 1)))), maxiter, n1))
+    x, status = spla.gmres(Ak, b, x0=x0, rtol=tol, atol=0.0, restart=restart,
+                           maxiter=-(-maxiter // restart), M=ml.aspreconditioner(cycle="V"),
+                           callback=count, callback_type="pr_norm")
+    return x, status
+
+
+def _sparse_stationary(Q, *, tol, maxiter, bound_tol):
     import pyamg
     from pyamg.relaxation.relaxation import gauss_seidel
 
@@ -138,7 +215,9 @@ def _sparse_stationary(Q, *, tol, maxiter):
         p = np.ones(1)
         return p, {"residual": 0.0, "relative_residual": 0.0, "iterations": 0, "converged": True,
                    "method": METHOD, "pinned_state": 0, "amg_levels": 0, "negatives_clipped": 0,
-                   "most_negative": 0.0, "residual_before_sweep": 0.0, "seconds": {"setup": 0.0, "solve": 0.0}}
+                   "most_negative": 0.0, "residual_before_sweep": 0.0, "bound": 0.0, "hitting_time": 0.0,
+                   "componentwise_bound": None, "bound_kind": _BOUND_KIND,
+                   "seconds": {"setup": 0.0, "solve": 0.0, "bound": 0.0}}
 
     A = (-Q.T).tocsr()
     A.sort_indices()
@@ -158,10 +237,7 @@ def _sparse_stationary(Q, *, tol, maxiter):
         ml = pyamg.ruge_stuben_solver(Ak)
         if attempt == 0:
             t1 = time.perf_counter()
-        restart = max(1, min(_RESTART, max(20, int(_KRYLOV_BYTES // (8 * n))), maxiter, n - 1))
-        x, status = spla.gmres(Ak, b, x0=x0, rtol=tol, atol=0.0, restart=restart,
-                               maxiter=-(-maxiter // restart), M=ml.aspreconditioner(cycle="V"),
-                               callback=count, callback_type="pr_norm")
+        x, status = _gmres(Ak, b, x0, ml, tol=tol, maxiter=maxiter, count=count)
         if not np.all(np.isfinite(x)):  # breakdown/overflow: keep the (finite) starting guess
             x, status = x0, 1
         raw = np.insert(x, k, 1.0)
@@ -180,8 +256,26 @@ def _sparse_stationary(Q, *, tol, maxiter):
     gauss_seidel(Ak, x, b, iterations=1, sweep="forward")  # keeps x ≥ 0 (module docstring, stage 3)
     p = full(x)
     p += 0.0  # −0.0 → +0.0, so that no entry even prints as negative
-    residual = float(np.abs(Q.T @ p).max())
     t2 = time.perf_counter()
+    # Stage 4: certified hitting times of k (G y = 1, G = A_kᵀ) and the bound.
+    G = Ak.T.tocsr()
+    mlG = pyamg.ruge_stuben_solver(G)
+    y, _ = _gmres(G, np.ones(n - 1), None, mlG, tol=_HITTING_TOL / math.sqrt(n - 1), maxiter=maxiter, count=count)
+    bound, H = posterior_bound(Q, p, k, y)
+    if bound_tol is not None and bound_tol < bound < math.inf and status == 0:
+        # The residual is what failed the bound: tighten the pinned solve once, by the missing factor.
+        tighter = max(tol * bound_tol / bound / 4, _TIGHTEST_TOL)
+        if tighter < tol:
+            x2, status2 = _gmres(Ak, b, x, ml, tol=tighter, maxiter=maxiter, count=count)
+            if np.all(np.isfinite(x2)):
+                x2 = np.maximum(x2, 0.0)
+                gauss_seidel(Ak, x2, b, iterations=1, sweep="forward")
+                p2 = full(x2) + 0.0
+                bound2, _ = posterior_bound(Q, p2, k, y)
+                if bound2 < bound:
+                    p, bound = p2, bound2
+    residual = float(np.abs(Q.T @ p).max())
+    t3 = time.perf_counter()
     info = {
         "residual": residual,
         "relative_residual": residual / scale if scale > 0 else 0.0,
@@ -194,8 +288,16 @@ def _sparse_stationary(Q, *, tol, maxiter):
         "negatives_clipped": int(negative.sum()),
         "most_negative": most_negative,
         "residual_before_sweep": residual_before,
-        "seconds": {"setup": t1 - t0, "solve": t2 - t1},
+        "bound": bound,
+        "hitting_time": H,
+        "componentwise_bound": None,
+        "bound_kind": _BOUND_KIND,
+        "seconds": {"setup": t1 - t0, "solve": t2 - t1, "bound": t3 - t2},
     }
+    if math.isinf(bound):
+        info["failure"] = "the hitting-time solve did not certify a bound (GMRES did not converge on G y = 1)"
+    elif status != 0:
+        info["failure"] = f"GMRES did not reach its tolerance in {maxiter} iterations"
     return p, info
 
 

@@ -26,8 +26,10 @@ from __future__ import annotations
 from fractions import Fraction
 
 import numpy as np
+import scipy.sparse as sp
 
-__all__ = ["ncd_chain", "birth_death_tail", "exact_stationary", "componentwise_error"]
+__all__ = ["ncd_chain", "birth_death_tail", "exact_stationary", "componentwise_error", "kmr_chain",
+           "exact_birth_death", "reversible_grids"]
 
 
 def exact_stationary(Q) -> list[Fraction]:
@@ -187,3 +189,54 @@ def componentwise_error(p, p_exact) -> float:
     """
     p = np.asarray(p, dtype=np.float64).ravel()
     return float(max(abs(Fraction(float(x)) - e) / e for x, e in zip(p, p_exact)))
+
+
+def kmr_chain(N: int, eps: float) -> tuple[list[float], list[float]]:
+    """(up, down) rates of the KMR-type birth–death chain of N + 1 states with mutation rate ε (a deep valley).
+
+    From QuantEcon's KMR test matrices, as a continuous-time birth–death chain; exact p_st by
+    :func:`exact_birth_death`.
+    """
+    up = [eps / 2] + [(N - n) / N * (eps / 2 + (1 - eps) * (n / (N - 1) > 1 / 3)) for n in range(1, N)]
+    down = [n / N * (eps / 2 + (1 - eps) * ((n - 1) / (N - 1) < 1 / 3)) for n in range(1, N)] + [eps / 2]
+    return up, down
+
+
+def exact_birth_death(up, down) -> list[Fraction]:
+    """p_k ∝ Π_{i<k} λ_i / μ_{i+1}, in exact rationals of the float rates."""
+    w = [Fraction(1)]
+    for lam, mu in zip(up, down):
+        w.append(w[-1] * Fraction(lam) / Fraction(mu))
+    total = sum(w)
+    return [x / total for x in w]
+
+
+def reversible_grids(k: int, delta: float, seed: int = 0):
+    """(Q sparse, p_st) of two k×k grids joined by one pair of rates ∝ `delta` (nearly decoupled).
+
+    Rates Q_ij = exp((V_i − V_j)/2) on grid edges make the chain reversible with
+    p_st ∝ exp(−V) exactly, however small `delta` (docs/theory.md §6).
+    """
+    rng = np.random.default_rng(seed)
+    n = 2 * k * k
+    V = rng.uniform(0.0, 3.0, size=n)
+    rows, cols, vals = [], [], []
+    for block in range(2):
+        for i in range(k):
+            for j in range(k):
+                s = block * k * k + i * k + j
+                for di, dj in ((1, 0), (-1, 0), (0, 1), (0, -1)):
+                    ii, jj = i + di, j + dj
+                    if 0 <= ii < k and 0 <= jj < k:
+                        t = block * k * k + ii * k + jj
+                        rows.append(s)
+                        cols.append(t)
+                        vals.append(np.exp((V[s] - V[t]) / 2))
+    a, b = k * k - 1, k * k  # the bridge between the two grids
+    rows += [a, b]
+    cols += [b, a]
+    vals += [delta * np.exp((V[a] - V[b]) / 2), delta * np.exp((V[b] - V[a]) / 2)]
+    R = sp.csr_array((vals, (rows, cols)), shape=(n, n))
+    Q = R - sp.diags_array(np.asarray(R.sum(axis=1)).ravel())
+    w = np.exp(-(V - V.min()))
+    return sp.csr_array(Q), w / w.sum()

@@ -1,43 +1,91 @@
-"""Stationary distributions p_st of Markov generators (docs/theory.md §2–3, T1).
+"""Stationary distributions p_st of Markov generators (docs/theory.md §2–3, T1, §7).
 
 p_st solves Qᵀp = 0, 1ᵀp = 1, p ≥ 0; it is unique and strictly positive when Q
 is irreducible (T1).  :func:`stationary_distribution` validates Q once and
-dispatches to a registry of methods:
+dispatches to a registry of methods, **each answer carrying an error bound**
+(docs/theory.md §7):
 
 ========  ==================================================================
-``gth``   Grassmann–Taksar–Heyman elimination (blocked, BLAS-3): subtraction-
-          free, componentwise relative accuracy O(n·eps). Default for dense Q.
-``solve`` LU solve of the bordered system: Qᵀ with one (redundant) equation
-          replaced by 1ᵀp = 1. Fast; only normwise accurate.
-``sparse``Preconditioned Krylov solve for large sparse Q (see ``sp_ode.markov._sparse``);
-          default for ``scipy.sparse`` input; never negative; reports its residual.
+``gth``   Grassmann–Taksar–Heyman elimination (blocked, BLAS-3) over the whole
+          float range (``sp_ode.markov._gth``): subtraction-free; a-priori
+          componentwise bound |p̂_i − p_i| ≤ c·n³·u·p_i (§7.2).  ``log=True``
+          returns log p_st, also for entries below 1e-308.  Default for dense Q.
+``solve`` LU solve of the bordered system (Qᵀ with one redundant equation
+          replaced by 1ᵀp = 1); normwise accurate only.
+``sparse``AMG-preconditioned GMRES for large sparse Q (``sp_ode.markov._sparse``);
+          default for ``scipy.sparse`` input.
 ``jax``   :func:`stationary_jax`, a pure-JAX bordered solve: ``jit``/``vmap``/
-          ``grad``-compatible, for batches over y and for dp_st/dy (T3).
+          ``grad``-compatible (the bound is computed afterwards in NumPy).
+``banded``GTH in band storage after a reverse Cuthill–McKee permutation
+          (``sp_ode.markov._banded_gth``): the componentwise accuracy of GTH for
+          large sparse chains of small bandwidth (chains, grids), O(n·b²).
 ========  ==================================================================
 
-Stacks ``(..., n, n)`` of dense generators give ``(..., n)``.
+``solve``, ``sparse`` and ``jax`` carry the a-posteriori bound
+‖q − p_st‖₁ ≤ 2·max_i E_i[τ_k]·‖Qᵀq‖₁ of :mod:`sp_ode.markov.bounds` (§7.1,
+hitting times of a pinned state k, certified by one extra solve that reuses the
+factorisation).  When a bound exceeds `tol` the call escalates — ``solve`` and
+``jax`` to ``gth``; ``sparse`` to dense ``gth`` when n ≤ :data:`DENSE_GTH_MAX` —
+and raises :class:`~sp_ode.markov.bounds.ConvergenceError` when nothing meets
+`tol`.  Nothing is ever returned with a bound above `tol`, except by ``gth``
+and ``banded`` under the default `tol` (they are the most accurate methods there
+are; their bound is reported).  Stacks ``(..., n, n)`` of dense generators give ``(..., n)``.
 """
 from __future__ import annotations
 
+import math
+import warnings
 from collections.abc import Callable
 
 import numpy as np
+import scipy.linalg
 import scipy.sparse as sp
 
 from sp_ode.core.precision import in_float64
 from sp_ode.core.validation import check_choice
-from sp_ode.markov._gth import gth_batched, gth_blocked
+from sp_ode.markov._gth import gth_componentwise_bound, gth_solve
+from sp_ode.markov.bounds import ConvergenceError, posterior_bound
 from sp_ode.markov.generator import check_generator, closed_classes, require_irreducible
 
+#: Default `tol`: largest accepted ℓ1 error bound for solve, sparse and jax (six digits of mass;
+#: the 10⁶-state CME benchmark certifies ~3e-9, near the float64 floor 2·max E[τ]·u·‖|Q|ᵀp‖₁).
+DEFAULT_TOL = 1e-6
+#: Largest n for which a sparse Q is escalated to dense GTH (8n² bytes: 288 MB).
+DENSE_GTH_MAX = 6000
+#: Largest band array (8·n·(2b + 1) bytes) for which a sparse Q is escalated to banded GTH.
+BANDED_GTH_MAX_BYTES = 2e9
 # Below this size a stack is solved by the batch-vectorised loop; above, one blocked solve per matrix.
 _BATCH_VECTORISE_MAX_N = 64
 
 
-def _gth(Q: np.ndarray) -> np.ndarray:
-    if Q.shape[-1] <= _BATCH_VECTORISE_MAX_N:
-        return gth_batched(Q.reshape(-1, *Q.shape[-2:])).reshape(Q.shape[:-1])
-    flat = Q.reshape(-1, *Q.shape[-2:])
-    return np.stack([gth_blocked(q) for q in flat]).reshape(Q.shape[:-1])
+def _gth(Q: np.ndarray, *, log: bool = False, **_) -> tuple[np.ndarray, dict]:
+    p, extra = gth_solve(Q, log=log, batch_max_n=_BATCH_VECTORISE_MAX_N)
+    cw = gth_componentwise_bound(Q.shape[-1]) if extra["underflow_terms"] == 0 else math.inf
+    failure = None if extra["underflow_terms"] == 0 else (
+        f"{extra['underflow_terms']} elimination term(s) underflowed even with scaling: no entrywise promise")
+    return p, {"failure": failure,"algorithm": "GTH (subtraction-free elimination, exact exponents)", "iterations": 0,
+               "bound": cw, "componentwise_bound": cw, "bound_kind": "a-priori componentwise c·n³·u (§7.2)",
+               "negatives_clipped": 0, "most_negative": 0.0, "gth_scaled_reruns": extra["scaled"],
+               "underflow_terms": extra["underflow_terms"]}
+
+
+def _banded(Q, *, log: bool = False, **_) -> tuple[np.ndarray, dict]:
+    from sp_ode.markov._banded_gth import band_plan, banded_gth
+
+    Q = sp.csr_array(Q)
+    perm, b, nbytes = band_plan(Q)
+    if nbytes > BANDED_GTH_MAX_BYTES:
+        return np.full(Q.shape[0], np.nan), {
+            "failure": f"band array needs {nbytes / 1e9:.3g} GB (bandwidth {b}) > {BANDED_GTH_MAX_BYTES / 1e9:g} GB",
+            "bound": math.inf, "algorithm": "banded GTH (not run)", "iterations": 0, "bandwidth": b,
+            "negatives_clipped": 0, "most_negative": 0.0}
+    p, extra = banded_gth(Q, perm, b, log=log)
+    cw = gth_componentwise_bound(Q.shape[0]) if extra["reliable"] else math.inf
+    failure = None if extra["reliable"] else "an eliminated entry left the range where no update can underflow"
+    return p, {"failure": failure, "algorithm": "GTH in band storage after reverse Cuthill-McKee (exact exponents)",
+               "iterations": 0, "bound": cw, "componentwise_bound": cw,
+               "bound_kind": "a-priori componentwise c·n³·u (§7.2)", "bandwidth": b,
+               "negatives_clipped": 0, "most_negative": 0.0}
 
 
 def _bordered_system(Q):
@@ -49,29 +97,95 @@ def _bordered_system(Q):
     return M, rhs
 
 
-def _project_to_simplex(p: np.ndarray) -> np.ndarray:
-    """Clip rounding-level negatives to 0 and renormalise (methods that are only normwise accurate)."""
-    p = np.maximum(p, 0.0)
-    return p / p.sum(axis=-1, keepdims=True)
+def _clip(p: np.ndarray) -> tuple[np.ndarray, int, float]:
+    """Clip negatives to 0 and renormalise (normwise methods): (p, count clipped, largest |negative|)."""
+    neg = p < 0
+    count = int(np.count_nonzero(neg))
+    largest = float(-p[neg].min()) if count else 0.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = np.maximum(p, 0.0)
+        p = p / p.sum(axis=-1, keepdims=True)
+    return p + 0.0, count, largest
 
 
-def _solve(Q: np.ndarray) -> np.ndarray:
+def _bounds_pinned_last(Q: np.ndarray, p: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Largest (ℓ1 bound, hitting time) over a stack, pinned at k = n − 1 with ŷ ≈ G⁻¹1 given per matrix."""
+    n = Q.shape[-1]
+    flatQ, flatp, flaty = Q.reshape(-1, n, n), p.reshape(-1, n), y.reshape(-1, n - 1)
+    worst = (0.0, 0.0)
+    for q, pp, yy in zip(flatQ, flatp, flaty):
+        b, H = posterior_bound(q, pp, n - 1, yy)
+        worst = (max(worst[0], b), max(worst[1], H))
+        if math.isinf(b):
+            break
+    return worst
+
+
+def _hitting_times_last(Q: np.ndarray) -> np.ndarray:
+    """ŷ = G⁻¹1 with G = −Q[:-1, :-1] (mean hitting times of the last state), batched."""
+    G = -Q[..., :-1, :-1]
+    with np.errstate(all="ignore"):
+        try:
+            return np.linalg.solve(G, np.ones(Q.shape[:-1])[..., :-1, None])[..., 0]
+        except np.linalg.LinAlgError:
+            return np.full(Q.shape[:-2] + (Q.shape[-1] - 1,), np.nan)
+
+
+def _normwise_info(Q, p, y, algorithm: str) -> tuple[np.ndarray, dict]:
+    finite = bool(np.all(np.isfinite(p)))
+    p, count, largest = _clip(p) if finite else (p, 0, 0.0)
+    if Q.shape[-1] == 1:
+        bound, H = 0.0, 0.0
+    elif finite and np.all(np.isfinite(p)):
+        bound, H = _bounds_pinned_last(Q, p, y)
+    else:
+        bound, H = math.inf, math.inf
+    return p, {"algorithm": algorithm, "iterations": 0, "bound": bound, "componentwise_bound": None,
+               "bound_kind": "a-posteriori ℓ1: 2·max E[τ_k]·‖Qᵀq‖₁ (§7.1)", "hitting_time": H,
+               "negatives_clipped": count, "most_negative": largest}
+
+
+def _solve(Q: np.ndarray, **_) -> tuple[np.ndarray, dict]:
     M, rhs = _bordered_system(Q)
-    return _project_to_simplex(np.linalg.solve(M, rhs[..., None])[..., 0])
+    n = Q.shape[-1]
+    # A numerically singular M is a status (bound ∞, escalation), not a warning on stderr.
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
+        if Q.ndim == 2 and n > 1:
+            # One LU of M serves both the solve and the hitting times: G = −Q[:-1, :-1] appears in
+            # Mᵀ = [Q[:, :-1] | 1]; solving Mᵀu = (−1, 0) and Mᵀv = e_n and cancelling the last
+            # unknown gives Q[:-1, :-1]u' = −1, i.e. u' = G⁻¹1 (certified afterwards by its residual).
+            try:
+                lu = scipy.linalg.lu_factor(M, check_finite=False)
+                p = scipy.linalg.lu_solve(lu, rhs, check_finite=False)
+                u = scipy.linalg.lu_solve(lu, np.r_[-np.ones(n - 1), 0.0], trans=1, check_finite=False)
+                v = scipy.linalg.lu_solve(lu, np.eye(n)[-1], trans=1, check_finite=False)
+                y = (u - (u[-1] / v[-1]) * v)[:-1]
+            except (np.linalg.LinAlgError, ValueError, ZeroDivisionError):
+                p, y = np.full(n, np.nan), np.full(n - 1, np.nan)
+        else:
+            try:
+                p = np.linalg.solve(M, rhs[..., None])[..., 0]
+            except np.linalg.LinAlgError:
+                p = np.full(Q.shape[:-1], np.nan)
+            y = _hitting_times_last(Q) if n > 1 else np.zeros(Q.shape[:-1])[..., :0]
+    return _normwise_info(Q, p, y, "LU of the bordered system (Qᵀ, last row → 1ᵀ)")
 
 
 @in_float64
-def _jax(Q: np.ndarray) -> np.ndarray:
-    return _project_to_simplex(np.asarray(stationary_jax(Q), dtype=np.float64))
+def _jax(Q: np.ndarray, **_) -> tuple[np.ndarray, dict]:
+    p = np.asarray(stationary_jax(Q), dtype=np.float64)
+    y = _hitting_times_last(Q) if Q.shape[-1] > 1 else np.zeros(Q.shape[:-1])[..., :0]
+    return _normwise_info(Q, p, y, "JAX bordered solve (jnp.linalg.solve)")
 
 
-def _sparse(Q) -> tuple[np.ndarray, dict]:
+def _sparse(Q, *, tol: float, maxiter: int | None, **_) -> tuple[np.ndarray, dict]:
     from sp_ode.markov._sparse import sparse_stationary
 
-    return sparse_stationary(sp.csr_array(Q))
+    return sparse_stationary(sp.csr_array(Q), bound_tol=tol, maxiter=maxiter)
 
 
-METHODS: dict[str, Callable] = {"gth": _gth, "solve": _solve, "sparse": _sparse, "jax": _jax}
+METHODS: dict[str, Callable] = {"gth": _gth, "solve": _solve, "sparse": _sparse, "jax": _jax, "banded": _banded}
 
 
 def _require_irreducible_stack(Q: np.ndarray) -> None:
@@ -128,56 +242,141 @@ def stationary_residual(Q, p) -> float:
     return float(np.max(np.abs(r)))
 
 
-def stationary_distribution(Q, method: str | None = None, *, return_info: bool = False):
-    """Stationary distribution p_st of an irreducible generator Q.
+def _check_tol(tol) -> float | None:
+    if tol is None:
+        return None
+    if isinstance(tol, bool) or not isinstance(tol, (int, float, np.integer, np.floating)):
+        raise TypeError(f"`tol` must be a real number; got {type(tol).__name__}.")
+    tol = float(tol)
+    if not (math.isfinite(tol) and tol > 0):
+        raise ValueError(f"`tol` must be finite and > 0 (a bound on ‖p − p_st‖₁); got {tol!r}.")
+    return tol
+
+
+def _check_maxiter(maxiter) -> int | None:
+    if maxiter is None:
+        return None
+    if isinstance(maxiter, bool) or not isinstance(maxiter, (int, np.integer)):
+        raise TypeError(f"`maxiter` must be an integer; got {type(maxiter).__name__}.")
+    if maxiter < 1:
+        raise ValueError(f"`maxiter` must be >= 1; got {maxiter}.")
+    return int(maxiter)
+
+
+def _escalation(method: str, n: int) -> list[str]:
+    if method in ("solve", "jax"):
+        return ["gth"]
+    if method == "sparse":
+        return ["banded"] + (["gth"] if n <= DENSE_GTH_MAX else [])
+    if method == "banded" and n <= DENSE_GTH_MAX:
+        return ["gth"]
+    return []
+
+
+def stationary_distribution(Q, method: str | None = None, *, tol: float | None = None,
+                            maxiter: int | None = None, return_info: bool = False, log: bool = False):
+    """Stationary distribution p_st of an irreducible generator Q, with an error bound.
 
     Parameters
     ----------
     Q : array_like (n, n) or (..., n, n), or scipy.sparse (n, n)
         Generator(s): Q[i, j] ≥ 0 the rate i → j, rows summing to zero.
-    method : {"gth", "solve", "sparse", "jax"}, optional
+    method : {"gth", "solve", "sparse", "jax", "banded"}, optional
         Default "gth" for dense input, "sparse" for ``scipy.sparse`` input.
+    tol : float, optional
+        Largest accepted error bound on ‖p − p_st‖₁ (module docstring; default
+        :data:`DEFAULT_TOL` for solve, sparse and jax; GTH's a-priori bound is
+        checked only when `tol` is given).  A method whose bound exceeds `tol`
+        escalates to a stronger one; if none meets it, :class:`ConvergenceError`.
+    maxiter : int, optional
+        Cap on the iterations of ``sparse`` (GMRES steps); ignored by direct methods.
     return_info : bool
-        Also return a dict with ``method``, ``residual`` (‖Qᵀp‖∞) and, for
-        ``sparse``, the solver's own report.
+        Also return a dict: ``method`` (the one that produced p), ``requested_method``,
+        ``algorithm``, ``iterations``, ``residual`` ‖Qᵀp‖∞, ``bound`` (on ‖p − p_st‖₁),
+        ``bound_kind``, ``componentwise_bound`` (GTH: relative, every entry),
+        ``hitting_time`` (the certified max_i E_i[τ_k] of the normwise bound),
+        ``negatives_clipped`` and ``most_negative`` (largest magnitude clipped),
+        ``escalations`` (one dict per rejected attempt: method, bound, reason),
+        ``tol``; ``sparse`` adds its solver report.
+    log : bool
+        Return log p_st instead (method "gth" only): accurate also for entries
+        far below the float range (docs/theory.md §7.2).
 
     Returns
     -------
-    p : ndarray (n,) or (..., n), float64, p ≥ 0, sum 1.
+    p : ndarray (n,) or (..., n), float64, p ≥ 0, sum 1 (or log p when `log`).
     info : dict, only when ``return_info``.
 
     Raises
     ------
     TypeError, ValueError
-        Q is not a generator (see :func:`sp_ode.check_generator`) or `method` unknown.
+        Q is not a generator (see :func:`sp_ode.check_generator`), `method`
+        unknown, `tol` not finite and > 0, `maxiter` < 1, or `log=True` with a
+        method other than "gth".
     NotIrreducibleError
         Q has more than one communicating class (the message names the closed
         classes; see :func:`stationary_distributions`).
+    ConvergenceError
+        No method reached `tol`; the message names the bound, `tol` and what to try.
     """
     is_sparse = sp.issparse(Q)
-    method = ("sparse" if is_sparse else "gth") if method is None else method
+    if not isinstance(log, (bool, np.bool_)):
+        raise TypeError(f"`log` must be a bool; got {type(log).__name__}.")
+    if method is None:
+        method = "gth" if (log or not is_sparse) else "sparse"
     check_choice("method", method, METHODS)
+    if log and method not in ("gth", "banded"):
+        raise ValueError(f"`log=True` needs method 'gth' or 'banded' (the methods that represent p_st below "
+                         f"the float range); got method={method!r}.")
+    user_tol = _check_tol(tol)
+    maxiter = _check_maxiter(maxiter)
+    tol = DEFAULT_TOL if user_tol is None else user_tol
     Q = check_generator(Q, batch=not is_sparse)
     if Q.ndim == 2:
         require_irreducible(Q)
     else:
         _require_irreducible_stack(Q)
-    if is_sparse and method != "sparse":
-        if Q.shape[0] > 5000:
-            raise ValueError(f"`method` {method!r} needs a dense matrix; Q is sparse with n = {Q.shape[0]} — use "
-                             "method='sparse'.")
+    n = Q.shape[-1]
+    if is_sparse and method not in ("sparse", "banded"):
+        if n > DENSE_GTH_MAX:
+            raise ValueError(f"`method` {method!r} needs a dense matrix; Q is sparse with n = {n} > "
+                             f"{DENSE_GTH_MAX} — use method='sparse'.")
         Q = Q.toarray()
-    if method == "sparse" and not is_sparse:
+    if method in ("sparse", "banded") and not is_sparse:
         if Q.ndim != 2:
-            raise ValueError(f"`method` 'sparse' takes a single (n, n) generator; got shape {Q.shape}.")
+            raise ValueError(f"`method` {method!r} takes a single (n, n) generator; got shape {Q.shape}.")
         Q = sp.csr_array(Q)
-    out = METHODS[method](Q)
-    p, extra = out if isinstance(out, tuple) else (out, {})
+    escalations = []
+    for m in [method, *_escalation(method, n)]:
+        if m == "gth" and sp.issparse(Q):
+            Q = Q.toarray()
+        if log and m not in ("gth", "banded"):
+            continue
+        p, extra = METHODS[m](Q, log=log, tol=tol, maxiter=maxiter)
+        if "method" in extra:  # the sparse solver's own description of its algorithm
+            extra["algorithm"] = extra.pop("method")
+        bound = extra["bound"]
+        # GTH under the default tol: its (finite) a-priori bound is reported, not enforced (module docstring).
+        accept = bound <= tol or (m in ("gth", "banded") and user_tol is None and math.isfinite(bound))
+        if accept:
+            break
+        escalations.append({"method": m, "bound": bound,
+                            "reason": extra.get("failure") or f"bound {bound:.3g} > tol {tol:.3g}"})
+    else:
+        tried = ", ".join(f"{e['method']} (bound {e['bound']:.3g})" for e in escalations)
+        hint = ("pass a larger `tol`" + (", a larger `maxiter`" if method == "sparse" else "")
+                + (f", or method='gth' on a dense Q (feasible up to n ≈ {DENSE_GTH_MAX})" if n > DENSE_GTH_MAX else ""))
+        raise ConvergenceError(
+            f"stationary_distribution: no method met `tol` = {tol:.3g} on ‖p − p_st‖₁; tried {tried}. "
+            f"Last: {escalations[-1]['reason']}. Try: {hint}.",
+            bound=escalations[-1]["bound"], tol=tol, info={"escalations": escalations})
     if not return_info:
         return p
-    if "method" in extra:  # the solver's own description of its algorithm
-        extra["algorithm"] = extra.pop("method")
-    info = {**extra, "method": method, "residual": stationary_residual(Q, p)}
+    residual = stationary_residual(Q, np.exp(p) if log else p)
+    info = {**extra, "method": m, "requested_method": method, "residual": residual, "bound": bound,
+            "escalations": escalations, "tol": tol if (user_tol is not None or m not in ("gth", "banded")) else None}
+    info.setdefault("hitting_time", None)
+    info.setdefault("converged", True)
     return p, info
 
 
@@ -197,5 +396,5 @@ def stationary_distributions(Q) -> tuple[list[np.ndarray], np.ndarray]:
     P = np.zeros((len(classes), Qd.shape[0]))
     for k, c in enumerate(classes):
         # A closed class's block is itself an irreducible generator (no rate leaves it).
-        P[k, c] = _gth(Qd[np.ix_(c, c)])
+        P[k, c] = gth_solve(Qd[np.ix_(c, c)])[0]
     return classes, P

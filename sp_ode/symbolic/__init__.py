@@ -20,6 +20,7 @@ _LAZY: dict[str, str] = {
                                        "BridgeReport", "symbolic_stationary", "verify_stationary",
                                        "numeric_bridge", "MAX_TREES"],
         "sp_ode.symbolic.reversibility": ["ReversibilityReport", "detailed_balance", "kolmogorov_criterion"],
+        "sp_ode.symbolic.io": ["GeneratorFileError", "GeneratorFile", "read_generator", "read_claim"],
     }.items()
     for name in names
 }

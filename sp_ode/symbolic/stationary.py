@@ -139,6 +139,8 @@ class StationaryCertificate:
     Attributes
     ----------
     identities : ((statement, held), ...), one per checked identity.
+    leftover : ((statement, expression), ...): for each identity that failed, what is left
+        of its left-hand side, factored (e.g. (Qᵀp)_j for a false claimed p); empty when passed.
     passed : every identity held.
     positive : True when p_st > 0 is certified (every generator declared positive and every
         coefficient of every w_r positive), None when it could not be decided.
@@ -153,6 +155,7 @@ class StationaryCertificate:
     seconds: float
     domain: str
     method: str = "expansion to the zero polynomial in an exact sparse domain (no floating point)"
+    leftover: tuple[tuple[str, sympy.Expr], ...] = ()
 
     def to_dict(self) -> dict:
         return {
@@ -162,6 +165,7 @@ class StationaryCertificate:
             "domain": self.domain,
             "method": self.method,
             "identities": [{"identity": s, "held": h} for s, h in self.identities],
+            "leftover": [{"identity": s, "leftover": str(e)} for s, e in self.leftover],
         }
 
 
@@ -262,17 +266,63 @@ class SymbolicStationary:
             domain=_domain_name(K),
         )
 
-    def latex(self, *, normalised: bool = True) -> str:
-        """LaTeX of p_st (``p_r = w_r / S``), one aligned line per state."""
+    @cached_property
+    def common_form(self) -> tuple[tuple[sympy.Expr, ...], sympy.Expr]:
+        """(numerators, denominator) with p_r = numerator_r / denominator and no common factor left.
+
+        The weights w_r and S = Σ w_r share the polynomial gcd of the w_r (e.g. a rate that
+        appears in every spanning tree); it is divided out exactly, then each part is factored.
+        """
+        from sympy.polys.fields import FracField
+
+        weights = list(self.weights)
+        if not isinstance(self.domain, FracField) and len(self.domain.gens) > 0:
+            g = weights[0]
+            for w in weights[1:]:
+                g = g.gcd(w)
+            if g != 0 and g != self.domain.one:
+                weights = [w.exquo(g) for w in weights]
+        S = balanced_sum(list(weights), self.domain.zero)
+        small = sum(len(w.numer) + len(w.denom) if hasattr(w, "numer") else len(w) for w in weights) < 400
+        exprs = [_expr(w) for w in weights] + [_expr(S)]
+        exprs = [sympy.factor(e) for e in exprs] if small else exprs  # factoring is for readability only
+        return tuple(exprs[:-1]), exprs[-1]
+
+    def latex(self, *, normalised: bool = True, labels: Sequence[str] | None = None,
+              common_denominator: bool = True) -> str:
+        """LaTeX of p_st, one aligned line per state.
+
+        With `common_denominator` (the default) the denominator is written once:
+        ``p_r = N_r / D`` on each line, then ``D = …`` (docs/theory.md §3.1: D = Σ_r N_r).
+        Without it each line is the full fraction.  ``normalised=False`` writes the tree
+        weights w_r and S = Σ w_r instead.  `labels` names the states (default 0 … n−1).
+        """
+        names = [str(k) for k in range(self.n)] if labels is None else [str(x) for x in labels]
+        if len(names) != self.n:
+            raise ValueError(f"`labels` must have n = {self.n} entries; got {len(names)}.")
+        sub = [sympy.latex(sympy.Symbol(x)) for x in names]
         lines = []
-        S = sympy.Symbol("S")
-        for r in range(self.n):
-            rhs = self.p[r] if normalised else self.unnormalised[r]
-            lhs = f"p_{{{r}}}" if normalised else f"w_{{{r}}}"
-            lines.append(f"{lhs} &= {sympy.latex(rhs)}")
         if not normalised:
-            lines.append(f"{sympy.latex(S)} &= {sympy.latex(self.normaliser)}")
+            for r in range(self.n):
+                lines.append(f"w_{{{sub[r]}}} &= {sympy.latex(self.unnormalised[r])}")
+            lines.append(f"S &= {sympy.latex(self.normaliser)}")
+        elif common_denominator and self.n > 1:
+            nums, den = self.common_form
+            for r in range(self.n):
+                lines.append(f"p_{{{sub[r]}}} &= \\frac{{{sympy.latex(nums[r])}}}{{D}}")
+            lines.append(f"D &= {sympy.latex(den)}")
+        else:
+            for r in range(self.n):
+                lines.append(f"p_{{{sub[r]}}} &= {sympy.latex(self.p[r])}")
         return "\\begin{aligned}\n" + " \\\\\n".join(lines) + "\n\\end{aligned}"
+
+    def text(self, labels: Sequence[str] | None = None) -> str:
+        """Plain-text p_st with the common denominator written once (sympy-parsable pieces)."""
+        names = [str(k) for k in range(self.n)] if labels is None else [str(x) for x in labels]
+        nums, den = self.common_form
+        width = max(len(x) for x in names)
+        rows = [f"  p[{x}]{' ' * (width - len(x))} = ({nums[r]}) / D" for r, x in enumerate(names)]
+        return "\n".join(rows + [f"  D{' ' * (width + 2)} = {den}"])
 
     def lambdify(self, args: Sequence[sympy.Symbol] | sympy.Symbol):
         """A NumPy function of `args` returning p_st, shape (..., n), normalised numerically.
@@ -388,18 +438,30 @@ def verify_stationary(Q: Any, p: Any, *, assume_nonnegative: bool = False) -> St
     if len(pe) != G.n:
         raise ValueError(f"`p` must have length n = {G.n}; got {len(pe)}.")
     K, n = G.domain, G.n
-    identities = []
+    identities, leftover = [], []
     for j in range(n):
         residual = balanced_sum([G.entry[(i, j)] * pe[i] for i in range(n)], K.zero)
         identities.append((f"(Q^T p)_{j} = 0", residual == 0))
-    identities.append(("1^T p = 1", balanced_sum(list(pe), K.zero) - K.one == 0))
+        if residual != 0:
+            leftover.append((f"(Q^T p)_{j}", _simplified(residual)))
+    total = balanced_sum(list(pe), K.zero) - K.one
+    identities.append(("1^T p = 1", total == 0))
+    if total != 0:
+        leftover.append(("1^T p - 1", _simplified(total)))
     return StationaryCertificate(
         identities=tuple(identities),
         passed=all(h for _, h in identities),
         positive=None,
         seconds=time.perf_counter() - start,
         domain=_domain_name(K),
+        leftover=tuple(leftover),
     )
+
+
+def _simplified(x: Any) -> sympy.Expr:
+    """A nonzero ring/field element as a factored sympy expression (numerator and denominator apart)."""
+    expr = _expr(x)
+    return sympy.factor(expr) if sympy.count_ops(expr) < 2000 else expr
 
 # --- numeric bridge -------------------------------------------------------------
 

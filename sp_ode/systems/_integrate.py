@@ -7,7 +7,11 @@ and the static part of ``args`` is part of the cache key.  The callers
 are already validated.
 
 Status codes (shared by both backends): 0 success, 1 max_steps reached,
-2 step size underflow / solver failure, 3 other.
+2 step size underflow / solver failure, 3 other; the callers add 4 when the
+cause is the vector field itself (non-finite f or g, f/ε overflowing, Q(y) not
+a generator or p_st(y) undefined).  Both engines also return the
+last state reached (``t_end``, ``z_end``), from which the caller diagnoses a
+failure by its cause (docs/theory.md §9).
 """
 from __future__ import annotations
 
@@ -24,7 +28,14 @@ import numpy as np
 
 DIFFRAX_METHODS = ("Kvaerno5", "Kvaerno4", "Kvaerno3", "Tsit5", "Dopri5", "Dopri8")
 SCIPY_METHODS = ("Radau", "BDF", "LSODA")
-STATUS_OK, STATUS_MAX_STEPS, STATUS_STEP_FAILURE, STATUS_OTHER = 0, 1, 2, 3
+STATUS_OK, STATUS_MAX_STEPS, STATUS_STEP_FAILURE, STATUS_OTHER, STATUS_VECTOR_FIELD = 0, 1, 2, 3, 4
+
+# A solve without save times keeps every accepted step.  diffrax preallocates that buffer
+# (t and z for each of max_steps steps), so a generous max_steps (10**9) would allocate
+# ~24·(n+1) GB and hang.  Such solves instead run in chunks of at most this many steps,
+# each restarted from the last state of the one before, until t1 or max_steps: memory
+# grows with the steps actually taken, never with the budget.
+STEP_CHUNK = 4096
 
 _CACHE_SIZE = 64
 
@@ -39,8 +50,8 @@ class Problem:
 
     key: Hashable
     make_rhs: Callable
-    # κ of the chord iteration of the Kvaerno methods (see CHORD_KAPPA); diffrax's default
-    # 1e-2 unless the caller's rhs carries a 1/ε-amplified stiff part
+    # κ of the chord iteration of the Kvaerno methods: diffrax's default for a general
+    # system, CHORD_KAPPA_MASTER for a master equation (see there)
     chord_kappa: float = 1e-2
 
 
@@ -97,8 +108,13 @@ _diffrax_cache: OrderedDict[Hashable, Any] = OrderedDict()
 # "diverged", and the controller shrinks h: on the ring20 master equation (ε = 1e-3,
 # rtol 1e-8, x0 = e₀) Kvaerno5 took 820 + 167 rejected steps for an error of 5.0e-12;
 # at κ = 1 it takes 320 + 8 steps for 4.4e-10, against 4.8e-10 for scipy Radau at the
-# same rtol (docs/bench/batched.md).  The ε-free reduced flow keeps diffrax's κ = 1e-2.
-CHORD_KAPPA = 1.0
+# same rtol (docs/bench/batched.md).  That noise floor is specific to f = Q(y)ᵀx with
+# x on the simplex; a general stiff system keeps diffrax's κ = 1e-2, which it needs:
+# HIRES at rtol 1e-7 (atol 1e-11) has 7.43 correct digits with κ = 1 and 9.54 with κ = 1e-2
+# (scipy Radau: 8.28); κ = 1 costs VDPOL one digit as well (docs/bench/stiff.md).  The
+# ε-free reduced flow keeps 1e-2 too.
+CHORD_KAPPA = 1e-2
+CHORD_KAPPA_MASTER = 1.0
 
 
 def _diffrax_solver(method: str, kappa: float):
@@ -110,17 +126,19 @@ def _diffrax_solver(method: str, kappa: float):
     return getattr(diffrax, method)()
 
 
-# Implicit (Kvaerno) solvers step *to* the save times when there are at most this many: their
-# dense output is only a 3rd-order Hermite interpolant, whose error at the save times exceeded
-# the 5th-order step error by 40x (ring20, ε = 1e-3, rtol 1e-8: 8.6e-9 interpolated against
-# 1.8e-10 at step ends, for 5 % more steps; docs/bench/batched.md).  A denser grid (a plot)
-# would force at least one step per save time (me3: 64 save times took 301 steps, its own
-# steps are 127), so there the interpolant is used.  The
-# explicit solvers' interpolants match their order; they keep their own steps.
-STEP_TO_TS_MAX = 16
+# Implicit (Kvaerno) solvers step *to* every save time.  Their dense output is a 3rd-order
+# Hermite interpolant, whose error between steps exceeds the 5th-order step error by up to
+# two orders of magnitude: me3 at the default rtol 1e-8 had 4.3e-10 at 4 save times but
+# 2.1e-8 at 17 (the old rule interpolated above 16 save times).  Stepping to them keeps the
+# error at every save time at the step error (1.0e-10 … 6.0e-10 for 4 … 201 save times) at
+# the cost of at least one step per save interval (me3, 201 save times: 492 steps against
+# 129; docs/benchmarks.md).  Those forced steps are added to the step budget, so a dense
+# grid does not eat into `max_steps`.  The explicit solvers' interpolants match their
+# order; they keep their own steps.
 
 
-def _build_diffrax(problem, args_static, method, max_steps, save_steps, batch_axes, step_to_ts=False):
+def _build_diffrax(problem, args_static, method, max_steps, save_steps, batch_axes, step_to_ts=False,
+                   given_dt0=False):
     import diffrax
 
     rhs = problem.make_rhs(args_static)
@@ -130,6 +148,7 @@ def _build_diffrax(problem, args_static, method, max_steps, save_steps, batch_ax
     def one(z0, scalars, ts, args_dyn):
         # t0, t1, rtol, atol, ε travel as one array: one host-to-device transfer per call
         t0, t1, rtol, atol, eps = scalars[0], scalars[1], scalars[2], scalars[3], scalars[4]
+        dt0 = scalars[5] if given_dt0 else None  # a continued chunk resumes with its last step size
         # PI controller with the coefficients recommended for stiff problems (diffrax docs).
         step_ts = ts if step_to_ts else None
         controller = diffrax.PIDController(rtol=rtol, atol=atol, pcoeff=0.3 if implicit else 0.0,
@@ -137,12 +156,13 @@ def _build_diffrax(problem, args_static, method, max_steps, save_steps, batch_ax
         main = diffrax.SubSaveAt(t0=True, steps=True) if save_steps else diffrax.SubSaveAt(ts=ts)
         saveat = diffrax.SaveAt(subs=[main, diffrax.SubSaveAt(t1=True)])
         sol = diffrax.diffeqsolve(
-            diffrax.ODETerm(rhs), solver, t0, t1, None, z0, args=(eps, args_dyn), saveat=saveat,
+            diffrax.ODETerm(rhs), solver, t0, t1, dt0, z0, args=(eps, args_dyn), saveat=saveat,
             stepsize_controller=controller, max_steps=max_steps, throw=False,
         )
-        (ts_out, tend), (zs, _) = sol.ts, sol.ys
+        # the t1 sub-save holds the last state reached, also after a failure
+        (ts_out, tend), (zs, zend) = sol.ts, sol.ys
         stats = {k: sol.stats[k] for k in ("num_steps", "num_accepted_steps", "num_rejected_steps")}
-        return ts_out, zs, tend[-1], sol.result._value, stats
+        return ts_out, zs, tend[-1], zend[-1], sol.result._value, stats
 
     if batch_axes is None:
         return one
@@ -155,27 +175,74 @@ def solve_diffrax(problem: Problem, z0, t0, t1, ts, *, eps, args, rtol, atol, me
     """Integrate with diffrax; ``z0`` is (n,) or, when `batched`, (B, n).
 
     `split`, when given, is ``split_args(args)`` already computed by the caller.
+    Without save times (single solve) the accepted steps are returned, computed in
+    chunks of at most `STEP_CHUNK` steps so that memory never scales with `max_steps`.
 
-    Returns a dict of NumPy arrays: t, z, t_end, status, num_steps, num_rejected_steps
-    (leading B axis when batched), and compile_time, wall_time (seconds).
+    Returns a dict of NumPy arrays: t, z, t_end, z_end (last state reached), status,
+    num_steps, num_rejected_steps (leading B axis when batched), and compile_time,
+    wall_time (seconds).
     """
+    split = split_args(args) if split is None else split
+    if ts is None and not batched:
+        return _solve_diffrax_steps(problem, z0, t0, t1, eps=eps, split=split, rtol=rtol, atol=atol,
+                                    method=method, max_steps=max_steps)
+    if ts is None:
+        ts = np.array([t0, t1])
+    step_to_ts = method.startswith("Kvaerno")
+    budget = max_steps + (len(ts) if step_to_ts else 0)  # forced steps do not count against max_steps
+    return _run_diffrax(problem, z0, t0, t1, ts, eps=eps, split=split, rtol=rtol, atol=atol, method=method,
+                        max_steps=budget, save_steps=False, batched=batched, batch_args=batch_args,
+                        step_to_ts=step_to_ts)
+
+
+def _solve_diffrax_steps(problem, z0, t0, t1, *, eps, split, rtol, atol, method, max_steps) -> dict:
+    """Every accepted step of one solve, in chunks of at most STEP_CHUNK steps."""
+    chunk = min(max_steps, STEP_CHUNK)
+    ts_parts, zs_parts = [], []
+    t_start, z_start, used, dt0 = t0, np.asarray(z0, dtype=np.float64), 0, 0.0
+    compile_time = wall_time = 0.0
+    accepted = rejected = 0
+    while True:
+        out = _run_diffrax(problem, z_start, t_start, t1, np.zeros(0), eps=eps, split=split, rtol=rtol, atol=atol,
+                           method=method, max_steps=chunk, save_steps=True, batched=False, batch_args=False,
+                           step_to_ts=False, dt0=dt0)
+        compile_time += out["compile_time"]
+        wall_time += out["wall_time"]
+        accepted += int(out["num_steps"])
+        rejected += int(out["num_rejected_steps"])
+        used += int(out["num_steps"]) + int(out["num_rejected_steps"])  # diffrax's max_steps counts both
+        first = 0 if not ts_parts else 1  # a restart repeats its starting state
+        ts_parts.append(out["t"][first:])
+        zs_parts.append(out["z"][first:])
+        more = (out["status"] == STATUS_MAX_STEPS and used < max_steps and out["t_end"] > t_start
+                and np.all(np.isfinite(out["z_end"])))
+        if not more:
+            break
+        t_start, z_start = float(out["t_end"]), np.asarray(out["z_end"])
+        dt0 = float(out["t"][-1] - out["t"][-2]) if len(out["t"]) >= 2 else 0.0
+        chunk = min(max_steps - used, STEP_CHUNK)
+    out["t"], out["z"] = np.concatenate(ts_parts), np.concatenate(zs_parts)
+    out["num_steps"], out["num_rejected_steps"] = accepted, rejected
+    out["compile_time"], out["wall_time"] = compile_time, wall_time
+    return out
+
+
+def _run_diffrax(problem, z0, t0, t1, ts, *, eps, split, rtol, atol, method, max_steps, save_steps, batched,
+                 batch_args, step_to_ts, dt0: float = 0.0) -> dict:
     import diffrax
 
-    args_dyn, args_static, static_key = split_args(args) if split is None else split
-    save_steps = ts is None and not batched
-    if ts is None:
-        ts = np.array([t0, t1]) if batched else np.zeros(0)
-    scalars = np.array([t0, t1, rtol, atol, eps], dtype=np.float64)
+    args_dyn, args_static, static_key = split
+    scalars = np.array([t0, t1, rtol, atol, eps, dt0], dtype=np.float64)
     call = (np.asarray(z0, dtype=np.float64), scalars, np.asarray(ts, dtype=np.float64), args_dyn)
     batch_axes = (0, 0 if batch_args else None) if batched else None
-    step_to_ts = method.startswith("Kvaerno") and not save_steps and len(ts) <= STEP_TO_TS_MAX
+    given_dt0 = dt0 > 0
     key = (problem.key, static_key, method, problem.chord_kappa, max_steps, save_steps, batch_axes, step_to_ts,
-           tree_spec(call))
+           given_dt0, tree_spec(call))
     compiled = _diffrax_cache.get(key)
     compile_time = 0.0
     if compiled is None:
         start = time.perf_counter()
-        fn = _build_diffrax(problem, args_static, method, max_steps, save_steps, batch_axes, step_to_ts)
+        fn = _build_diffrax(problem, args_static, method, max_steps, save_steps, batch_axes, step_to_ts, given_dt0)
         compiled = jax.jit(fn).lower(*call).compile()
         compile_time = time.perf_counter() - start
         _diffrax_cache[key] = compiled
@@ -184,7 +251,7 @@ def solve_diffrax(problem: Problem, z0, t0, t1, ts, *, eps, args, rtol, atol, me
     else:
         _diffrax_cache.move_to_end(key)
     start = time.perf_counter()
-    ts_out, zs, t_end, result, stats = jax.device_get(compiled(*call))  # waits for the result
+    ts_out, zs, t_end, z_end, result, stats = jax.device_get(compiled(*call))  # waits for the result
     wall_time = time.perf_counter() - start
 
     result = np.asarray(result)
@@ -197,7 +264,7 @@ def solve_diffrax(problem: Problem, z0, t0, t1, ts, *, eps, args, rtol, atol, me
         if result[i] != diffrax.RESULTS.successful._value:  # look up the failures only
             messages[i] = diffrax.RESULTS._index_to_message[int(result[i])]
     out = {
-        "t": ts_out, "z": zs, "t_end": t_end, "status": status,
+        "t": ts_out, "z": zs, "t_end": t_end, "z_end": z_end, "status": status,
         "solver_message": messages,
         "num_steps": stats["num_accepted_steps"],
         "num_rejected_steps": stats["num_rejected_steps"],
@@ -246,7 +313,14 @@ def _scipy_one(fun, jac, z0, t0, t1, ts, rtol, atol, method, max_steps) -> dict:
         if steps >= max_steps:
             status, message = STATUS_MAX_STEPS, "The maximum number of solver steps was reached."
             break
-        msg = solver.step()
+        try:  # an exception leaves solver.t, solver.y at the last accepted step
+            msg = solver.step()
+        except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
+            # scipy's LU refuses a non-finite Jacobian (ValueError from check_finite), and the
+            # step arithmetic can overflow: a failure at the last state, diagnosed by the caller
+            # (non-finite f or g, overflow of f/ε, …) instead of a traceback from numpy
+            status, message = STATUS_STEP_FAILURE, f"{type(exc).__name__}: {exc}"
+            break
         steps += 1
         if solver.status == "failed":
             status, message = STATUS_STEP_FAILURE, msg or "scipy solver failed."
@@ -268,7 +342,8 @@ def _scipy_one(fun, jac, z0, t0, t1, ts, rtol, atol, method, max_steps) -> dict:
     if ts is not None and len(t) < len(ts):  # failed early: unreached saves are inf, as diffrax does
         t = np.concatenate([t, np.asarray(ts[len(t):])])
         z = np.concatenate([z, np.full((len(ts) - len(z), n), np.inf)])
-    return {"t": t, "z": z, "t_end": float(solver.t), "status": status, "solver_message": message,
+    return {"t": t, "z": z, "t_end": float(solver.t), "z_end": np.array(solver.y, dtype=np.float64),
+            "status": status, "solver_message": message,
             "num_steps": steps, "nfev": int(solver.nfev), "njev": int(solver.njev),
             "nlu": int(getattr(solver, "nlu", 0))}
 

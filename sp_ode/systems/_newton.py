@@ -178,6 +178,9 @@ def fast_dim(system, x_guess) -> int:
         return system.m
     if x_guess is not None:
         return int(np.size(x_guess)) if np.ndim(x_guess) <= 1 else int(np.shape(x_guess)[-1])
+    if is_master(system):
+        raise ValueError("the number of states n is unknown: build the MasterEquationSystem with `n=` "
+                         "(or from a GeneratorFamily), or pass `x_guess`.")
     raise ValueError("the fast dimension m is unknown: build the system with `m=` or pass `x_guess`.")
 
 

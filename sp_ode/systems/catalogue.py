@@ -18,8 +18,13 @@ name                   system and reference
                        y₀ solves y + eʸ = y(0) + e^{y(0)} + c t (Lambert W)
 ``michaelis_menten``   ε c' = s − (s + κ) c, s' = −s + (s + κ − λ) c (standard
                        QSSA); φ = s/(s + κ), s₀(t) = κ W((s(0)/κ) e^{(s(0) − λt)/κ})
-``vanderpol``          ε x' = y − (x³/3 − x), y' = −x (relaxation oscillations);
-                       the period tends to 3 − 2 ln 2 as ε → 0
+``vanderpol``          ε x' = y − (x³/3 − x), y' = −x on its attracting branch
+                       (default span (0, 0.5), before the fold reached at
+                       t → 3/2 − ln 2); with ``t_span=(0, 4)`` relaxation oscillations
+                       of period → 3 − 2 ln 2
+``fitzhugh_nagumo``    ε v' = v − v³/3 − w + I, w' = 0.08(v + 0.7 − 0.8w); folds at
+                       w = ±2/3 + I; I = 0 stays on the left branch, I = 0.5 reaches
+                       the fold w = −1/6 (relaxation oscillation)
 ``me3``/``me10``/      master equation over families cycle3/ring10/ring50,
 ``me50``               y' = c(⟨w, x⟩ − y); φ = p_st(y) (T1); any other family
                        through ``master_equation_entry`` (e.g. ring20, the benchmark)
@@ -323,25 +328,68 @@ def _vdp_g(t, x, y, args):
 
 @in_float64
 def vanderpol(eps=None, P=None) -> CatalogueEntry:
-    """Van der Pol relaxation oscillations in Liénard form: ε x' = y − (x³/3 − x), y' = −x.
+    """Van der Pol in Liénard form: ε x' = y − (x³/3 − x), y' = −x, on one attracting branch.
 
     The critical manifold y = x³/3 − x folds at x = ±1 (not a graph over y: φ is
-    None).  Along the attracting branches dt = −(x² − 1)/x dx, so the relaxation
-    period tends to 2∫₁² (x − 1/x) dx = 3 − 2 ln 2 ≈ 1.6137 as ε → 0, with an
-    O(ε^{2/3}) correction from the folds: near the fold (x, y) = (1, −2/3) the
-    scaling x − 1 = ε^{1/3}U, t − t* = ε^{2/3}T gives the Riccati equation
-    U' = −T − U², which blows up at T = |a₁| = 2.33811 (a₁ the first zero of Ai), so
-    the first jump from (2, 2/3) comes at t = 3/2 − ln 2 + 2.33811 ε^{2/3} + O(ε ln ε)
-    (Mishchenko & Rozov 1980).  Stiff: runs at ε down to 1e-6.
+    None; the branch through the initial state is followed by Newton).  From
+    (x, y) = (2, 2/3) the trajectory slides down the attracting branch x > 1 and
+    reaches the fold (1, −2/3) at t = 3/2 − ln 2 ≈ 0.807 in the limit; the default
+    time span (0, 0.5) stops well before it (x ≈ 1.60, y ≈ −0.23 at t = 0.5 on the reduced flow), so
+    the reduction holds and `sp-ode verify` measures the Tikhonov rates (docs/theory.md §3.5).
+    Past the fold the trajectory jumps: relaxation oscillations whose period tends to
+    2∫₁² (x − 1/x) dx = 3 − 2 ln 2 ≈ 1.6137 as ε → 0, with an O(ε^{2/3}) correction
+    from the folds: near (1, −2/3) the scaling x − 1 = ε^{1/3}U, t − t* = ε^{2/3}T gives
+    the Riccati equation U' = −T − U², which blows up at T = |a₁| = 2.33811 (a₁ the first
+    zero of Ai), so the first jump comes at t = 3/2 − ln 2 + 2.33811 ε^{2/3} + O(ε ln ε)
+    (Mishchenko & Rozov 1980).  ``t_span=(0, 4)`` shows the oscillation (and verify's
+    fold report).  Stiff: runs at ε down to 1e-6.
     """
     eps, P = _eps_or_P(eps, P, 1e-3)
     system = FastSlowSystem(_vdp_f, _vdp_g, eps=eps, P=P, m=1, d=1, name="vanderpol")
     return CatalogueEntry(
-        "vanderpol", system, (0.0, 4.0), np.array([2.0]), np.array([2.0 / 3.0]),
-        "van der Pol relaxation oscillations (Liénard form)",
-        "period → 3 − 2 ln 2 as ε → 0; from (2, 2/3) the first jump is at t = 3/2 − ln 2 + 2.33811 ε^{2/3} + …",
+        "vanderpol", system, (0.0, 0.5), np.array([2.0]), np.array([2.0 / 3.0]),
+        "van der Pol (Liénard form) on its attracting branch x > 1, before the fold",
+        "fold at (x, y) = (1, −2/3), reached at t → 3/2 − ln 2; from (2, 2/3) the first jump is at "
+        "t = 3/2 − ln 2 + 2.33811 ε^{2/3} + …; period → 3 − 2 ln 2",
         asymptotics={"period_limit": 3 - 2 * math.log(2), "first_jump_time_limit": 1.5 - math.log(2),
-                     "jump_delay_coefficient": 2.338107410459767},
+                     "jump_delay_coefficient": 2.338107410459767, "fold_y": -2.0 / 3.0},
+    )
+
+
+# --- FitzHugh–Nagumo -------------------------------------------------------------------------------
+
+def _fhn_f(t, x, y, args):
+    return x - x**3 / 3 - y + args["I"]
+
+
+def _fhn_g(t, x, y, args):
+    return args["a"] * (x + args["b"] - args["c"] * y)
+
+
+@in_float64
+def fitzhugh_nagumo(eps=None, P=None, I: float = 0.0, v0: float = -2.0, w0: float = 0.0) -> CatalogueEntry:  # noqa: E741
+    """FitzHugh–Nagumo: ε v' = v − v³/3 − w + I, w' = 0.08 (v + 0.7 − 0.8 w); v fast, w slow.
+
+    The critical manifold w = v − v³/3 + I has folds at v = ±1, w = ±2/3 + I; the
+    left branch v < −1 is attracting (D_x f = 1 − v² < 0) for w > −2/3 + I.
+    I = 0 (default): the reduced flow on the left branch has a stable equilibrium at
+    v* ≈ −1.1994, w* ≈ −0.6243 (v* + 0.7 = 0.8(v* − v*³/3)), above the fold w = −2/3,
+    so from (−2, 0) the trajectory stays on the attracting branch and the reduction
+    holds for all t.  I = 0.5: the equilibrium moves to the middle (repelling) branch,
+    the slow flow carries w down to the fold w = −1/6 (reached at t ≈ 3) and the
+    trajectory jumps: a relaxation oscillation, where the reduction ends
+    (docs/theory.md §3.5).
+    """
+    eps, P = _eps_or_P(eps, P, 1e-3)
+    I, v0, w0 = check_finite("I", I), check_finite("v0", v0), check_finite("w0", w0)  # noqa: E741
+    args = {"I": jnp.asarray(I), "a": jnp.asarray(0.08), "b": jnp.asarray(0.7), "c": jnp.asarray(0.8)}
+    system = FastSlowSystem(_fhn_f, _fhn_g, eps=eps, P=P, args=args, m=1, d=1, name="fitzhugh_nagumo")
+    return CatalogueEntry(
+        "fitzhugh_nagumo", system, (0.0, 20.0), np.array([v0]), np.array([w0]),
+        f"FitzHugh–Nagumo, I = {I:g} (v fast, w slow)",
+        "folds at v = ±1, w = ±2/3 + I; for I = 0 the left-branch equilibrium w* ≈ −0.6243 lies above the "
+        "fold w = −2/3",
+        asymptotics={"fold_y": (-2.0 / 3.0 + I, 2.0 / 3.0 + I)},
     )
 
 
@@ -405,6 +453,7 @@ SYSTEMS: dict[str, Callable[..., CatalogueEntry]] = {
     "averaging2": averaging2,
     "michaelis_menten": michaelis_menten,
     "vanderpol": vanderpol,
+    "fitzhugh_nagumo": fitzhugh_nagumo,
     "me3": _me_factory("cycle3", "me3"),
     "me10": _me_factory("ring10", "me10"),
     "me50": _me_factory("ring50", "me50"),

@@ -38,6 +38,7 @@ __all__ = [
     "continue_manifold",
     "normal_hyperbolicity",
     "locate_loss_of_hyperbolicity",
+    "max_real_part",
     "ManifoldBranch",
     "Hyperbolicity",
     "HyperbolicityLoss",
@@ -232,6 +233,15 @@ def _restricted_jacobian(system, x: np.ndarray, y: np.ndarray) -> np.ndarray:
 def _max_real(system, x, y) -> float:
     J = _restricted_jacobian(system, x, y)
     return float(np.max(np.linalg.eigvals(J).real)) if J.size else -np.inf
+
+
+def max_real_part(system, x, y) -> float:
+    """Largest real part of the eigenvalues of D_x f(x, y) on the fast fibre (−γ(y) for a generator).
+
+    Unvalidated and unscoped (callers validate and hold the float64 scope): the inner
+    loop of `sp_ode.systems.region`'s event-stopped reduced path.
+    """
+    return _max_real(system, np.asarray(x), np.asarray(y))
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,9 @@ import numpy as np
 
 from sp_ode.core.cache import LRUCache
 from sp_ode.core.precision import in_float64
+from sp_ode.markov.generator import ROW_SUM_C
 from sp_ode.markov.stationary import stationary_jax
-from sp_ode.systems import _integrate
+from sp_ode.systems import _diagnosis, _integrate
 from sp_ode.systems.simulation import (
     DEFAULT_MAX_STEPS,
     Trajectory,
@@ -42,8 +43,26 @@ __all__ = ["ReducedSystem", "reduced_system", "simulate_reduced"]
 
 def _stationary_phi(Q_of_y: Callable) -> Callable:
     def phi(y):
-        return stationary_jax(Q_of_y(y))  # φ(y) = p_st(y), T1
+        Q = jnp.asarray(Q_of_y(y))
+        p = stationary_jax(Q)  # φ(y) = p_st(y), T1
+        # Checked inside the compiled solve, at every point of the reduced path: Q(y) a
+        # generator (off-diagonal ≥ 0, rows summing to 0 within the rounding rule of
+        # `check_generator`), and p a distribution (a reducible Q(y) makes the bordered
+        # system singular: p non-finite or far from the simplex).  A failed check turns φ
+        # into NaN, so the solve stops there and `_diagnosis` names the cause at that y.
+        n = Q.shape[-1]
+        off = jnp.where(jnp.eye(n, dtype=bool), 0.0, Q)
+        scale = jnp.maximum(jnp.sum(jnp.abs(Q), axis=-1), jnp.finfo(Q.dtype).tiny)
+        rows_ok = jnp.all(jnp.abs(jnp.sum(Q, axis=-1)) <= ROW_SUM_C * n * jnp.finfo(Q.dtype).eps * scale)
+        p_ok = jnp.all(jnp.isfinite(p)) & jnp.all(p >= -_P_TOL) & (jnp.abs(jnp.sum(p) - 1.0) <= _P_TOL)
+        ok = jnp.all(off >= 0) & rows_ok & p_ok
+        return jnp.where(ok, p, jnp.nan)
     return phi
+
+
+# p_st is a distribution: entries below −√u or a mass off by more than √u mean the
+# bordered solve met a singular (reducible) Q(y).
+_P_TOL = float(np.sqrt(np.finfo(np.float64).eps))
 
 
 # One φ object per generator family, so repeated reduced solves reuse the compiled solve
@@ -70,6 +89,10 @@ class ReducedSystem:
     eps : float — ε of a corrected manifold (0.0 for φ itself).
     phi_eps : callable ``phi_eps(y, eps, args) -> (m,)``, optional — h_ε with ε and
         args as arguments; when given it is used instead of ``phi``.
+    Q_of_y : callable ``Q(y) -> (n, n)``, optional — set when φ = p_st of a master
+        equation: Q(y0) is then checked to be an irreducible generator before the solve,
+        and along the path inside it (φ turns NaN where the check fails, and the
+        failure names the cause: docs/theory.md §3.1 (T1)).
     """
 
     g: Callable
@@ -80,6 +103,7 @@ class ReducedSystem:
     phi_key: Hashable
     eps: float = 0.0
     phi_eps: Callable | None = None
+    Q_of_y: Callable | None = None  # the generator family when φ = p_st (checked at y0 and along the path)
 
     def manifold(self, y, eps, args):
         """x on the manifold: phi_eps(y, ε, args), or φ(y)."""
@@ -115,7 +139,8 @@ def reduced_system(system, phi: Callable | None = None) -> ReducedSystem:
         if isinstance(system, MasterEquationSystem):
             key = ("p_st", system.Q_of_y)
             phi = _phi_cache.get_or_make(key, lambda: _stationary_phi(system.Q_of_y))
-            return ReducedSystem(system.g, phi, system.args, system.d, f"{system.name}/reduced", key)
+            return ReducedSystem(system.g, phi, system.args, system.d, f"{system.name}/reduced", key,
+                                 Q_of_y=system.Q)
         if entry_phi is None:
             raise ValueError(f"`phi` is required for system {system.name!r}: only master-equation systems and "
                              "catalogue entries with a closed form have a default critical manifold.")
@@ -134,7 +159,9 @@ def _reduced_problem(red: ReducedSystem) -> _integrate.Problem:
         def rhs(t, y, dyn):
             eps, args_dyn = dyn  # ε is data: only a corrected manifold h_ε reads it
             args = eqx.combine(args_dyn, args_static)
-            return g(t, manifold(y, eps, args), y, args)
+            x = manifold(y, eps, args)
+            # a non-finite φ(y) (e.g. p_st undefined) leaves no reduced flow, even when g ignores x
+            return jnp.where(jnp.all(jnp.isfinite(x)), g(t, x, y, args), jnp.nan)
         return rhs
 
     return _integrate.Problem(key=("reduced", g, red.phi_key), make_rhs=make_rhs)
@@ -175,7 +202,10 @@ def simulate_reduced(system, t_span, y0, *, phi: Callable | None = None, backend
     ------
     TypeError, ValueError, SolverError
         As `sp_ode.simulate`; ValueError (names `phi`) when no manifold is known;
-        ValueError (names `g`) when g(φ(y0), y0) does not have the shape of y0.
+        ValueError (names `g`) when g(φ(y0), y0) does not have the shape of y0; for a
+        master equation, ValueError when Q(y0) is not a generator or is reducible
+        (p_st(y0) undefined; the closed classes are named).  Along the path the same
+        checks run inside the compiled solve: a failure there is status 4 with that cause.
     """
     red = system if isinstance(system, ReducedSystem) else reduced_system(system, phi)
     backend, method, rtol, atol, max_steps, (t0, t1), ts = check_solver_options(
@@ -189,6 +219,11 @@ def simulate_reduced(system, t_span, y0, *, phi: Callable | None = None, backend
     problem = _reduced_problem(red)
     args_dyn, args_static, static_key = _integrate.split_args(args)
     _check_reduced_shape(red, problem, probe_y, args, args_dyn, static_key, batch_args, t0)
+    if red.Q_of_y is not None:  # p_st must exist at the start: Q(y0) an irreducible generator
+        for y in np.unique(y0.reshape(-1, y0.shape[-1]), axis=0):
+            cause = _diagnosis.generator_cause(np.asarray(red.Q_of_y(y), dtype=np.float64), y, need_irreducible=True)
+            if cause is not None:
+                raise ValueError(f"`system` has no reduced flow at y0: {cause}")
     if batched and ts is None:
         ts = np.array([t0, t1])
 
@@ -213,7 +248,12 @@ def simulate_reduced(system, t_span, y0, *, phi: Callable | None = None, backend
         xs = np.where(ok[:, None], xs, np.inf)
     xs = xs.reshape(ys.shape[:-1] + (xs.shape[-1],))
     raw["z"] = np.concatenate([xs, ys], axis=-1)
-    return finish(raw, xs.shape[-1], backend, method, t0, t1, max_steps, throw, batched)
+
+    def diagnose(i, t_end, y_end):
+        args_i = jax.tree_util.tree_map(lambda a: np.asarray(a)[i], args) if batch_args else args
+        return _diagnosis.diagnose(t_end, y_end, f=None, g=lambda t, y: red.rhs(t, jnp.asarray(y), args_i),
+                                   eps=1.0, m=None, span=t1 - t0, Q=red.Q_of_y, need_irreducible=True)
+    return finish(raw, xs.shape[-1], backend, method, t0, t1, max_steps, throw, batched, diagnose)
 
 
 def _make_phi_eval(red: ReducedSystem, args_static) -> Callable:

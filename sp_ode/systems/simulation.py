@@ -5,8 +5,9 @@ Two backends integrate the concatenated state z = [x, y], dz/dt = [f/ε, g]
 
 ``diffrax``  an implicit stiff solver (Kvaerno5 with a PI step-size controller,
              pcoeff = icoeff = 0.3; stage equations solved by chord iterations
-             stopped at κ = 1 tolerance unit, see `_integrate.CHORD_KAPPA`) in
-             float64, compiled once per (system, shapes, options) and cached; ε and array ``args`` are data to the compiled
+             stopped at κ = 1e-2 tolerance units, diffrax's default, for a general
+             system and κ = 1 for a master equation, see `_integrate.CHORD_KAPPA`) in
+             float64, stepping to every save time, compiled once per (system, shapes, options) and cached; ε and array ``args`` are data to the compiled
              solve, so sweeping them does not recompile.  Batches of initial states
              (and optionally of ``args``) run as one `jax.vmap`-ed solve.
 ``scipy``    a `scipy.integrate` OdeSolver (Radau, BDF or LSODA) stepped here, with
@@ -16,15 +17,22 @@ Compiled solves are cached by the identity of the system's ``f`` and ``g`` (shar
 copies from ``with_eps``/``with_P``/``with_args``), the shapes and the options: build a
 system once and reuse it, rather than wrapping f in a fresh closure per call.
 
-A failed solve (max_steps reached, step size underflow) is a status on the
-returned `Trajectory` with an actionable message; with ``throw=True`` (the
-default) it raises `SolverError` instead.
+Systems are checked at the door: f and g are evaluated once for their shapes
+and dtypes (complex output is refused), x0 and y0 must be non-empty; for a
+`MasterEquationSystem` Q(y0) must be a generator, and an x0 off the simplex is
+warned about by how much.  A failed solve is a status on the returned
+`Trajectory` whose message names the cause, read off the last state reached
+(`_diagnosis`): non-finite f or g, f/ε overflowing, Q(y) not a generator, or the
+step budget — each with its own advice (docs/theory.md §9).  With ``throw=True``
+(the default) it raises `SolverError` instead.
 """
 from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,8 +42,9 @@ import numpy as np
 
 from sp_ode.core.precision import in_float64
 from sp_ode.core.validation import check_choice, check_finite_array, check_positive, check_positive_int
-from sp_ode.systems import _integrate
-from sp_ode.systems.system import FastSlowSystem
+from sp_ode.markov.generator import check_generator
+from sp_ode.systems import _diagnosis, _integrate
+from sp_ode.systems.system import FastSlowSystem, MasterEquationSystem
 
 __all__ = ["simulate", "Trajectory", "SolverError", "BACKENDS"]
 
@@ -71,9 +80,11 @@ class Trajectory:
     y : ndarray (K, d), or (B, K, d)
         Slow state.
     status : int, or ndarray (B,) of int
-        0 success; 1 max_steps reached; 2 step size underflow / solver failure; 3 other.
+        0 success; 1 max_steps reached; 2 step size underflow / solver failure; 3 other;
+        4 the vector field itself failed (non-finite f or g, f/ε overflowing float64,
+        Q(y) not a generator, p_st(y) undefined on a reduced path).
     message : str
-        Empty on success; otherwise says where the solve stopped and what to change.
+        Empty on success; otherwise says where the solve stopped, why, and what to change.
     stats : dict
         ``num_steps`` (accepted), ``num_rejected_steps`` (diffrax), ``nfev``, ``njev``,
         ``nlu`` (scipy), ``t_end`` (time reached), ``wall_time`` and ``compile_time``
@@ -134,12 +145,17 @@ def check_ts(ts, t0: float, t1: float) -> np.ndarray | None:
 
 
 def check_state(name: str, value, dim: int | None) -> np.ndarray:
-    """A finite state (k,) or batch (B, k), float64; a scalar becomes (1,); last axis `dim` if known."""
+    """A finite state (k,) or batch (B, k), k ≥ 1, float64; a scalar becomes (1,); last axis `dim` if known."""
     arr = check_finite_array(name, value)
     if arr.ndim == 0:
         arr = arr.reshape(1)
     if arr.ndim > 2:
         raise ValueError(f"`{name}` must have shape (k,) or, for a batch, (B, k); got {arr.shape}.")
+    if arr.shape[-1] == 0:
+        kind = "fast" if name.startswith("x") else "slow"
+        raise ValueError(f"`{name}` must have at least one component (a fast–slow system needs a {kind} variable); "
+                         f"got shape {arr.shape}. A system without one is an ordinary ODE: put every variable in "
+                         "the other block with ε = 1.")
     if dim is not None and arr.shape[-1] != dim:
         raise ValueError(f"`{name}` must have last dimension {dim}; got shape {arr.shape}.")
     return arr
@@ -174,8 +190,11 @@ def prepare_batch(x0, y0, args, batch_args: bool) -> tuple[np.ndarray, np.ndarra
     return np.ascontiguousarray(x0), np.ascontiguousarray(y0), B
 
 
-def failure_message(status, t_end, t0, t1, solver_message, max_steps) -> str:
-    """An actionable message for the first failed solve (empty when all succeeded)."""
+def failure_message(status, t_end, t0, t1, solver_message, max_steps, cause: str | None = None) -> str:
+    """An actionable message for the first failed solve (empty when all succeeded).
+
+    `cause`, when a diagnosis found one (`_diagnosis.diagnose`), replaces the generic advice.
+    """
     status = np.atleast_1d(np.asarray(status))
     bad = np.flatnonzero(status != 0)
     if bad.size == 0:
@@ -183,7 +202,9 @@ def failure_message(status, t_end, t0, t1, solver_message, max_steps) -> str:
     i = int(bad[0])
     te = float(np.atleast_1d(t_end)[i])
     where = f"at t={te:.6g} of [{t0:g}, {t1:g}]"
-    if status[i] == _integrate.STATUS_MAX_STEPS:
+    if cause is not None:
+        text = f"solve stopped {where}: {cause}"
+    elif status[i] == _integrate.STATUS_MAX_STEPS:
         text = f"max_steps ({max_steps}) reached {where}; raise max_steps or loosen rtol/atol."
     elif status[i] == _integrate.STATUS_STEP_FAILURE:
         detail = str(np.atleast_1d(solver_message)[i]).strip()
@@ -234,7 +255,36 @@ def _fast_slow_problem(system: FastSlowSystem, m: int) -> _integrate.Problem:
             return jnp.concatenate([f(t, x, y, args) / eps, g(t, x, y, args)])
         return rhs
 
-    return _integrate.Problem(key=("fast-slow", f, g, m), make_rhs=make_rhs, chord_kappa=_integrate.CHORD_KAPPA)
+    # κ per system type (measured in `_integrate.CHORD_KAPPA`): diffrax's 1e-2 for a general
+    # system, 1 for a master equation, whose f/ε rounding floor defeats κ = 1e-2
+    kappa = _integrate.CHORD_KAPPA_MASTER if isinstance(system, MasterEquationSystem) else _integrate.CHORD_KAPPA
+    return _integrate.Problem(key=("fast-slow", f, g, m), make_rhs=make_rhs, chord_kappa=kappa)
+
+
+def check_master_start(system: MasterEquationSystem, x0: np.ndarray, y0: np.ndarray, args) -> None:
+    """Q(y0) must be a generator (ValueError naming `Q_of_y`); x0 off the simplex is warned about.
+
+    The master equation conserves 1ᵀx (Q(y)1 = 0, docs/theory.md §3.1): an x0 off the
+    simplex stays off it, and φ(y) = p_st(y) is then not the state x approaches.
+    """
+    ys = np.unique(y0.reshape(-1, y0.shape[-1]), axis=0)
+    if ys.shape[0] == 1:
+        system.check_generator_at(ys[0])
+    else:  # a batch of slow states: Q at all of them in one vmapped evaluation
+        Qs = np.asarray(jax.vmap(lambda y: jnp.asarray(system.Q_of_y(y), dtype=jnp.float64))(jnp.asarray(ys)))
+        try:
+            check_generator(Qs, "Q_of_y(y0)", batch=True)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"`Q_of_y` must return a generator at every y0 of the batch: {exc}") from None
+    xs = x0.reshape(-1, x0.shape[-1])
+    mass_err = np.abs(xs.sum(axis=-1) - 1.0)
+    neg = -np.minimum(xs.min(axis=-1), 0.0)
+    tol = 64 * xs.shape[-1] * np.finfo(np.float64).eps
+    if mass_err.max() > tol or neg.max() > tol:
+        warnings.warn(
+            f"`x0` is not on the simplex: 1ᵀx0 differs from 1 by up to {mass_err.max():.3g} and its most negative "
+            f"entry is {-neg.max():.3g}. The master equation conserves 1ᵀx, so x(t) stays off the simplex and "
+            "does not approach p_st(y); pass a probability vector (x0 / x0.sum()).", UserWarning, stacklevel=4)
 
 
 
@@ -276,13 +326,16 @@ def simulate(system, t_span, x0, y0, *, backend: str = "diffrax", method: str | 
         Tolerances of the error controller (per component: atol + rtol·|z|).
     ts : array (K,), optional
         Save times inside t_span.  None: the solver's accepted steps for a single
-        solve, (t0, t1) for a batch.  The implicit diffrax solvers step to each save
-        time when K ≤ 16 (their dense output is a 3rd-order Hermite interpolant, which
-        would set the error there) and interpolate on denser grids.
+        solve, (t0, t1) for a batch.  The implicit diffrax solvers step to every save
+        time (their dense output is a 3rd-order Hermite interpolant, whose error would
+        set the accuracy between steps), so the error at a save time does not depend on
+        how many there are; those forced steps do not count against `max_steps`.
     throw : bool
         Raise `SolverError` on failure (True) or return the status (False).
     max_steps : int
-        Accepted-step budget per solve.
+        Step budget per solve.  Memory never scales with it: without `ts` the steps
+        are kept as they are taken (in chunks of `_integrate.STEP_CHUNK`), so a
+        generous budget costs nothing until it is used.
     args : pytree, optional
         Parameters for f and g; defaults to ``system.args``.  Array leaves are data
         (changing them does not recompile); other leaves are compile-time constants.
@@ -295,15 +348,23 @@ def simulate(system, t_span, x0, y0, *, backend: str = "diffrax", method: str | 
     Trajectory
         ``t`` (K,), ``x`` (K, m) | (B, K, m), ``y`` (K, d) | (B, K, d), ``status``, ``message``, ``stats``.
 
+    Warns
+    -----
+    UserWarning
+        For a `MasterEquationSystem`, when x0 is off the simplex (by how much).
+
     Raises
     ------
     TypeError
-        `system` not a FastSlowSystem; `t_span` not a pair of reals; `max_steps` not an int.
+        `system` not a FastSlowSystem; `t_span` not a pair of reals; `max_steps` not an int;
+        f or g returning complex values (names `f` or `g`).
     ValueError
-        Unknown `backend`/`method`; non-finite or mis-shaped `x0`/`y0`; t1 ≤ t0;
-        bad `ts`; f/g output shapes that do not match x/y (names `f` or `g`).
+        Unknown `backend`/`method`; non-finite, empty or mis-shaped `x0`/`y0`; t1 ≤ t0;
+        bad `ts`; f/g output shapes that do not match x/y (names `f` or `g`); for a
+        `MasterEquationSystem`, Q(y0) not a generator (names `Q_of_y`).
     SolverError
-        With ``throw=True``, when a solve fails (the message says where and what to change).
+        With ``throw=True``, when a solve fails (the message names the cause — non-finite
+        f or g, f/ε overflowing, Q(y) not a generator, step budget — and what to change).
     Exceptions raised inside the user's f or g propagate unchanged.
     """
     system = check_system(system)
@@ -315,6 +376,8 @@ def simulate(system, t_span, x0, y0, *, backend: str = "diffrax", method: str | 
     x0, y0, B = prepare_batch(x0, y0, args, bool(batch_args))
     batched = B is not None
     m, d = _checked_shapes(system, x0, y0, args, bool(batch_args), batched, t0)
+    if isinstance(system, MasterEquationSystem):
+        check_master_start(system, x0, y0, args)
     if batched and ts is None:
         ts = np.array([t0, t1])
 
@@ -322,16 +385,38 @@ def simulate(system, t_span, x0, y0, *, backend: str = "diffrax", method: str | 
     solve = _integrate.solve_diffrax if backend == "diffrax" else _integrate.solve_scipy
     raw = solve(_fast_slow_problem(system, m), z0, t0, t1, ts, eps=system.eps, args=args, rtol=rtol,
                 atol=atol, method=method, max_steps=max_steps, batched=batched, batch_args=bool(batch_args))
-    return finish(raw, m, backend, method, t0, t1, max_steps, throw, batched)
+
+    def diagnose(i, t_end, z_end):
+        args_i = jax.tree_util.tree_map(lambda a: np.asarray(a)[i], args) if batch_args else args
+        f, g = system.f, system.g
+        return _diagnosis.diagnose(
+            t_end, z_end, f=lambda t, z: f(t, z[:m], z[m:], args_i), g=lambda t, z: g(t, z[:m], z[m:], args_i),
+            eps=system.eps, m=m, span=t1 - t0,
+            Q=system.Q if isinstance(system, MasterEquationSystem) else None)
+    return finish(raw, m, backend, method, t0, t1, max_steps, throw, batched, diagnose)
 
 
 def finish(raw: dict, m: int, backend: str, method: str, t0: float, t1: float, max_steps: int,
-           throw: bool, batched: bool) -> Trajectory:
-    """Package an engine's raw output as a Trajectory; raise SolverError when asked."""
+           throw: bool, batched: bool, diagnose: Callable | None = None) -> Trajectory:
+    """Package an engine's raw output as a Trajectory; raise SolverError when asked.
+
+    `diagnose(i, t_end, z_end) -> str | None` names the cause of solve i's failure from its
+    last state; when it finds one the status becomes 4 (`_integrate.STATUS_VECTOR_FIELD`).
+    """
     z = raw["z"]
-    status = raw["status"] if batched else int(np.asarray(raw["status"]).reshape(-1)[0])
-    message = failure_message(raw["status"], raw["t_end"], t0, t1, raw["solver_message"], max_steps)
-    stats = {k: v for k, v in raw.items() if k not in ("t", "z", "status", "solver_message")}
+    status_arr = np.array(np.atleast_1d(raw["status"]), dtype=np.int64)
+    cause = None
+    bad = np.flatnonzero(status_arr != 0)
+    if bad.size and diagnose is not None:
+        i = int(bad[0])
+        z_end = np.asarray(raw["z_end"]).reshape(status_arr.size, -1)[i]
+        cause = diagnose(i, float(np.atleast_1d(raw["t_end"])[i]), z_end)
+        if cause is not None:
+            status_arr[i] = _integrate.STATUS_VECTOR_FIELD
+    raw["status"] = status_arr if batched else status_arr.reshape(np.shape(raw["status"]))
+    status = raw["status"] if batched else int(status_arr[0])
+    message = failure_message(raw["status"], raw["t_end"], t0, t1, raw["solver_message"], max_steps, cause)
+    stats = {k: v for k, v in raw.items() if k not in ("t", "z", "z_end", "status", "solver_message")}
     if not batched:
         stats = {k: (v.item() if isinstance(v, np.ndarray) and v.size == 1 else v) for k, v in stats.items()}
     traj = Trajectory(t=raw["t"], x=z[..., :m], y=z[..., m:], status=status, message=message,

@@ -32,6 +32,7 @@ import numpy as np
 from sp_ode.core.precision import in_float64
 from sp_ode.core.validation import check_positive, check_positive_int
 from sp_ode.markov.families import GeneratorFamily
+from sp_ode.systems.vector_field import as_vector_field
 
 __all__ = ["FastSlowSystem", "MasterEquationSystem"]
 
@@ -96,8 +97,8 @@ class FastSlowSystem:
     @in_float64
     def __init__(self, f, g, *, eps=None, P=None, args=None, m=None, d=None, name=None):
         eps, P = _resolve_eps(eps, P)
-        object.__setattr__(self, "f", _check_callable("f", f))
-        object.__setattr__(self, "g", _check_callable("g", g))
+        object.__setattr__(self, "f", as_vector_field("f", f))  # shorthand f(x, y) wrapped (systems/vector_field.py)
+        object.__setattr__(self, "g", as_vector_field("g", g))
         object.__setattr__(self, "eps", eps)
         object.__setattr__(self, "P", P)
         object.__setattr__(self, "args", args)
@@ -147,7 +148,8 @@ class FastSlowSystem:
             If ``m`` is unknown.
         """
         if self.m is None:
-            raise ValueError("`vector_field` needs the fast dimension: build the system with `m=`.")
+            dim = "`n=` (the number of states)" if isinstance(self, MasterEquationSystem) else "`m=`"
+            raise ValueError(f"`vector_field` needs the fast dimension: build the system with {dim}.")
         args = self.args if args is None else args
         x, y = z[: self.m], z[self.m:]
         return jnp.concatenate([jnp.asarray(self.f(t, x, y, args)) / self.eps,
@@ -189,7 +191,19 @@ class FastSlowSystem:
             raise ValueError(f"`f` must return an array of the shape of x, {x0.shape}; got {_shape_of(fx)}.")
         if getattr(gy, "shape", None) != y0.shape:
             raise ValueError(f"`g` must return an array of the shape of y, {y0.shape}; got {_shape_of(gy)}.")
+        _check_real("f", fx)
+        _check_real("g", gy)
         return int(x0.shape[0]), int(y0.shape[0])
+
+
+def _check_real(name: str, out) -> None:
+    """Refuse complex (or non-numeric) output: the solvers would drop the imaginary part silently."""
+    dtype = np.dtype(getattr(out, "dtype", np.float64))
+    if np.issubdtype(dtype, np.complexfloating):
+        raise TypeError(f"`{name}` must return real values; got dtype {dtype} (its imaginary part would be "
+                        f"dropped silently). Return the real quantity, e.g. jnp.real(...) if that is what you mean.")
+    if not (np.issubdtype(dtype, np.number) or np.issubdtype(dtype, np.bool_)):
+        raise TypeError(f"`{name}` must return a real numeric array; got dtype {dtype}.")
 
 
 def _shape_of(out) -> str:
@@ -280,6 +294,7 @@ class MasterEquationSystem(FastSlowSystem):
         """Number of fast states (= m)."""
         return self.m
 
+    @in_float64  # a user's jnp Q_of_y called outside sp_ode's scope must not drop to float32
     def Q(self, y):
         """The generator Q(y), shape (n, n), in the array namespace of `y`'s family.
 
@@ -297,4 +312,26 @@ class MasterEquationSystem(FastSlowSystem):
         n = int(np.shape(x0)[0]) if np.ndim(x0) == 1 else None
         if n is not None and getattr(Qs, "shape", None) != (n, n):
             raise ValueError(f"`Q_of_y` must return an (n, n) generator with n = len(x0) = {n}; got {_shape_of(Qs)}.")
+        _check_real("Q_of_y", Qs)
         return super().check_shapes(x0, y0, args, t0)
+
+    @in_float64
+    def check_generator_at(self, y) -> np.ndarray:
+        """Q(y) as float64 after checking it is a generator (off-diagonal ≥ 0, rows sum to 0).
+
+        The door check of a master equation (docs/theory.md §3.1): `sp_ode.simulate` applies
+        it at y0; the reduced flow also checks it inside the compiled solve along its path.
+
+        Raises
+        ------
+        ValueError
+            Naming `Q_of_y`, y, and the rule violated (negative rate, row sums).
+        """
+        from sp_ode.markov.generator import check_generator
+
+        y = np.asarray(y, dtype=np.float64)
+        try:
+            return check_generator(np.asarray(self.Q(y), dtype=np.float64), "Q_of_y(y)")
+        except (TypeError, ValueError) as exc:
+            with np.printoptions(precision=4, threshold=8):
+                raise ValueError(f"`Q_of_y` must return a generator at y = {y}: {exc}") from None

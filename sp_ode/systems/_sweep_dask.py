@@ -1,0 +1,75 @@
+"""Chunks of `sp_ode.sweep` as Dask tasks (docs/sweep_cluster.md).
+
+The sweep plan (system, base parameters, options) is scattered once to every
+worker, so each worker deserialises one system object and its compiled solves,
+cached on the identity of the system's vector fields, are built once per worker
+and reused by every chunk it runs.  Chunk results are collected in chunk order
+(so they stream back, and are checkpointed, in order); a chunk whose worker dies
+is rerun by the scheduler elsewhere, and since only the client records results,
+each point is stored exactly once.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+from sp_ode.systems import _sweep_paths as paths
+
+# Times a chunk may be lost with its worker before the sweep gives up.
+RETRIES = 3
+
+
+class SweepClusterError(RuntimeError):
+    """The Dask scheduler could not be reached, or a chunk failed on every retry."""
+
+
+def _connect(client, connect_timeout: float):
+    """(Client, owned): a Client for "local", an address, or a given Client."""
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError as exc:  # pragma: no cover - exercised only without the extra
+        raise SweepClusterError("`client` needs dask.distributed: pip install 'sp-ode[dask]'.") from exc
+    if isinstance(client, Client):
+        return client, None
+    if client == "local":
+        # one single-threaded worker process per core: a chunk is a single-threaded vmapped solve
+        cluster = LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1, processes=True,
+                               host="127.0.0.1", dashboard_address=None)
+        return Client(cluster), cluster
+    if isinstance(client, str):
+        try:
+            return Client(client, timeout=f"{connect_timeout}s"), None
+        except (OSError, TimeoutError) as exc:
+            raise SweepClusterError(f"`client`: no Dask scheduler answered at {client!r} within "
+                                    f"{connect_timeout:g} s ({type(exc).__name__}); start one with "
+                                    "`dask scheduler`, or pass client='local'.") from None
+    raise TypeError(f"`client` must be None, 'local', a scheduler address or a dask.distributed.Client; "
+                    f"got {type(client).__name__}.")
+
+
+def run_chunks(client, plan: paths.SweepPlan, chunks: list, connect_timeout: float) -> Iterator[dict]:
+    """Yield `run_chunk(plan, chunk)` for each chunk, in order, computed on Dask workers."""
+    client, cluster = _connect(client, connect_timeout)
+    owned = cluster is not None
+    try:
+        [plan_future] = client.scatter([plan], broadcast=True, hash=False)
+        futures = [client.submit(paths.run_chunk, plan_future, chunk, pure=False, retries=RETRIES,
+                                 key=f"sp-ode-sweep-chunk-{chunk.index}-{id(plan):x}")
+                   for chunk in chunks]
+        try:
+            for chunk, future in zip(chunks, futures):
+                try:
+                    yield future.result()
+                except Exception as exc:
+                    from distributed.scheduler import KilledWorker
+
+                    if isinstance(exc, KilledWorker):
+                        raise SweepClusterError(f"chunk {chunk.index} was lost with its worker {RETRIES + 1} "
+                                                "times; see the workers' logs.") from exc
+                    raise
+        finally:
+            client.cancel(futures)
+    finally:
+        if owned:
+            client.close()
+            cluster.close()

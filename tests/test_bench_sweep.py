@@ -1,0 +1,28 @@
+"""bench/bench_sweep.py --smoke runs end to end (so the benchmark cannot rot) and its record holds."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_bench_sweep_smoke(tmp_path):
+    out = tmp_path / "bench.json"
+    run = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_sweep.py"), "--smoke", "--json",
+                          "--out", str(out)], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert run.returncode == 0, run.stderr[-3000:]
+    rec = json.loads(run.stdout)
+    assert rec == json.loads(out.read_text())  # the file records every printed number
+    assert rec["points"] == 8 and rec["scipy_subset"] == 2
+    # the sweep meets tol against the independent Radau reference
+    assert rec["sweep"]["max_error_on_reference_points"] <= rec["tol"]
+    assert rec["sweep"]["summary"]["failed"] == 0
+    # every baseline ran at the loosest ladder rtol meeting tol (the ones before it missed)
+    choices = [rec["vmap_kvaerno5"]] + [v for v in rec["scipy_loop"].values()]
+    for choice in choices:
+        assert choice["error"] <= rec["tol"]
+    errors = [e for _, e in rec["vmap_kvaerno5"]["tried"]]
+    assert all(e > rec["tol"] for e in errors[:-1])

@@ -1,0 +1,163 @@
+"""examples/when_coupling_matters.py and bench/coupling_gpu.py at smoke size, and their pieces.
+
+Provenance: the paired statistics against hand-computed closed forms (t statistic, exact
+sign-flip counts); the FLOP count against the formula written out term by term; the slow
+attention matrix against the model's own slow path.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from neural.config import ModelConfig
+from neural.model import FastSlowLM
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load(path: Path):
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # the example defines a dataclass, which looks its module up
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def example():
+    return _load(ROOT / "examples" / "when_coupling_matters.py")
+
+
+def _one_thread(fn):
+    threads = torch.get_num_threads()
+    try:  # the smoke run is tiny, and the suite shares 2 cores
+        return fn()
+    finally:
+        torch.set_num_threads(threads)
+
+
+def test_smoke_end_to_end_and_resume(example, tmp_path, capsys):
+    assert _one_thread(lambda: example.main(["--smoke", "--threads", "1", "--out", str(tmp_path)])) == 0
+    printed = capsys.readouterr().out
+    record = json.loads((tmp_path / "coupling.json").read_text())
+    for name in ("loss_vs_tokens.png", "slow_influence.png", "gates.png", "floors_vs_delta.png", "coupling.md"):
+        assert (tmp_path / name).stat().st_size > 0
+    assert record["smoke"] and set(record["sources"]) == {"hard", "easy"}
+    arms = example.arm_names(4)
+    for src in ("hard", "easy"):
+        f = record["floors"][src]
+        # floors on the same targets, ordered by context (Bayes-∞ ≤ Bayes-T ≤ Bayes-W up to sampling noise)
+        assert f["bayes_inf"] <= f["bayes_T"] + 1e-3 and f["bayes_T"] <= f["bayes_W4"] + 1e-2
+        runs = record["runs"][src]
+        assert sorted({r["arm"] for r in runs}) == sorted(arms) and len(runs) == 2 * len(arms)
+        for r in runs:
+            assert math.isfinite(r["val_loss"]) and r["val_loss"] > f["bayes_inf"]
+            assert len(r["curve"]) >= 1 and r["train_s"] > 0
+            if r["model_arm"] == "dense":
+                assert r["gates"] == [] and r["slow_influence"] == [] and r["slow_attention"] is None
+            else:
+                assert len(r["gates"]) == 1 and r["gates"][0] > 0  # the gate moved off zero
+                assert r["slow_influence"][0] > 0
+                assert r["slow_attention"]["max_row_sum_error"] < 1e-5
+        # the same seed gives the same data order and fast-path init: dense-W and coupled-W start equal
+        s = record["sources"][src]
+        assert set(s["hypotheses"]) == {"H1", "H2", "H3"}
+        assert s["hypotheses"]["H1"]["verdict"].startswith("inconclusive")  # n = 2 < 3 pre-registered
+    assert "Bayes-T" in printed and f"{record['sources']['hard']['arms']['coupled-W4']['val_loss_mean']:.4f}" in printed
+    # resumable: a second call trains nothing (every run file exists) and reports the same numbers
+    stamps = {p: p.stat().st_mtime_ns for p in (tmp_path / "runs").rglob("*.json")}
+    assert _one_thread(lambda: example.main(["--smoke", "--threads", "1", "--out", str(tmp_path)])) == 0
+    assert {p: p.stat().st_mtime_ns for p in (tmp_path / "runs").rglob("*.json")} == stamps
+    again = json.loads((tmp_path / "coupling.json").read_text())
+    assert again["sources"] == record["sources"]
+
+
+def test_paired_statistics_closed_forms(example):
+    a, b = np.array([3.0, 5.0, 7.0]), np.array([2.0, 3.0, 4.0])  # differences 1, 2, 3
+    out = example.paired(a, b, "greater")
+    assert out["mean"] == 2.0 and math.isclose(out["se"], 1 / math.sqrt(3), rel_tol=1e-12)
+    # t = 2 / (1/√3) = 2√3 with 2 degrees of freedom: P(T_2 > t) = ½(1 − t/√(t² + 2))
+    t = 2 * math.sqrt(3)
+    assert math.isclose(out["p_t"], 0.5 * (1 - t / math.sqrt(t * t + 2)), rel_tol=1e-9)
+    # every difference positive: only the all-plus sign pattern reaches the observed mean, p = 1/2³
+    assert out["p_perm"] == 1 / 8
+    half = out["ci95"][1] - out["mean"]
+    assert math.isclose(half, 4.302652729911275 / math.sqrt(3), rel_tol=1e-9)  # t_{0.975, 2} = 4.3027 (tables)
+    # two-sided: patterns with |mean| ≥ 2 are all-plus and all-minus, p = 2/8
+    assert example.paired(a, b)["p_perm"] == 2 / 8
+    # a wrong sign fails: the one-sided test in the other direction is not significant
+    assert example.paired(b, a, "greater")["p_t"] > 0.9
+
+
+def test_flops_per_token_formula(example):
+    scale = example.SCALES["smoke"]  # T = 32, P = 4, L = 1, d = 16
+    d, T, V = 16, 32, 256
+    full = example.flops_per_token("dense", None, scale)
+    # causal: mean keys per query (T+1)/2
+    assert math.isclose(full["forward"], 24 * d * d + 4 * d * (T + 1) / 2 + 2 * d * V, rel_tol=1e-12)
+    windowed = example.flops_per_token("dense", 4, scale)
+    keys = (1 + 2 + 3 + 4 * (T - 3)) / T  # min(i+1, 4) averaged over i = 0 … T−1
+    assert math.isclose(windowed["forward"], 24 * d * d + 4 * d * keys + 2 * d * V, rel_tol=1e-12)
+    coupled = example.flops_per_token("coupled", 4, scale)
+    assert math.isclose(coupled["forward"] - windowed["forward"], (8 * d * d + 4 * d * (T / 4 + 1) / 2) / 4,
+                        rel_tol=1e-12)
+    assert coupled["train"] == 3 * coupled["forward"] and full["slow_share"] == 0.0
+
+
+def test_slow_attention_is_row_stochastic_and_is_what_the_model_uses(example):
+    cfg = ModelConfig(seq_len=32, pool=4, n_layer=2, n_head=2, d_model=16, arm="coupled", window=4)
+    model = FastSlowLM(cfg, seed=0).eval()
+    idx = torch.randint(0, 256, (3, 32), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        A, wz = example.slow_attention(model, idx)
+        assert A.shape == (3, 2, 8, 8)
+        assert torch.allclose(A.sum(-1), torch.ones(3, 2, 8), atol=1e-6)
+        assert torch.all(A.triu(1) == 0)  # block-causal: no weight on later blocks
+        with model.forced_gates(1.0):
+            a = model.blocks[0].ln_1(model.embed(idx))
+            fed = model.blocks[0].slow(a)  # (B, 8, d): [null, W_o z_0, …, W_o z_6]
+        assert torch.allclose(fed[:, 1:], wz[:, :7], atol=1e-6)
+        # a wrong matrix (rows not normalised) does not reproduce the model's feedback
+        v = model.blocks[0].slow.qkv(a.view(3, 8, 4, 16).mean(2)).split(16, dim=2)[2]
+        v = v.view(3, 8, 2, 8).transpose(1, 2)
+        wrong = model.blocks[0].slow.proj(((2 * A) @ v).transpose(1, 2).reshape(3, 8, 16))
+        assert not torch.allclose(fed[:, 1:], wrong[:, :7], atol=1e-3)
+    stats = example.slow_attention_stats(model, idx)
+    assert stats["max_row_sum_error"] < 1e-6 and 0 < stats["mean_row_entropy_nats"] <= stats["uniform_row_entropy_nats"]
+
+
+def test_slow_influence_is_linear_in_the_gate_and_zero_when_closed():
+    cfg = ModelConfig(seq_len=32, pool=4, n_layer=2, n_head=2, d_model=16, arm="coupled", window=8)
+    model = FastSlowLM(cfg, seed=1)
+    idx = torch.randint(0, 256, (2, 32), generator=torch.Generator().manual_seed(1))
+    assert model.slow_influence(idx) == [0.0, 0.0]  # gates start at zero
+    with model.forced_gates(0.1):
+        small = model.slow_influence(idx)
+    with model.forced_gates(0.2):
+        double = model.slow_influence(idx)
+    # layer 0's residual stream does not depend on the gate, so its ratio doubles exactly (up to rounding)
+    assert math.isclose(double[0], 2 * small[0], rel_tol=1e-5) and small[0] > 0
+    assert FastSlowLM(ModelConfig(seq_len=32, pool=4, n_layer=1, n_head=2, d_model=16, arm="dense"),
+                      seed=0).slow_influence(idx) == []
+
+
+def test_arm_names_are_checked(example):
+    assert example.parse_arm("coupled-W16") == ("coupled", 16) and example.parse_arm("dense-full") == ("dense", None)
+    for bad in ("coupled", "sparse-full", "dense-W", "frozen-Wx"):
+        with pytest.raises(ValueError, match="arm names"):
+            example.parse_arm(bad)
+
+
+def test_gpu_bench_cpu_path(tmp_path):
+    bench = _load(ROOT / "bench" / "coupling_gpu.py")
+    assert _one_thread(lambda: bench.main(["--smoke", "--out", str(tmp_path)])) == 0
+    record = json.loads((tmp_path / "gpu_bench.json").read_text())
+    assert record["smoke"] and set(record["arms"]) == {"dense-full", "dense-W4", "coupled-W4", "frozen-W4"}
+    assert record["floors"]["bayes_T"] <= record["floors"]["bayes_W4"] + 1e-2
