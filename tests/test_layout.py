@@ -3,8 +3,8 @@ no private name crosses a module, and the import contracts catch a deliberate ba
 from __future__ import annotations
 
 import ast
-import re
 import importlib
+import re
 import shutil
 import subprocess
 import sys

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import sp_ode
 from sp_ode.markov.bounds import ConvergenceError, hitting_time_bound, posterior_bound
-from sp_ode.markov.reference import exact_stationary
+from sp_ode.markov.reference import exact_birth_death, exact_stationary, kmr_chain
 from sp_ode.markov.stationary import METHODS
 from tests.checkers import assert_distribution
 
@@ -28,20 +28,9 @@ METHODS_ALL = ["gth", "solve", "sparse", "jax"]
 
 # --- exact references ---
 
-def kmr_rates(N: int, eps: float) -> tuple[list[float], list[float]]:
-    """The issue's KMR-type birth–death chain on 0 … N (N + 1 states)."""
-    up = [eps / 2] + [(N - n) / N * (eps / 2 + (1 - eps) * (n / (N - 1) > 1 / 3)) for n in range(1, N)]
-    down = [n / N * (eps / 2 + (1 - eps) * ((n - 1) / (N - 1) < 1 / 3)) for n in range(1, N)] + [eps / 2]
-    return up, down
-
-
-def birth_death_exact(lam, mu) -> list[Fraction]:
-    """docs/theory.md §6: p_k ∝ Π_{i<k} λ_i/μ_{i+1}, exactly, from the float rates."""
-    w = [Fraction(1)]
-    for a, b in zip(lam, mu):
-        w.append(w[-1] * Fraction(a) / Fraction(b))
-    total = sum(w)
-    return [x / total for x in w]
+# The issue's KMR-type chain and the exact birth–death product formula (sp_ode.markov.reference).
+kmr_rates = kmr_chain
+birth_death_exact = exact_birth_death
 
 
 def rel_errors_above(p, exact, floor=1e-290) -> float:

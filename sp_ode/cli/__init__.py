@@ -77,6 +77,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         if only is None or only == name:
             module = importlib.import_module(module_name)
             p = sub.add_parser(name, help=module.HELP, description=module.HELP)
+            parser.chosen_subparser = p  # errors about its flags are reported with its own usage
             p.add_argument("--debug", action="store_true", help="show the full traceback of an error")
             module.add_arguments(p)
         else:
@@ -106,7 +107,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     parser = build_parser(only=chosen or "")
     try:
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra:  # an unknown flag of the subcommand: its usage and a "did you mean" among its flags
+            getattr(parser, "chosen_subparser", parser).error(f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as exc:  # argparse: 0 for --help/--version, 2 for usage
         return int(exc.code or 0)
     if args.command is None:
