@@ -52,23 +52,37 @@ def run_chunks(client, plan: paths.SweepPlan, chunks: list, connect_timeout: flo
     client, cluster = _connect(client, connect_timeout)
     owned = cluster is not None
     try:
-        [plan_future] = client.scatter([plan], broadcast=True, hash=False)
-        futures = [client.submit(paths.run_chunk, plan_future, chunk, pure=False, retries=RETRIES,
-                                 key=f"sp-ode-sweep-chunk-{chunk.index}-{id(plan):x}")
-                   for chunk in chunks]
-        try:
-            for chunk, future in zip(chunks, futures):
-                try:
-                    yield future.result()
-                except Exception as exc:
-                    from distributed.scheduler import KilledWorker
+        # A worker killed while holding the scattered plan can make the scheduler forget the
+        # chunks that depend on it ("already forgotten"): the plan is then scattered again and
+        # the remaining chunks resubmitted.  Results are only yielded here, once per chunk.
+        pending = list(chunks)
+        for attempt in range(RETRIES + 1):
+            [plan_future] = client.scatter([plan], broadcast=True, hash=False)
+            futures = [client.submit(paths.run_chunk, plan_future, chunk, pure=False, retries=RETRIES,
+                                     key=f"sp-ode-sweep-chunk-{chunk.index}-{id(plan):x}-{attempt}")
+                       for chunk in pending]
+            try:
+                while pending:
+                    try:
+                        result = futures[0].result()
+                    except Exception as exc:
+                        from distributed.client import FutureCancelledError
+                        from distributed.scheduler import KilledWorker
 
-                    if isinstance(exc, KilledWorker):
-                        raise SweepClusterError(f"chunk {chunk.index} was lost with its worker {RETRIES + 1} "
-                                                "times; see the workers' logs.") from exc
-                    raise
-        finally:
-            client.cancel(futures)
+                        if isinstance(exc, KilledWorker):
+                            raise SweepClusterError(f"chunk {pending[0].index} was lost with its worker "
+                                                    f"{RETRIES + 1} times; see the workers' logs.") from exc
+                        if isinstance(exc, FutureCancelledError) and attempt < RETRIES:
+                            break  # resubmit what is left (outer loop)
+                        raise
+                    yield result
+                    pending.pop(0)
+                    futures.pop(0)
+            finally:
+                client.cancel(futures)
+            if not pending:
+                return
+        raise SweepClusterError(f"chunk {pending[0].index} was cancelled by the scheduler {RETRIES + 1} times.")
     finally:
         if owned:
             client.close()
