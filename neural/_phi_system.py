@@ -30,7 +30,7 @@ class PhiSystem:
     Attributes
     ----------
     name : str
-        A label for reports (the family name or ``file.py:FUNCTION``).
+        A label for reports (the family name, the system's name, or ``file.py:FUNCTION``).
     Q : callable
         y (d,) float64 ndarray -> Q(y) (n, n).
     n, d : int
@@ -77,23 +77,37 @@ def _check_domain(domain, d: int | None) -> tuple[np.ndarray, np.ndarray]:
 
 
 def resolve_system(system="cycle3", domain=None, *, d: int | None = None) -> PhiSystem:
-    """The family to fit: a name in ``sp_ode.FAMILIES``, a ``GeneratorFamily``, ``'file.py:FUNCTION'`` or a callable.
+    """The family to fit: a family name, a ``GeneratorFamily``, a ``MasterEquationSystem``, ``'file.py:OBJECT'`` or Q(y).
+
+    φ_θ approximates p_st(y), the stationary distribution of a Markov generator Q(y)
+    (docs/theory.md §3.4 (T4)), so what is fitted is always a generator family y ↦ Q(y).
 
     Parameters
     ----------
-    system : str, GeneratorFamily or callable
-        A callable (or the function named by ``'path/to/file.py:FUNCTION'``)
-        maps y, a float64 ndarray of shape (d,), to Q(y) of shape (n, n); it
-        needs `domain`.  n is read off Q at the domain's centre.
+    system : str, GeneratorFamily, MasterEquationSystem, catalogue entry or callable
+        - a name in ``sp_ode.FAMILIES`` (e.g. ``"cycle3"``), or a ``GeneratorFamily``:
+          its own box is the domain unless `domain` is given;
+        - an ``sp_ode.MasterEquationSystem`` (or a catalogue entry whose ``.system`` is
+          one, e.g. ``sp_ode.get_system("me3")``): its ``Q_of_y``, slow dimension d and
+          name are used; built over a GeneratorFamily it brings that family's box, else
+          it needs `domain`.  A general ``FastSlowSystem`` is refused (TypeError): it
+          has no generator, hence no p_st to fit — its critical manifold is
+          ``sp_ode.slow_manifold(system, 0, x_guess=...)``;
+        - a callable Q(y), or ``'path/to/file.py:OBJECT'`` naming one (or naming any of
+          the objects above); it needs `domain`, and n is read off Q at the domain's
+          centre.
+        Every Q(y) here receives y as a float64 array of shape (d,) — also for d = 1,
+        where y[0] is the slow variable — and returns Q(y) of shape (n, n).
     domain : array_like (d, 2) or (2d,), optional
         (lo, hi) per slow variable; overrides a family's own box (same d).
     d : int, optional
-        The expected dimension of y; a `domain` of another dimension is an error.
+        The expected dimension of y; a `domain` or system of another dimension is an error.
 
     Raises
     ------
     TypeError
-        `system` is none of the kinds above.
+        `system` is none of the kinds above, or a FastSlowSystem that is not a master
+        equation (the message says why and points to ``sp_ode.slow_manifold``).
     ValueError
         Unknown family name, missing or malformed `domain`, mismatched d, or a
         Q(centre) that is not square.
@@ -103,25 +117,64 @@ def resolve_system(system="cycle3", domain=None, *, d: int | None = None) -> Phi
 
     if isinstance(system, str):
         if ":" in system:
-            fn = load_object(system, name="system")
-            if not callable(fn):
-                raise TypeError(f"`system` {system!r} must name a function y -> Q(y); got {type(fn).__name__}.")
-            return _from_callable(system, fn, domain, d)
+            obj = load_object(system, name="system")
+            if _fast_slow(obj) is not None:
+                return _from_system(_fast_slow(obj), domain, d, spec=system)
+            if not callable(obj):
+                raise TypeError(f"`system` {system!r} must name a function y -> Q(y) or a MasterEquationSystem; "
+                                f"got {type(obj).__name__}.")
+            return _from_callable(system, obj, domain, d)
         if system not in FAMILIES:
             raise ValueError(f"`system` must be one of {tuple(FAMILIES)} or 'path/to/file.py:FUNCTION'; "
                              f"got {system!r}.")
         system = FAMILIES[system]
     if isinstance(system, GeneratorFamily):
-        if d is not None and d != system.d:
-            raise ValueError(f"`d` = {d} does not match family {system.name!r}, which has d = {system.d}.")
-        lower, upper = (np.array(system.lower, float), np.array(system.upper, float)) if domain is None \
-            else _check_domain(domain, system.d)
-        return PhiSystem(system.name, lambda y, _f=system: np.asarray(_f(y), dtype=np.float64),
-                         system.n, system.d, lower, upper)
+        return _from_family(system.name, system, domain, d)
+    inner = _fast_slow(system)
+    if inner is not None:
+        return _from_system(inner, domain, d)
     if callable(system):
         return _from_callable(getattr(system, "__name__", "Q"), system, domain, d)
-    raise TypeError(f"`system` must be a family name, a GeneratorFamily, 'path/to/file.py:FUNCTION' or a callable "
-                    f"y -> Q(y); got {type(system).__name__}.")
+    raise TypeError(f"`system` must be a family name, a GeneratorFamily, a MasterEquationSystem, "
+                    f"'path/to/file.py:FUNCTION' or a callable y -> Q(y); got {type(system).__name__}.")
+
+
+def _fast_slow(obj):
+    """`obj` as an sp_ode.FastSlowSystem (a catalogue entry unwrapped to its ``.system``), or None."""
+    from sp_ode.systems.system import FastSlowSystem
+
+    inner = getattr(obj, "system", None)
+    obj = inner if isinstance(inner, FastSlowSystem) else obj
+    return obj if isinstance(obj, FastSlowSystem) else None
+
+
+def _from_family(name: str, family, domain, d: int | None) -> PhiSystem:
+    if d is not None and d != family.d:
+        raise ValueError(f"`d` = {d} does not match family {family.name!r}, which has d = {family.d}.")
+    lower, upper = (np.array(family.lower, float), np.array(family.upper, float)) if domain is None \
+        else _check_domain(domain, family.d)
+    return PhiSystem(name, lambda y, _f=family: np.asarray(_f(y), dtype=np.float64), family.n, family.d, lower, upper)
+
+
+def _from_system(system, domain, d: int | None, spec: str | None = None) -> PhiSystem:
+    """A MasterEquationSystem's generator family; any other FastSlowSystem is a TypeError."""
+    from sp_ode.markov.families import GeneratorFamily
+    from sp_ode.systems.system import MasterEquationSystem
+
+    where = f" ({spec})" if spec is not None else ""
+    if not isinstance(system, MasterEquationSystem):
+        raise TypeError(
+            f"`system` must be a master equation (a MasterEquationSystem, whose fast part is a Markov generator Q(y)); "
+            f"got {type(system).__name__} {system.name!r}{where}. φ_θ approximates p_st(y), the stationary "
+            "distribution of Q(y); a general fast–slow system ε dx/dt = f(x, y) has no generator and no p_st. "
+            "Its critical manifold is sp_ode.slow_manifold(system, 0, x_guess=...) (or sp_ode.critical_manifold).")
+    if d is not None and system.d is not None and d != system.d:
+        raise ValueError(f"`d` = {d} does not match system {system.name!r}, which has d = {system.d}.")
+    if isinstance(system.Q_of_y, GeneratorFamily):
+        return _from_family(system.name, system.Q_of_y, domain, d)
+    # system.Q evaluates Q_of_y in float64 on a JAX array of shape (d,); a PhiSystem's Q returns NumPy
+    return _from_callable(system.name, lambda y, _s=system: np.asarray(_s.Q(y), dtype=np.float64), domain,
+                          system.d if system.d is not None else d)
 
 
 def _from_callable(name: str, fn: Callable, domain, d: int | None) -> PhiSystem:

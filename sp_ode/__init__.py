@@ -81,6 +81,7 @@ _LAZY: dict[str, str] = {
     "SweepResumeError": "sp_ode.systems.sweep",
     "SweepClusterError": "sp_ode.systems.sweep",
     "NetworkSystem": "sp_ode.systems.network_system",
+    "verify_network": "sp_ode.systems.network_verify",
     "check_model": "sp_ode.systems.model",
     # --- sp_ode.symbolic ---
     "symbolic_stationary": "sp_ode.symbolic.stationary",

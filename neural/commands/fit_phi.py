@@ -22,8 +22,10 @@ HELP = "fit an MLP phi_theta(y) to p_st(y) and certify its error"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--system", default="cycle3",
-                        help="a family of sp_ode.FAMILIES (cycle3 default; cycle3_2d: d = 2; ring10: 10 states) "
-                             "or path/to/file.py:FUNCTION returning Q(y) (needs --domain)")
+                        help="a family of sp_ode.FAMILIES (cycle3 default; cycle3_2d: d = 2; ring10: 10 states), "
+                             "path/to/file.py:FUNCTION returning Q(y) for y of shape (d,) (needs --domain), or "
+                             "path/to/file.py:OBJECT naming an sp_ode.MasterEquationSystem (its Q_of_y; --domain "
+                             "unless it is built over a GeneratorFamily)")
     parser.add_argument("--domain", type=float, nargs="+", default=None, metavar="LO HI",
                         help="training box, one LO HI pair per slow variable (d = number of pairs)")
     parser.add_argument("--loss", default="kl", help="kl (supervised by p_st) | residual (never sees p_st)")

@@ -22,6 +22,13 @@ Steps (docs/theory.md §3, §3.5, §7.3), each reported as ``ok``, ``FAIL`` or `
    ``manifold.png`` and (when the certificate ran) ``convergence.png`` under ``--out``;
    exit 0 when every check passed, 1 when one failed (the first line of the message
    names it).
+
+A reaction-network model — ``--system network:NAME`` (``sp_ode.markov.network_models``) or
+``file.py:OBJECT`` with OBJECT a NetworkSystem or NetworkModel (or a factory of one) — is
+dispatched to ``sp_ode.systems.network_verify.verify_network`` (docs/theory.md §7.7): paths,
+the identity by the sparse solver against the attractor of the frozen fast flow, the slopes of
+the reduced and corrected paths against full sparse stiff solves; figures ``marginals.png`` and
+``convergence.png``, the same exit codes.
 """
 from __future__ import annotations
 
@@ -44,14 +51,19 @@ HELP = "verify the manifold identity and the O(eps) convergence of a fast-slow s
 def add_arguments(parser) -> None:
     parser.add_argument("--system", default="me3",
                         help="catalogue name (toy, linear, averaging2, michaelis_menten, vanderpol, fitzhugh_nagumo, "
-                             "me3, me10, me50) or path/to/file.py:OBJECT (default: me3)")
+                             "me3, me10, me50), a reaction network (network:telegraph, network:birth_death, "
+                             "network:michaelis_menten, network:toggle_switch, network:cascade) or "
+                             "path/to/file.py:OBJECT, OBJECT a system, a catalogue entry, a NetworkSystem or a "
+                             "NetworkModel (default: me3)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="catalogue parameter, e.g. --set I=0.5 for fitzhugh_nagumo (repeatable)")
     parser.add_argument("--Ps", type=int, nargs="+", default=None, metavar="P",
-                        help="block sizes P (ε = 1/P) for the certificate, at least 4 (default 4 8 ... 4096)")
+                        help="block sizes P (ε = 1/P) for the certificate, at least 4 (default 4 8 ... 4096; "
+                             "network models: at least 5, default ε = 10^-1.5 ... 10^-3.5)")
     parser.add_argument("--order", type=int, default=1, help="order k of the slow manifold h_ε (default 1)")
     parser.add_argument("--backend", default="diffrax", help="diffrax (default) or scipy")
-    parser.add_argument("--num", type=int, default=41, help="grid points in y for the identity check")
+    parser.add_argument("--num", type=int, default=None,
+                        help="grid points in y for the identity check (default 41; network models: 5)")
     parser.add_argument("--t-span", type=float, nargs=2, default=None, metavar=("T0", "T1"),
                         help="time span (default: the system's)")
     parser.add_argument("--x0", type=float, nargs="+", default=None, help="initial fast state (default: the system's)")
@@ -77,13 +89,16 @@ def parse_overrides(items) -> dict:
 
 # --- the system -------------------------------------------------------------------------
 
-def resolve_system(spec, *, t_span=None, x0=None, y0=None, overrides=None) -> SimpleNamespace:
+def resolve_system(spec, *, t_span=None, x0=None, y0=None, overrides=None, smoke: bool = False) -> SimpleNamespace:
     """A catalogue name or ``file.py:OBJECT`` → system, t_span, x0, y0, closed-form φ, name.
 
     OBJECT may be a catalogue entry (anything with ``.system``, ``.t_span``,
     ``.x0``, ``.y0``), a zero-argument factory returning one, or a bare
     FastSlowSystem (then `t_span`, `x0`, `y0` must be given).  `overrides` (a dict, from
     ``--set KEY=VALUE``) go to a catalogue factory, e.g. ``{"I": 0.5}`` for fitzhugh_nagumo.
+    ``network:NAME`` (a model of ``sp_ode.markov.network_models``), or OBJECT a NetworkSystem or
+    NetworkModel (or a factory of one), gives a network case (``case.network`` True, see
+    `resolve_network`); `smoke` shrinks a catalogue network's projection.
 
     Raises
     ------
@@ -98,16 +113,21 @@ def resolve_system(spec, *, t_span=None, x0=None, y0=None, overrides=None) -> Si
 
     if not isinstance(spec, str) or not spec:
         raise UsageError(f"`--system` must be a catalogue name or path/to/file.py:OBJECT; got {spec!r}.")
-    if overrides and (":" in spec or spec.endswith(".py")):
+    if overrides and not spec.startswith(NETWORK_PREFIX) and (":" in spec or spec.endswith(".py")):
         raise UsageError("`--set` applies to catalogue systems; pass parameters inside your file instead.")
+    if spec.startswith(NETWORK_PREFIX):
+        return resolve_network(spec, t_span=t_span, x0=x0, y0=y0, overrides=overrides, smoke=smoke)
     if ":" in spec or spec.endswith(".py"):
         obj = load_object(spec, name="--system")
         if callable(obj) and not isinstance(obj, FastSlowSystem) and not hasattr(obj, "system"):
             obj = obj()
+        if _is_network(obj):
+            return resolve_network(obj, t_span=t_span, x0=x0, y0=y0)
     elif spec in SYSTEMS:
         obj = get_system(spec, **(overrides or {}))
     else:
-        raise UsageError(f"`--system` must be one of {tuple(SYSTEMS)} or path/to/file.py:OBJECT; got {spec!r}.")
+        raise UsageError(f"`--system` must be one of {tuple(SYSTEMS)}, network:NAME (NAME one of "
+                         f"{tuple(_network_models())}) or path/to/file.py:OBJECT; got {spec!r}.")
     if isinstance(obj, FastSlowSystem):
         system, entry = obj, None
     elif isinstance(getattr(obj, "system", None), FastSlowSystem):
@@ -126,7 +146,131 @@ def resolve_system(spec, *, t_span=None, x0=None, y0=None, overrides=None) -> Si
     system = check_model(system, x0, y0).system
     return SimpleNamespace(system=system, name=system.name, t_span=tuple(t_span), x0=np.asarray(x0, float),
                            y0=np.asarray(y0, float), phi=getattr(entry, "phi", None),
-                           description=getattr(entry, "description", ""))
+                           description=getattr(entry, "description", ""), network=False)
+
+
+# --- reaction-network models (sp_ode.systems.network_verify) ---------------------------------
+
+NETWORK_PREFIX = "network:"
+NETWORK_T_SPAN = (0.0, 2.0)   # a catalogue network's default time span (slow clock)
+NETWORK_EPS = 1e-2            # a catalogue network's ε (the corrected path of step 1)
+# --smoke: smaller projections of the catalogue networks (n ≈ 60–150)
+NETWORK_SMOKE = {"telegraph": {"N": 30}, "birth_death": {"N": 40}, "toggle_switch": {"N": 10}, "cascade": {"N": 14}}
+
+
+def _network_models() -> dict:
+    from sp_ode.markov.network_models import NETWORK_MODELS
+
+    return NETWORK_MODELS
+
+
+def _is_network(obj) -> bool:
+    from sp_ode.markov.network_models import NetworkModel
+    from sp_ode.systems.network_system import NetworkSystem
+
+    return isinstance(obj, (NetworkSystem, NetworkModel))
+
+
+def _network_kwargs(builder, overrides: dict) -> dict:
+    """`--set` values for a network builder: known keyword names only, ints where the default is an int."""
+    import inspect
+
+    params = {k: p for k, p in inspect.signature(builder).parameters.items() if p.default is not inspect.Parameter.empty}
+    out = {}
+    for key, value in overrides.items():
+        if key not in params:
+            raise UsageError(f"`--set {key}`: not a parameter of this network model; it takes {tuple(params)}.")
+        if isinstance(params[key].default, int) and not isinstance(params[key].default, bool):
+            if not float(value).is_integer():
+                raise UsageError(f"`--set {key}` must be an integer; got {value!r}.")
+            value = int(value)
+        out[key] = value
+    return out
+
+
+def resolve_network(spec, *, t_span=None, x0=None, y0=None, overrides=None, smoke: bool = False,
+                    name: str | None = None) -> SimpleNamespace:
+    """``network:NAME`` or a loaded NetworkSystem / NetworkModel → the network case.
+
+    A catalogue model (or a NetworkModel) becomes a NetworkSystem on its projection with ε =
+    ``NETWORK_EPS``, y0 its own and t_span ``NETWORK_T_SPAN`` unless given; a NetworkSystem needs
+    ``--y0`` and ``--t-span`` unless it carries ``y0`` / ``t_span`` attributes.  Network verify starts
+    on the critical manifold x0 = p_st(y0), so ``--x0`` is refused.
+    """
+    from sp_ode.markov.network_models import NetworkModel
+    from sp_ode.systems.network_system import NetworkSystem
+
+    if x0 is not None:
+        raise UsageError("`--x0` does not apply to a network model: verify starts on the critical manifold "
+                         "x0 = p_st(y0).")
+    description = ""
+    if isinstance(spec, str):
+        key = spec[len(NETWORK_PREFIX):]
+        models = _network_models()
+        if key not in models:
+            raise UsageError(f"`--system` {spec!r}: unknown network model; use one of "
+                             f"{tuple(NETWORK_PREFIX + k for k in models)}.")
+        kwargs = {**(NETWORK_SMOKE.get(key, {}) if smoke else {}),
+                  **_network_kwargs(models[key], overrides or {})}
+        obj = models[key](**kwargs)
+        description = f"catalogue network {key}" + (f" ({', '.join(f'{k}={v}' for k, v in kwargs.items())})"
+                                                    if kwargs else "")
+    else:
+        obj = spec
+    if isinstance(obj, NetworkModel):
+        system = NetworkSystem(obj.network, obj.space(), obj.slow, eps=NETWORK_EPS, name=obj.name)
+        y0 = obj.y0 if y0 is None else y0
+        t_span = NETWORK_T_SPAN if t_span is None else t_span
+        description = description or f"network model {obj.name}"
+    else:
+        system = obj
+        y0 = getattr(obj, "y0", None) if y0 is None else y0
+        t_span = getattr(obj, "t_span", None) if t_span is None else t_span
+        description = f"NetworkSystem {system.name}"
+    missing = [n for n, v in (("--t-span", t_span), ("--y0", y0)) if v is None]
+    if missing:
+        raise UsageError(f"network system {system.name!r} has no default {', '.join(missing)}: pass them.")
+    y0 = np.asarray(y0, float).reshape(-1)
+    if y0.shape != (system.d,):
+        raise UsageError(f"`--y0` must give {system.d} value(s) for {system.name!r}; got {y0.tolist()}.")
+    return SimpleNamespace(system=system, name=name or system.name, t_span=tuple(float(t) for t in t_span), x0=None,
+                           y0=y0, phi=None, description=description, network=True)
+
+
+def network_verify_report(case, *, Ps=None, num=None, smoke: bool = False, out: Path | None = None):
+    """`sp_ode.systems.network_verify.verify_network` on a network case; figures and report.json under `out`."""
+    from sp_ode.systems.network_verify import verify_network
+
+    eps_values = None
+    if Ps is not None:
+        from sp_ode.systems.certificate import MIN_POINTS, check_Ps
+
+        Ps = check_Ps(Ps, min_points=MIN_POINTS + 1)
+        eps_values = [1.0 / P for P in Ps]
+    return verify_network(case.system, case.t_span, case.y0, eps_values=eps_values, num=num, smoke=smoke, out=out)
+
+
+NETWORK_JSON_KEYS = ("system", "kind", "n", "checks", "passed", "failure", "identity_checked", "identity_methods",
+                     "identity_independent", "identity_max_error", "identity_tolerance", "slope_reduced",
+                     "slope_reduced_stderr", "slope_corrected", "slope_corrected_stderr", "slope_tolerance",
+                     "eps_values", "seconds", "figures")
+
+
+def run_network(case, args) -> int:
+    """The network branch of `run`: same output conventions and exit codes."""
+    from sp_ode.core.files import dumps
+
+    verdict = network_verify_report(case, Ps=args.Ps, num=args.num, smoke=args.smoke, out=Path(args.out))
+    report = verdict.to_dict()
+    if args.json:
+        print(dumps({k: report[k] for k in NETWORK_JSON_KEYS}))
+    else:
+        print(verdict.format())
+        print(f"wrote {', '.join(verdict.figures)}")
+    if not verdict.passed:
+        print(f"sp-ode verify: {_first_line(verdict.failure or 'a check was skipped: ' + str(verdict.checks))}",
+              file=sys.stderr)
+    return 0 if verdict.passed else 1
 
 
 def _identity_grid(case, region, num: int) -> np.ndarray:
@@ -373,9 +517,12 @@ def run(args) -> int:
     if args.order < 0:
         raise UsageError(f"`--order` must be >= 0; got {args.order}.")
     case = resolve_system(args.system, t_span=args.t_span, x0=args.x0, y0=args.y0,
-                          overrides=parse_overrides(args.overrides))
+                          overrides=parse_overrides(args.overrides), smoke=args.smoke)
+    if case.network:
+        return run_network(case, args)
     out = Path(args.out)
-    report = verify_report(case, Ps=args.Ps, order=args.order, backend=args.backend, num=args.num,
+    report = verify_report(case, Ps=args.Ps, order=args.order, backend=args.backend,
+                           num=41 if args.num is None else args.num,
                            smoke=args.smoke, out=out, show_progress=not args.json)
     report["figures"].append(str(write_json(out / "report.json", report)))
     if args.json:

@@ -30,6 +30,7 @@ _LAZY: dict[str, str] = {
         "sp_ode.systems.identity": ["identity_check", "attractor_distribution", "IdentityCheck"],
         "sp_ode.systems.region": ["visited_region", "VisitedRegion"],
         "sp_ode.systems.network_system": ["NetworkSystem", "NetworkPath", "ManifoldTable"],
+        "sp_ode.systems.network_verify": ["verify_network", "network_identity", "NetworkVerdict"],
         "sp_ode.systems.model": ["check_model", "ModelCheck"],
         "sp_ode.systems.vector_field": ["as_vector_field"],
         "sp_ode.systems.sweep": ["sweep", "SweepResult", "SweepResumeError", "SweepClusterError"],

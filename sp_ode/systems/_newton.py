@@ -133,8 +133,16 @@ def map_chunks(fn, batched: tuple, *const):
 
     Every call sees the same shapes (the last chunk is padded by repeating its
     last row), so a jitted `fn` compiles once whatever the number of points.
+    Zero rows give zero rows: each output leaf has shape (0, ...) and the dtype
+    `fn` would return (as NumPy does for an empty batch); `fn` is not called.
     """
     N = batched[0].shape[0]
+    if N == 0:
+        # No row to pad a chunk with: read the output structure off an abstract chunk of
+        # the right shapes (`jax.eval_shape` traces fn, runs nothing) and return it empty.
+        chunk = [jax.ShapeDtypeStruct((_CHUNK,) + np.shape(b)[1:], np.asarray(b).dtype) for b in batched]
+        spec = jax.eval_shape(fn, *chunk, *const)
+        return jax.tree_util.tree_map(lambda s: np.zeros((0,) + tuple(s.shape[1:]), dtype=s.dtype), spec)
     outs = []
     for start in range(0, N, _CHUNK):
         parts = [np.asarray(b[start:start + _CHUNK]) for b in batched]

@@ -52,6 +52,9 @@ from sp_ode.systems._newton import (
     system_kernels,
 )
 
+# one direction only: reduced.py never imports this module (the import contracts forbid cycles)
+from sp_ode.systems.reduced import ReducedSystem, critical_manifold_fn, simulate_reduced
+
 __all__ = ["slow_manifold", "SlowManifold", "METHODS", "MAX_ORDER"]
 
 METHODS = ("series", "closed_form")
@@ -76,38 +79,9 @@ def _taylor_coefficient(fun, j: int):
     return deriv(jnp.asarray(0.0)) / math.factorial(j)
 
 
-def _critical_manifold_fn(k, x_guess, phi_user):
-    """φ(y, args) as a JAX function, differentiable to any order in y."""
-    if phi_user is not None:
-        def phi_given(y, args):
-            return jnp.asarray(phi_user(y), dtype=jnp.float64)
-        return phi_given
-
-    F = k["F"]
-    newton = k["newton"]
-    DF = jax.jacfwd(F)
-
-    @jax.custom_jvp
-    def phi(y, args):
-        x, _, _ = newton(jnp.asarray(x_guess), y, args)
-        return x
-
-    @phi.defjvp
-    def phi_jvp(primals, tangents):
-        # implicit function theorem on F(φ(y), y) = 0; written with differentiable
-        # operations (and φ itself), so derivatives of every order follow
-        y, args = primals
-        y_dot, args_dot = tangents
-        x = phi(y, args)
-        _, F_dot = jax.jvp(lambda yy, aa: F(x, yy, aa), (y, args), (y_dot, args_dot))
-        return x, -jnp.linalg.solve(DF(x, y, args), F_dot)
-
-    return phi
-
-
 def _series_terms_fn(k, g, master: bool, order: int, x_guess, phi_user):
     """terms(y, args) -> (order + 1, m): [φ, h₁, …, h_k] from (O_j); `k` the kernels of f."""
-    phi = _critical_manifold_fn(k, x_guess, phi_user)
+    phi = critical_manifold_fn(k, x_guess, phi_user)
     f, F = k["f"], k["F"]
     DF = jax.jacfwd(F)
 
@@ -265,7 +239,10 @@ class SlowManifold:
 
     @in_float64
     def jax_fn(self, eps=None):
-        """A pure JAX function y (d,) -> h_ε(y) (m,), e.g. ``phi=`` of `sp_ode.simulate_reduced`.
+        """A pure JAX function y (d,) -> h_ε(y) (m,), for any code that wants φ as a JAX callable.
+
+        ``simulate_reduced(system, ..., phi=manifold)`` takes the SlowManifold itself
+        (the flow on h_ε at the ε of `system`; ε and args as data, one compilation).
 
         The same function object is returned for the same ε, so compiled solves
         that key on it are reused.
@@ -291,8 +268,6 @@ class SlowManifold:
         ε (default: the system's) and the system's args are data to its compiled
         solve, which is shared by every SlowManifold with the same f, g and order.
         """
-        from sp_ode.systems.reduced import ReducedSystem
-
         eps = self.eps if eps is None else check_positive("eps", eps)
         system = self.system
         return ReducedSystem(system.g, self.jax_fn(eps), system.args, system.d,
@@ -307,8 +282,6 @@ class SlowManifold:
         atol, ts, throw, args, ...).  The result's ``x`` is h_ε(y) along the solution.
         Changing ε does not recompile.
         """
-        from sp_ode.systems.reduced import simulate_reduced
-
         return simulate_reduced(self.reduced_system(eps), t_span, y0, **kwargs)
 
 
