@@ -37,9 +37,11 @@ kappa_values = np.linspace(0.5, 2.0, 2 if args.smoke else 10)
 E, K = np.meshgrid(eps_values, kappa_values, indexing="ij")
 params = {"eps": E.ravel(), "kappa": K.ravel()}
 ts = np.linspace(0.0, 5.0, 21)
-# x0 = "manifold": each point starts on its slow manifold (no initial layer to resolve)
+# x0 = "manifold": each point starts on its slow manifold (no initial layer to resolve).
+# The results stream into OUT/sweep*; a second run at the same size resumes from them (a
+# different grid in the same folder is refused, so the smoke and full runs keep their own).
 result = sp_ode.sweep(entry.system, params, (0.0, 5.0), "manifold", entry.y0, ts=ts, tol=1e-4,
-                      validate_fraction=0.25 if args.smoke else 0.05, out=OUT / "sweep", progress_bar=False,
+                      validate_fraction=0.25 if args.smoke else 0.05, out=OUT / ("sweep-smoke" if args.smoke else "sweep"), progress_bar=False,
                       max_order=1 if args.smoke else 2)  # each order costs a compilation
 paths, counts = np.unique(result.path, return_counts=True)
 print(f"{len(result.path)} points in {result.seconds:.1f} s; paths used: "

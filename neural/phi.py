@@ -138,10 +138,19 @@ class PhiMLP(torch.nn.Module):
         """φ_θ as a pure JAX function y (d,) -> (n,), e.g. ``phi=`` of `sp_ode.simulate_reduced`.
 
         See `neural.phi_jax.phi_to_jax` (the weights are copied; float64 in sp_ode's scope).
+        The same function object is returned while the weights are unchanged, so repeated
+        ``simulate_reduced(phi=model)`` calls reuse one compiled solve (sp_ode caches
+        compilations by the function's identity); any in-place update of a parameter
+        (an optimiser step, ``load_state_dict``) bumps its version and gives a fresh copy.
         """
         from neural.phi_jax import phi_to_jax
 
-        return phi_to_jax(self)
+        versions = tuple((id(t), t._version) for t in list(self.parameters()) + list(self.buffers()))
+        cached = getattr(self, "_jax_fn_cache", None)
+        if cached is None or cached[0] != versions:
+            cached = (versions, phi_to_jax(self))
+            self._jax_fn_cache = cached
+        return cached[1]
 
     def predict(self, y) -> np.ndarray:
         """φ_θ(y) as a float64 ndarray: y (N, d), (d,) or, for d = 1, (N,) -> (N, n) or (n,)."""

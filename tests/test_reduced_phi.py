@@ -226,3 +226,24 @@ def test_critical_manifold_at_zero_points_is_empty():
     fhn = sp_ode.get_system("fitzhugh_nagumo").system
     out = sp_ode.critical_manifold(fhn, np.zeros((0, 1)), x_guess=[-2.0])
     assert out.shape == (0, 1)
+
+
+def test_phi_mlp_jax_fn_is_reused_until_the_weights_change():
+    # sp_ode caches compiled solves by the function's identity: the same weights must give the
+    # same function object (no recompilation per simulate_reduced call), changed weights a new one.
+    import torch
+
+    from neural.phi import PhiMLP
+
+    mlp = PhiMLP(1, 3, width=4, depth=1, lower=[-2.0], upper=[2.0], seed=0)
+    fn = mlp.jax_fn()
+    assert mlp.jax_fn() is fn
+    before = np.asarray(fn(np.array([0.3])))
+    with torch.no_grad():  # the output layer starts at zero (uniform φ): move its bias
+        mlp.out.bias.add_(torch.linspace(0.0, 1.0, 3, dtype=mlp.out.bias.dtype))
+    fresh = mlp.jax_fn()
+    assert fresh is not fn
+    after = np.asarray(fresh(np.array([0.3])))
+    assert np.max(np.abs(after - before)) > 1e-6  # the new copy carries the new weights
+    # (outside sp_ode's float64 scope JAX computes in float32)
+    np.testing.assert_allclose(after, mlp.predict(np.array([[0.3]]))[0], rtol=1e-6, atol=1e-7)
