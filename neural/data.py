@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from neural.sources import check_regime_stack
 from sp_ode.core.validation import check_positive_int
 
 __all__ = [
@@ -160,13 +161,8 @@ class MarkovSource:
         import sp_ode
         from sp_ode.markov.generator import require_irreducible
 
-        if not isinstance(self.alphabet, (bytes, bytearray)) or len(set(self.alphabet)) != len(self.alphabet) or len(self.alphabet) < 2:
-            raise ValueError(f"`alphabet` must be bytes of >= 2 distinct values; got {self.alphabet!r}.")
+        Qs = check_regime_stack(self.alphabet, self.generators, "generators")
         check_positive_int("block", self.block)
-        Qs = np.asarray(self.generators, dtype=np.float64)
-        m = len(self.alphabet)
-        if Qs.ndim != 3 or Qs.shape[1:] != (m, m):
-            raise ValueError(f"`generators` must have shape (K, {m}, {m}) for an alphabet of {m} bytes; got {Qs.shape}.")
         S = np.asarray(self.switch, dtype=np.float64)
         K = Qs.shape[0]
         if S.shape != (K, K):

@@ -46,6 +46,18 @@ import numpy as np
 
 from sp_ode.core.validation import check_positive_int
 
+
+def check_regime_stack(alphabet, stack, name: str) -> np.ndarray:
+    """Validate an alphabet (bytes of >= 2 distinct values) and a (K, m, m) stack of per-regime
+    matrices named `name` over it; return the stack as float64 (shared with neural.data)."""
+    if not isinstance(alphabet, (bytes, bytearray)) or len(set(alphabet)) != len(alphabet) or len(alphabet) < 2:
+        raise ValueError(f"`alphabet` must be bytes of >= 2 distinct values; got {alphabet!r}.")
+    arr = np.asarray(stack, dtype=np.float64)
+    m = len(alphabet)
+    if arr.ndim != 3 or arr.shape[1:] != (m, m):
+        raise ValueError(f"`{name}` must have shape (K, {m}, {m}) for an alphabet of {m} bytes; got {arr.shape}.")
+    return arr
+
 __all__ = ["MODES", "RegimeSource", "receptive_field"]
 
 MODES = ("hazard", "block")
@@ -87,16 +99,11 @@ class RegimeSource:
     def __post_init__(self) -> None:
         import sp_ode
 
-        if not isinstance(self.alphabet, (bytes, bytearray)) or len(set(self.alphabet)) != len(self.alphabet) \
-                or len(self.alphabet) < 2:
-            raise ValueError(f"`alphabet` must be bytes of >= 2 distinct values; got {self.alphabet!r}.")
+        T = check_regime_stack(self.alphabet, self.transitions, "transitions")
         if self.mode not in MODES:
             raise ValueError(f"`mode` must be one of {MODES}; got {self.mode!r}.")
         check_positive_int("block", self.block)
-        T = np.asarray(self.transitions, dtype=np.float64)
         m = len(self.alphabet)
-        if T.ndim != 3 or T.shape[1:] != (m, m):
-            raise ValueError(f"`transitions` must have shape (K, {m}, {m}) for an alphabet of {m} bytes; got {T.shape}.")
         K = T.shape[0]
         S = np.asarray(self.switch, dtype=np.float64)
         if S.shape != (K, K):
