@@ -22,10 +22,12 @@ paired t-test and exact sign-flip permutation test).
     python examples/when_coupling_matters.py --threads 1                          # the full grid (CPU-hours)
     python examples/when_coupling_matters.py --threads 1 --sources hard --arms dense-W16,coupled-W16 \\
         --seeds 2 --tokens 300000                                                 # a pilot
+    python examples/when_coupling_matters.py --threads 1 --sources hard --seeds 3 \\
+        --arms dense-full,dense-W16,coupled-W16 --delta-sweep 0.3,0.6,1.5          # gap closed vs δ
     python examples/when_coupling_matters.py --smoke                              # seconds (the test suite)
 
-Resumable: each run writes ``runs/<source>/<arm>-seed<s>-tok<N>.json`` when it finishes and is
-skipped when that file exists.  Writes ``coupling.json`` (every number printed), ``coupling.md``
+Resumable: each run writes ``runs/<source>/<arm>-seed<s>-tok<N>.json`` (``runs/hard_delta<δ>/…``
+for the δ sweep) when it finishes and is skipped when that file exists.  Writes ``coupling.json`` (every number printed), ``coupling.md``
 (the tables) and figures under ``--out``.
 """
 from __future__ import annotations
@@ -398,6 +400,32 @@ def scaling_verdict(rows: list[dict], runs: list[dict], pool: int) -> str:
     return "inconclusive"
 
 
+def delta_sweep(runs_by_delta: dict[float, list[dict]], delta_table: list[dict], pool: int, tokens: int) -> list[dict]:
+    """Gap closed vs δ (hard family): per δ, paired over seeds, the gap dense-W − dense-full, the gain
+    dense-W − coupled-W (W = P) and the fraction closed = mean gain / mean gap, beside the floor gaps."""
+    import numpy as np
+
+    floors = {row["delta"]: row for row in delta_table}
+    rows = []
+    for delta in sorted(runs_by_delta):
+        at = [r for r in runs_by_delta[delta] if r["budget"] == tokens]
+        loss = {arm: {r["seed"]: r["val_loss"] for r in at if r["arm"] == arm}
+                for arm in ("dense-full", f"dense-W{pool}", f"coupled-W{pool}")}
+        seeds = sorted(set.intersection(*(set(v) for v in loss.values())))
+        if not seeds:
+            continue
+        df, dw, cw = (np.array([loss[a][s] for s in seeds]) for a in loss)
+        gap, gain = paired(dw, df), paired(dw, cw, "greater")
+        row = {"delta": delta, "seeds": seeds, "gap_dense_window_minus_full": gap, "coupled_gain": gain,
+               "fraction_closed": float(gain["mean"] / gap["mean"]) if gap["mean"] else None,
+               "fraction_closed_per_seed": ((dw - cw) / (dw - df)).tolist()}
+        if delta in floors:
+            row["floor_gap_W"] = floors[delta]["gap_W"]
+            row["floor_gap_RF"] = floors[delta]["gap_RF"]
+        rows.append(row)
+    return rows
+
+
 # --------------------------------------------------------------------------- driver
 
 
@@ -450,6 +478,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scaling-tokens", default="", help="comma list of extra budgets for the main pair (H4), "
                         "e.g. 500000,1000000,10000000")
     parser.add_argument("--scaling-seeds", type=int, default=3)
+    parser.add_argument("--delta-sweep", default="", help="comma list of extra hard-source δ for the gap-closed-vs-δ "
+                        "curve (arms from --arms, seeds from --seeds), e.g. 0.3,0.6,1.5")
     parser.add_argument("--scale", choices=sorted(SCALES), default="cpu")
     parser.add_argument("--delta", type=float, default=None, help="hard source δ (default: selected from the floors)")
     parser.add_argument("--text", default=str(DEFAULT_TEXT), help="tiny Shakespeare path")
@@ -485,6 +515,12 @@ def main(argv: list[str] | None = None) -> int:
             parse_arm(a)
         except ValueError as exc:
             parser.error(str(exc))
+    try:
+        sweep_deltas = [float(d) for d in args.delta_sweep.split(",") if d]
+    except ValueError:
+        parser.error(f"--delta-sweep must be a comma list of numbers; got {args.delta_sweep!r}")
+    if any(d <= 0 for d in sweep_deltas):
+        parser.error(f"--delta-sweep values must be > 0; got {sweep_deltas}")
     text = Path(args.text)
     if "shakespeare" in sources and not text.is_file():
         print(f"tiny Shakespeare not found at {text}: skipping that source", file=sys.stderr)
@@ -521,23 +557,26 @@ def main(argv: list[str] | None = None) -> int:
             folder = out / "runs" / src
             all_runs[src] = [_read_run(p) for p in sorted(folder.glob("*.json"))] if folder.is_dir() else []
     elif not args.floors_only:
-        plan = [(src, arm, seed, tokens) for src in sources for seed in range(seeds) for arm in arms]
+        # (folder, source, arm, seed, budget, δ); the δ sweep's runs live in runs/hard_delta<δ>/
+        plan = [(src, src, arm, seed, tokens, delta) for src in sources for seed in range(seeds) for arm in arms]
         main_pair = [f"dense-W{scale.pool}", f"coupled-W{scale.pool}"]
         for budget in [int(b) for b in args.scaling_tokens.split(",") if b]:
-            plan += [("hard", arm, seed, budget) for seed in range(args.scaling_seeds) for arm in main_pair]
+            plan += [("hard", "hard", arm, seed, budget, delta) for seed in range(args.scaling_seeds) for arm in main_pair]
+        for d in sweep_deltas:
+            plan += [(_delta_folder(d, delta), "hard", arm, seed, tokens, d) for seed in range(seeds) for arm in arms]
         data_cache = {}
         bar = progress(total=len(plan), desc="coupling")
-        for src, arm, seed, budget in plan:
-            path = out / "runs" / src / f"{arm}-seed{seed}-tok{budget}.json"
+        for folder, src, arm, seed, budget, d in plan:
+            path = out / "runs" / folder / f"{arm}-seed{seed}-tok{budget}.json"
             if not path.is_file():
-                if src not in data_cache:
-                    data_cache[src] = load_data(src, scale, delta if src == "hard" else None, text)
-                train, val, _ = data_cache[src]
+                if folder not in data_cache:
+                    data_cache[folder] = load_data(src, scale, d if src == "hard" else None, text)
+                train, val, _ = data_cache[folder]
                 record = train_run(arm, seed, budget, scale, train, val, starts, args.device, args.compile)
-                record.update({"source": src, "delta": delta if src == "hard" else None, "scale": args.scale,
+                record.update({"source": src, "delta": d if src == "hard" else None, "scale": args.scale,
                                "smoke": args.smoke, "threads": torch.get_num_threads()})
                 write_json(path, record)
-                print(f"  {src:<11} {arm:<13} seed {seed} tok {budget}: val {record['val_loss']:.4f} "
+                print(f"  {folder:<11} {arm:<13} seed {seed} tok {budget}: val {record['val_loss']:.4f} "
                       f"gates {[round(g, 4) for g in record['gates']]} {record['train_s']:.1f} s", file=sys.stderr)
             bar.update(1)
         bar.close()
@@ -545,6 +584,11 @@ def main(argv: list[str] | None = None) -> int:
             folder = out / "runs" / src
             all_runs[src] = [_read_run(p) for p in sorted(folder.glob("*.json"))] if folder.is_dir() else []
 
+    # gap closed vs δ: every δ with a runs/hard_delta<δ>/ folder, plus the selected δ's main runs
+    runs_by_delta = {float(f.name.removeprefix("hard_delta")): [_read_run(p) for p in sorted(f.glob("*.json"))]
+                     for f in sorted((out / "runs").glob("hard_delta*")) if f.is_dir()}
+    if runs_by_delta and "hard" in all_runs:
+        runs_by_delta[delta] = all_runs["hard"]
     report = {"scale": args.scale if not args.smoke else "smoke", "smoke": args.smoke, "seeds": seeds,
               "tokens": tokens, "delta": delta, "gap_target": GAP_TARGET, "delta_table": cached["delta_table"],
               "floors": {"hard": cached[f"hard_delta{delta}"], "easy": cached["easy"]}, "sources": {}}
@@ -556,7 +600,9 @@ def main(argv: list[str] | None = None) -> int:
                                   "scaling": scaling(runs, scale.pool) if src == "hard" else []}
         if src == "hard":
             report["sources"][src]["H4_verdict"] = scaling_verdict(report["sources"][src]["scaling"], runs, scale.pool)
-    write_json(out / "coupling.json", {**report, "runs": all_runs})
+    report["delta_sweep"] = delta_sweep(runs_by_delta, cached["delta_table"], scale.pool, tokens)
+    write_json(out / "coupling.json", {**report, "runs": all_runs,
+                                       "delta_sweep_runs": {str(d): r for d, r in runs_by_delta.items() if d != delta}})
     table = markdown(report, scale)
     (out / "coupling.md").write_text(table, encoding="utf-8")
     if all_runs:
@@ -564,6 +610,11 @@ def main(argv: list[str] | None = None) -> int:
     print(table)
     print(f"wrote {out / 'coupling.json'}, {out / 'coupling.md'}")
     return 0
+
+
+def _delta_folder(d: float, selected: float) -> str:
+    """Run folder of hard-source δ = d: the main folder for the selected δ, else hard_delta<d>."""
+    return "hard" if d == selected else f"hard_delta{d}"
 
 
 def _read_run(path: Path) -> dict:
@@ -625,6 +676,16 @@ def markdown(report: dict, scale: Scale) -> str:
                 lines.append(f"| {row['tokens']:,} | {row['n']} | {_fmt(row['mean'])} ± {_fmt(row['se'])} | "
                              f"{_fmt(row['p_t'])} |")
             lines.append(f"- **H4** (hard): **{s.get('H4_verdict', 'inconclusive')}**")
+    if report.get("delta_sweep"):
+        lines += ["", f"### Gap closed vs δ (hard family, W = P, {report['tokens']:,} tokens, paired over seeds)", "",
+                  "| δ | n | floor gap W − T | floor gap RF − T | dense-W − dense-full ± SE | dense-W − coupled-W ± SE | "
+                  "fraction closed (per seed) |", "| --- | --- | --- | --- | --- | --- | --- |"]
+        for row in report["delta_sweep"]:
+            gap, gain = row["gap_dense_window_minus_full"], row["coupled_gain"]
+            per_seed = ", ".join(f"{f:.2f}" for f in row["fraction_closed_per_seed"])
+            lines.append(f"| {row['delta']} | {gap['n']} | {_fmt(row.get('floor_gap_W'))} | "
+                         f"{_fmt(row.get('floor_gap_RF'))} | {_fmt(gap['mean'])} ± {_fmt(gap['se'])} | "
+                         f"{_fmt(gain['mean'])} ± {_fmt(gain['se'])} | {_fmt(row['fraction_closed'], 2)} ({per_seed}) |")
     return "\n".join(lines) + "\n"
 
 
@@ -667,6 +728,8 @@ def plot(plt, all_runs: dict, report: dict, out: Path, scale: Scale) -> None:
         fig.savefig(out / f"{name}.png", dpi=100)
         plt.close(fig)
     _plot_gates(plt, all_runs, report, out)
+    if report.get("delta_sweep"):
+        _plot_delta_sweep(plt, report, out)
     rows = report["delta_table"]
     if not rows:
         return
@@ -679,6 +742,37 @@ def plot(plt, all_runs: dict, report: dict, out: Path, scale: Scale) -> None:
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(out / "floors_vs_delta.png", dpi=100)
+    plt.close(fig)
+
+
+def _plot_delta_sweep(plt, report: dict, out: Path) -> None:
+    """gap_closed_vs_delta.png: left, the loss gaps (nats) with the floor gaps; right, the fraction closed."""
+    rows = report["delta_sweep"]
+    d = [r["delta"] for r in rows]
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4))
+    for key, label, marker in (("gap_dense_window_minus_full", "dense-W − dense-full (what windowing loses)", "o"),
+                               ("coupled_gain", "dense-W − coupled-W (what the coupling wins back)", "s")):
+        ax.errorbar(d, [r[key]["mean"] for r in rows], yerr=[r[key]["se"] or 0.0 for r in rows], marker=marker,
+                    capsize=3, label=label)
+    if all("floor_gap_W" in r for r in rows):
+        ax.plot(d, [r["floor_gap_W"] for r in rows], "k:", marker=".", label="floor Bayes-W − Bayes-T")
+        ax.plot(d, [r["floor_gap_RF"] for r in rows], "k--", marker=".", label="floor Bayes-RF − Bayes-T")
+    ax.axhline(0.0, color="0.7", linewidth=0.8)
+    ax.set_xlabel("δ (regime spread)")
+    ax.set_ylabel("nats/byte (mean ± SE over seeds)")
+    ax.set_title(f"hard source, W = P, {report['tokens'] / 1e6:g}M tokens")
+    ax.legend(fontsize=7)
+    for r in rows:
+        ax2.scatter([r["delta"]] * len(r["fraction_closed_per_seed"]), r["fraction_closed_per_seed"], color="C1",
+                    alpha=0.5, s=15)
+    ax2.plot(d, [r["fraction_closed"] for r in rows], "C1-", marker="s", label="mean gain / mean gap")
+    ax2.axhline(0.5, color="k", linestyle=":", label="H1 threshold (50 %)")
+    ax2.set_xlabel("δ (regime spread)")
+    ax2.set_ylabel("fraction of (dense-W − dense-full) closed")
+    ax2.set_title("dots: single seeds")
+    ax2.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "gap_closed_vs_delta.png", dpi=100)
     plt.close(fig)
 
 

@@ -161,3 +161,48 @@ def test_gpu_bench_cpu_path(tmp_path):
     record = json.loads((tmp_path / "gpu_bench.json").read_text())
     assert record["smoke"] and set(record["arms"]) == {"dense-full", "dense-W4", "coupled-W4", "frozen-W4"}
     assert record["floors"]["bayes_T"] <= record["floors"]["bayes_W4"] + 1e-2
+
+
+def test_delta_sweep_statistics_against_hand_computed_values(example):
+    """Gap closed vs δ: constructed losses (gap 0.02, gain 0.015 and 0.005 per seed) give the hand-computed
+    paired means and fractions; seeds missing from an arm are dropped; the floors are attached by δ."""
+    def runs(losses):
+        return [{"arm": arm, "seed": s, "budget": 100, "val_loss": v} for arm, vals in losses.items()
+                for s, v in enumerate(vals)]
+
+    by_delta = {0.3: runs({"dense-full": [1.00, 1.10], "dense-W4": [1.02, 1.12], "coupled-W4": [1.005, 1.115]}),
+                0.9: runs({"dense-full": [1.00, 1.10, 1.2], "dense-W4": [1.02, 1.12], "coupled-W4": [1.01, 1.11]})}
+    table = [{"delta": 0.3, "gap_W": 0.01, "gap_RF": 0.005}]
+    rows = example.delta_sweep(by_delta, table, pool=4, tokens=100)
+    assert [r["delta"] for r in rows] == [0.3, 0.9]
+    lo, hi = rows
+    assert lo["seeds"] == [0, 1] and hi["seeds"] == [0, 1]
+    assert lo["gap_dense_window_minus_full"]["mean"] == pytest.approx(0.02)
+    assert lo["coupled_gain"]["mean"] == pytest.approx(0.010)   # (0.015 + 0.005) / 2
+    assert lo["fraction_closed"] == pytest.approx(0.5)
+    assert lo["fraction_closed_per_seed"] == pytest.approx([0.75, 0.25])
+    assert lo["floor_gap_W"] == 0.01 and "floor_gap_W" not in hi
+    assert hi["fraction_closed"] == pytest.approx(0.5)
+    # runs at another budget are not mixed in
+    assert example.delta_sweep(by_delta, table, pool=4, tokens=200) == []
+
+
+def test_smoke_delta_sweep_writes_its_table_and_figure(example, tmp_path, capsys):
+    argv = ["--smoke", "--threads", "1", "--sources", "hard", "--arms", "dense-full,dense-W4,coupled-W4",
+            "--delta-sweep", "0.3", "--out", str(tmp_path)]
+    assert _one_thread(lambda: example.main(argv)) == 0
+    capsys.readouterr()
+    record = json.loads((tmp_path / "coupling.json").read_text())
+    rows = record["delta_sweep"]
+    assert sorted(r["delta"] for r in rows) == sorted({0.3, record["delta"]})
+    sweep_runs = record["delta_sweep_runs"]["0.3"]
+    assert {r["delta"] for r in sweep_runs} == {0.3} and len(sweep_runs) == 2 * 3
+    row = next(r for r in rows if r["delta"] == 0.3)
+    loss = {(r["arm"], r["seed"]): r["val_loss"] for r in sweep_runs}
+    gap = np.mean([loss["dense-W4", s] - loss["dense-full", s] for s in (0, 1)])
+    gain = np.mean([loss["dense-W4", s] - loss["coupled-W4", s] for s in (0, 1)])
+    assert row["fraction_closed"] == pytest.approx(gain / gap)
+    assert (tmp_path / "gap_closed_vs_delta.png").stat().st_size > 0
+    assert "Gap closed vs δ" in (tmp_path / "coupling.md").read_text()
+    with pytest.raises(SystemExit):
+        example.main(["--smoke", "--delta-sweep", "-1", "--out", str(tmp_path)])

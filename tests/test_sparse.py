@@ -170,3 +170,18 @@ def test_stage_one_breakdown_falls_back_to_the_uniform_guess():
     marginal = np.bincount(counts, weights=p, minlength=41)
     exact = model.closed_form["marginal M"](np.array([1.0]))
     assert np.max(np.abs(marginal - exact / exact.sum())) < 1e-8
+
+
+def test_krylov_restart_follows_the_memory_cap(monkeypatch):
+    """GMRES keeps restart 100 while the basis fits (≤ 6 GB and ≤ 30 % of available memory) and
+    shrinks towards 20 only beyond; a 1 GB cap had forced restart 20 at 10⁷ states (3× the steps)."""
+    from sp_ode.markov import _sparse
+
+    monkeypatch.setattr(_sparse, "_available_bytes", lambda: 100e9)
+    assert _sparse._restart_length(10**6, 400) == 100
+    assert _sparse._restart_length(10**7, 400) == 74        # 6e9 / (8·(10⁷ + 1))
+    assert _sparse._restart_length(10**9, 400) == 20        # never below the floor
+    assert _sparse._restart_length(50, 400) == 50 and _sparse._restart_length(10**6, 30) == 30
+    monkeypatch.setattr(_sparse, "_available_bytes", lambda: 4e9)   # 30 % of 4 GB = 1.2 GB
+    assert _sparse._restart_length(10**7, 400) == 20
+    assert _sparse._restart_length(10**6, 400) == 100

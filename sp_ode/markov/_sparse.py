@@ -83,7 +83,11 @@ METHOD = "pyamg Ruge-Stuben AMG-preconditioned GMRES on the pinned M-matrix + Ga
 
 _LOCATE_CYCLES = 3     # V-cycles of stage 1: enough to find the mode, not to converge
 _RESTART = 100         # GMRES restart length; restarting at 40 tripled the steps at 10⁶ states (156 vs 55)
-_KRYLOV_BYTES = 1e9    # … but the Krylov basis (restart × n float64) is kept under ~1 GB
+_KRYLOV_MIN_RESTART = 20
+_KRYLOV_BYTES = 6e9    # … the Krylov basis (restart × n float64) is kept under 6 GB and under
+_KRYLOV_FREE = 0.3     # 30 % of the memory available at the start of the solve.  The cap matters
+                       # from ~10⁷ states: a 1 GB cap forced restart 20 there, and at 4·10⁶ states
+                       # restart 50 already took 264 steps against 100 at restart 100 (cascade CME).
 _DEFAULT_TOL = 1e-13   # relative residual ‖b − A_k x‖₂ / ‖b‖₂ (1e-13: +2 GMRES steps, ~40× smaller ‖Qᵀp‖₁ than 1e-12)
 _DEFAULT_MAXITER = 400  # total GMRES iterations (inner steps, across restarts)
 _REPIN_BELOW = 1e-6     # re-pin (once) when an unconverged solve pinned a state with p_k < this · max p
@@ -201,9 +205,24 @@ def sparse_stationary(Q, *, tol: float | None = None, maxiter: int | None = None
             return _failure(Q.shape[0], f"the AMG/GMRES solve failed ({type(exc).__name__}: {exc})", t0)
 
 
+def _available_bytes() -> float:
+    """Memory available to this process now (Linux ``SC_AVPHYS_PAGES``); +inf where unknown."""
+    try:
+        return float(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-Linux
+        return math.inf
+
+
+def _restart_length(n1: int, maxiter: int) -> int:
+    """GMRES restart: _RESTART, unless the basis would exceed the Krylov memory cap (see above)."""
+    cap = min(_KRYLOV_BYTES, _KRYLOV_FREE * _available_bytes())
+    by_memory = max(_KRYLOV_MIN_RESTART, int(cap // (8 * (n1 + 1))))
+    return max(1, min(_RESTART, by_memory, maxiter, n1))
+
+
 def _gmres(Ak, b, x0, ml, *, tol, maxiter, count):
     n1 = Ak.shape[0]
-    restart = max(1, min(_RESTART, max(20, int(_KRYLOV_BYTES // (8 * (n1 + 1)))), maxiter, n1))
+    restart = _restart_length(n1, maxiter)
     x, status = spla.gmres(Ak, b, x0=x0, rtol=tol, atol=0.0, restart=restart,
                            maxiter=-(-maxiter // restart), M=ml.aspreconditioner(cycle="V"),
                            callback=count, callback_type="pr_norm")
@@ -254,6 +273,8 @@ def _sparse_stationary(Q, *, tol, maxiter, bound_tol):
             break
         guess = np.maximum(raw, 0.0)
 
+    del A, guess  # not needed past the pinned system (each is 64 B/state of memory)
+
     def full(xk):
         q = np.insert(xk, k, 1.0)
         return q / q.sum()
@@ -266,7 +287,11 @@ def _sparse_stationary(Q, *, tol, maxiter, bound_tol):
     p = full(x)
     p += 0.0  # −0.0 → +0.0, so that no entry even prints as negative
     t2 = time.perf_counter()
-    # Stage 4: certified hitting times of k (G y = 1, G = A_kᵀ) and the bound.
+    # Stage 4: certified hitting times of k (G y = 1, G = A_kᵀ) and the bound.  The pinned
+    # system's hierarchy is dropped first (at 10⁷ states it is ~2.6 GB, as large as G's) and
+    # rebuilt only in the rare case that the residual has to be tightened.
+    levels = len(ml.levels)
+    del ml
     G = Ak.T.tocsr()
     mlG = pyamg.ruge_stuben_solver(G)
     y, _ = _gmres(G, np.ones(n - 1), None, mlG, tol=_HITTING_TOL / math.sqrt(n - 1), maxiter=maxiter, count=count)
@@ -275,6 +300,8 @@ def _sparse_stationary(Q, *, tol, maxiter, bound_tol):
         # The residual is what failed the bound: tighten the pinned solve once, by the missing factor.
         tighter = max(tol * bound_tol / bound / 4, _TIGHTEST_TOL)
         if tighter < tol:
+            del mlG
+            ml = pyamg.ruge_stuben_solver(Ak)
             x2, status2 = _gmres(Ak, b, x, ml, tol=tighter, maxiter=maxiter, count=count)
             if np.all(np.isfinite(x2)):
                 x2 = np.maximum(x2, 0.0)
@@ -293,7 +320,7 @@ def _sparse_stationary(Q, *, tol, maxiter, bound_tol):
         "attempts": attempt + 1,
         "method": METHOD,
         "pinned_state": k,
-        "amg_levels": len(ml.levels),
+        "amg_levels": levels,
         "negatives_clipped": int(negative.sum()),
         "most_negative": most_negative,
         "residual_before_sweep": residual_before,
