@@ -19,12 +19,15 @@ y(0) = 0.2, t ∈ [0, 2], x(0) = p_st(y0) (start on the critical manifold, docs/
 3. **stationary** — one stationary solve of the cascade CME at N = 3162 (10⁷ states): build
    (FSP generator from the network), solve through the public API, peak RSS, its report.
 4. **memory** — bytes per state of Q, A = −Qᵀ, A_k and the AMG hierarchy (docs/cme_memory.md).
+5. **pinned** — the pinned linear solve alone under several AMG/GMRES settings (GMRES steps vs n:
+   why 10⁷ states do not fit 300 s with classical AMG, docs/bench/network.md §3).
 
     python bench/bench_network.py eps --N 32 100 --json --out docs/bench/network_eps.json
     python bench/bench_network.py warm --N 317 --out docs/bench/network_warm_1e5.json
     python bench/bench_network.py warm --N 1000 --steps 3 --no-amg-cold --out docs/bench/network_warm_1e6.json
     python bench/bench_network.py stationary --N 3162 --json --out docs/bench/network_1e7.json
     python bench/bench_network.py memory --N 500 --json --out docs/bench/network_memory.json
+    python bench/bench_network.py pinned --N 316 1000 2000 --out docs/bench/network_pinned.json
     python bench/bench_network.py --smoke --json --out /tmp/x.json     # seconds; in the test suite
 """
 from __future__ import annotations
@@ -178,13 +181,70 @@ def bench_stationary(N: int) -> dict:
     rss_build = peak_rss_gb()
     log(f"N={N}: n={space.n}, nnz={Q.nnz}, build {build:.1f}s, peak {rss_build:.2f} GB")
     t0 = time.perf_counter()
-    p, info = sp_ode.stationary_distribution(Q, return_info=True)
+    try:
+        p, info = sp_ode.stationary_distribution(Q, return_info=True)
+    except sp_ode.ConvergenceError as exc:  # recorded, not lost: how far each method got
+        solve = time.perf_counter() - t0
+        rec = {"N": N, "n": space.n, "nnz": int(Q.nnz), "build_seconds": build, "solve_seconds": solve,
+               "peak_rss_gb_after_build": rss_build, "peak_rss_gb": peak_rss_gb(), "failed": str(exc),
+               "bound": exc.bound, "tol": exc.tol, "info": exc.info}
+        log(f"  FAILED after {solve:.1f}s, peak {rec['peak_rss_gb']:.2f} GB: {exc}")
+        return rec
     solve = time.perf_counter() - t0
     rec = {"N": N, "n": space.n, "nnz": int(Q.nnz), "build_seconds": build, "solve_seconds": solve,
            "peak_rss_gb_after_build": rss_build, "peak_rss_gb": peak_rss_gb(), "negatives": int((p < 0).sum()),
            "info": info, "fsp_outflow_rate": float(p @ m.network.outflow(space, m.y0)),
            "mean_A": float(space.marginal(p, "A") @ np.arange(N)), "mean_A_closed_form": m.closed_form["means"](m.y0)["A"]}
     log(f"  solve {solve:.1f}s, peak {rec['peak_rss_gb']:.2f} GB, info {info}")
+    return rec
+
+
+PINNED_SETTINGS = {  # name: (pyamg builder, GMRES restart)
+    "rs_restart100": ("ruge_stuben_solver", 100),
+    "rs_restart50": ("ruge_stuben_solver", 50),
+    "rs_restart20": ("ruge_stuben_solver", 20),
+    "air_restart20": ("air_solver", 20),
+}
+
+
+def bench_pinned(N: int, settings: list[str]) -> dict:
+    """The pinned linear solve of the sparse stationary solver alone (docs/bench/network.md §3): GMRES steps,
+    seconds and AMG setup for each (hierarchy, restart) setting, relative tolerance 1e-13, one thread."""
+    import pyamg
+    import scipy.sparse.linalg as spla
+    from threadpoolctl import threadpool_limits
+
+    from sp_ode.markov._sparse import _locate_mass, _pinned_system
+
+    m = cascade(N)
+    space = m.space()
+    A = (-m.network.generator(space, m.y0).T).tocsr()
+    A.sort_indices()
+    guess = _locate_mass(A)
+    k = int(np.argmax(guess))
+    Ak, b, keep = _pinned_system(A, k)
+    x0 = np.maximum(guess[keep] / guess[k], 0.0)
+    rec = {"N": N, "n": space.n, "rows": {}}
+    with threadpool_limits(1):
+        for name in settings:
+            builder, restart = PINNED_SETTINGS[name]
+            t = time.perf_counter()
+            ml = getattr(pyamg, builder)(Ak)
+            setup = time.perf_counter() - t
+            steps = [0]
+
+            def count(_):
+                steps[0] += 1
+            t = time.perf_counter()
+            x, status = spla.gmres(Ak, b, x0=x0, rtol=1e-13, atol=0.0, restart=restart, maxiter=-(-600 // restart),
+                                   M=ml.aspreconditioner(cycle="V"), callback=count, callback_type="pr_norm")
+            solve = time.perf_counter() - t
+            row = {"setup_seconds": setup, "solve_seconds": solve, "gmres_steps": steps[0], "converged": status == 0,
+                   "relative_residual": float(np.linalg.norm(b - Ak @ x) / np.linalg.norm(b)),
+                   "levels": len(ml.levels), "operator_complexity": float(ml.operator_complexity())}
+            rec["rows"][name] = row
+            log(f"N={N} {name}: {row}")
+            del ml
     return rec
 
 
@@ -218,7 +278,9 @@ def bench_memory(N: int) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("part", nargs="?", choices=("eps", "warm", "stationary", "memory"), default="eps")
+    ap.add_argument("part", nargs="?", choices=("eps", "warm", "stationary", "memory", "pinned"), default="eps")
+    ap.add_argument("--settings", nargs="+", default=list(PINNED_SETTINGS), choices=list(PINNED_SETTINGS),
+                    help="pinned: solver settings to time")
     ap.add_argument("--N", type=int, nargs="+", default=None)
     ap.add_argument("--eps", type=float, nargs="+", default=[1e-2, 1e-3, 1e-4, 1e-5, 1e-6])
     ap.add_argument("--rtols", type=float, nargs="+", default=[1e-6, 1e-8, 1e-10])
@@ -226,7 +288,7 @@ def main(argv=None) -> int:
     ap.add_argument("--radau", action="store_true")
     ap.add_argument("--steps", type=int, default=8, help="warm: reduced-flow evaluations per size")
     ap.add_argument("--no-amg-cold", action="store_true", help="warm: skip our cold AMG baseline (large n)")
-    ap.add_argument("--smoke", action="store_true", help="tiny sizes, all three parts (seconds)")
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes, every part but memory (seconds)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
@@ -236,6 +298,7 @@ def main(argv=None) -> int:
         rec["eps"] = [bench_eps(8, [1e-2, 1e-3], [1e-6], False, 1e-11)]
         rec["warm"] = [bench_warm(20, 3, 0.005)]
         rec["stationary"] = [bench_stationary(30)]
+        rec["pinned"] = [bench_pinned(20, ["rs_restart20", "air_restart20"])]
     elif args.part == "eps":
         rec["eps"] = []
 
@@ -247,6 +310,8 @@ def main(argv=None) -> int:
             rec["eps"].append(bench_eps(N, args.eps, args.rtols, args.radau, args.ref_rtol, checkpoint))
     elif args.part == "warm":
         rec["warm"] = [bench_warm(N, args.steps, 0.005, not args.no_amg_cold) for N in (args.N or [317, 1000])]
+    elif args.part == "pinned":
+        rec["pinned"] = [bench_pinned(N, args.settings) for N in (args.N or [316, 1000])]
     elif args.part == "memory":
         rec["memory"] = [bench_memory(N) for N in (args.N or [500])]
     else:

@@ -104,11 +104,16 @@ def main(argv=None) -> int:
     ap.add_argument("--max-order", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--dask", action="store_true", help="also time Dask with 1 and 2 workers")
+    ap.add_argument("--dask-only", action="store_true",
+                    help="only the in-process sweep (with and without validation) and the Dask timings")
+    ap.add_argument("--overhead-chunks", default="16,64",
+                    help="chunk sizes of the Dask overhead measurement (besides --chunk-size)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
+    args.overhead_chunks = sorted({int(c) for c in args.overhead_chunks.split(",") if c} | {args.chunk_size})
     if args.smoke:
         args.n, args.ref_count, args.scipy_subset, args.chunk_size, args.repeat = 8, 3, 2, 8, 1
         args.max_order = 0
@@ -149,6 +154,18 @@ def run(args) -> dict:
     sweep_s = min(times)
     summ = res.summary()
     log(f"  sweep: {sweep_s:.2f} s (compile+first chunk {compile_s:.1f} s); {summ}")
+    if args.dask_only:
+        t = time.perf_counter()
+        sp_ode.sweep(system, params, (0.0, 2.0), x0, y0, validate_fraction=0.0, **kw)
+        no_validation = time.perf_counter() - t
+        log(f"  sweep without validation: {no_validation:.2f} s")
+        return {"issue": 16, "system": system.name, "points": N, "tol": TOL, "max_order": args.max_order,
+                "chunk_size": args.chunk_size,
+                "sweep": {"seconds": sweep_s, "seconds_all_repeats": times, "compile_and_first_chunk_seconds":
+                          compile_s, "seconds_without_validation": no_validation, "summary": summ},
+                "dask": dask_scaling(system, params, x0, y0, kw, args),
+                "environment": {"python": platform.python_version(), "jax": jax.__version__, "cpus": os.cpu_count(),
+                                "load_avg_end": os.getloadavg(), "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS")}}
 
     # reference on random points
     ref_idx = np.sort(rng.choice(N, size=min(args.ref_count, N), replace=False))
@@ -254,7 +271,7 @@ def dask_scaling(system, params, x0, y0, kw, args) -> dict:
             log(f"  dask {workers} worker(s): {min(times):.2f} s {times}")
             if workers == 1:
                 overhead = {}
-                for cs in sorted({16, 64, args.chunk_size}):
+                for cs in args.overhead_chunks:
                     kwc = {**kw, "chunk_size": cs}
                     sp_ode.sweep(system, params, (0.0, 2.0), x0, y0, validate_fraction=0.0, client=client, **kwc)
                     sp_ode.sweep(system, params, (0.0, 2.0), x0, y0, validate_fraction=0.0, **kwc)

@@ -206,3 +206,20 @@ def test_smoke_delta_sweep_writes_its_table_and_figure(example, tmp_path, capsys
     assert "Gap closed vs δ" in (tmp_path / "coupling.md").read_text()
     with pytest.raises(SystemExit):
         example.main(["--smoke", "--delta-sweep", "-1", "--out", str(tmp_path)])
+
+
+def test_h1_verdict_is_not_passed_when_windowing_costs_nothing(example):
+    """A negative gap (dense-W better than dense-full, as on the easy source) makes the half-gap test pass for
+    any positive gain: the verdict must say "not applicable", and off the hard source H1/H3 are descriptive."""
+    def runs(losses):
+        return [{"arm": arm, "seed": s, "val_loss": v} for arm, vals in losses.items() for s, v in enumerate(vals)]
+
+    base = {"dense-W4": [1.20, 1.21, 1.22], "coupled-W4": [1.19, 1.20, 1.21], "frozen-W4": [1.21, 1.22, 1.23]}
+    negative = runs({**base, "dense-full": [1.25, 1.27, 1.26]})
+    h = example.hypotheses(negative, 4, None)
+    assert h["H1"]["test_half_gap"]["p_t"] < 0.01            # the raw test would have "passed"
+    assert h["H1"]["verdict"].startswith("not applicable") and h["H1"]["fraction_closed"] is None
+    positive = runs({**base, "dense-full": [1.185, 1.195, 1.2051]})
+    assert example.hypotheses(positive, 4, None)["H1"]["verdict"] == "supported"
+    other = example.hypotheses(positive, 4, None, preregistered=False)
+    assert other["H1"]["verdict"].startswith("descriptive") and other["H3"]["verdict"].startswith("descriptive")

@@ -361,7 +361,9 @@ def stationary_distribution(Q, method: str | None = None, *, tol: float | None =
         if accept:
             break
         escalations.append({"method": m, "bound": bound,
-                            "reason": extra.get("failure") or f"bound {bound:.3g} > tol {tol:.3g}"})
+                            "reason": extra.get("failure") or f"bound {bound:.3g} > tol {tol:.3g}",
+                            # how far the method got (GMRES steps, its own convergence, time)
+                            **{k: extra[k] for k in ("iterations", "converged", "seconds", "residual") if k in extra}})
     else:
         tried = ", ".join(f"{e['method']} (bound {e['bound']:.3g})" for e in escalations)
         hint = ("pass a larger `tol`" + (", a larger `maxiter`" if method == "sparse" else "")
