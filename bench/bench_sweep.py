@@ -276,15 +276,20 @@ def dask_scaling(system, params, x0, y0, kw, args) -> dict:
                     sp_ode.sweep(system, params, (0.0, 2.0), x0, y0, validate_fraction=0.0, client=client, **kwc)
                     sp_ode.sweep(system, params, (0.0, 2.0), x0, y0, validate_fraction=0.0, **kwc)
                     t = time.perf_counter()
-                    sp_ode.sweep(system, params, (0.0, 2.0), x0, y0, validate_fraction=0.0, client=client, **kwc)
+                    rd = sp_ode.sweep(system, params, (0.0, 2.0), x0, y0, validate_fraction=0.0, client=client, **kwc)
                     td = time.perf_counter() - t
                     t = time.perf_counter()
-                    sp_ode.sweep(system, params, (0.0, 2.0), x0, y0, validate_fraction=0.0, **kwc)
+                    rl = sp_ode.sweep(system, params, (0.0, 2.0), x0, y0, validate_fraction=0.0, **kwc)
                     tl = time.perf_counter() - t
                     tasks = -(-params["eps"].size // cs)
+                    # time inside the chunks (on the worker / in this process): tells compute from transport
+                    inside_d, inside_l = sum(rd.stage_seconds.values()), sum(rl.stage_seconds.values())
                     overhead[cs] = {"dask_seconds": td, "in_process_seconds": tl, "tasks": tasks,
-                                    "overhead_per_task_s": (td - tl) / tasks, "overhead_fraction": (td - tl) / tl}
-                    log(f"  chunk {cs}: dask {td:.2f} s, in-process {tl:.2f} s, {tasks} tasks")
+                                    "overhead_per_task_s": (td - tl) / tasks, "overhead_fraction": (td - tl) / tl,
+                                    "inside_chunks_dask_s": inside_d, "inside_chunks_in_process_s": inside_l,
+                                    "stage_seconds_dask": rd.stage_seconds, "stage_seconds_in_process": rl.stage_seconds}
+                    log(f"  chunk {cs}: dask {td:.2f} s (inside chunks {inside_d:.2f}), in-process {tl:.2f} s "
+                        f"(inside {inside_l:.2f}), {tasks} tasks")
                 out["overhead_vs_chunk_size"] = overhead
     out["speedup_2_vs_1"] = out["workers_1"]["seconds"] / out["workers_2"]["seconds"]
     return out

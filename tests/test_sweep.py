@@ -175,3 +175,18 @@ def test_higher_order_terms_match_the_series_of_slow_manifold():
             want = sp_ode.slow_manifold(s, order=2).terms(np.array([y]))
             got = _sweep_paths._terms(plan, 2)(np.array([y]), dict(s.args))
             np.testing.assert_allclose(np.array(got), want, rtol=1e-12, atol=1e-14)
+
+
+def test_stage_seconds_account_for_the_chunks_computed(tmp_path):
+    """stage_seconds sums the per-stage times of the chunks this call computed: positive and within the
+    call's wall time; a sweep resumed entirely from ``out`` computed nothing and reports no stages."""
+    entry = sp_ode.get_system("michaelis_menten")
+    params = {"eps": np.array([1e-4, 1e-3, 1e-5, 1e-4])}
+    kw = dict(ts=np.array([0.5, 1.0]), tol=1e-6, chunk_size=2, max_order=0, validate_fraction=0.0,
+              progress_bar=False, out=tmp_path / "sw")
+    res = sp_ode.sweep(entry.system, params, (0.0, 1.0), "manifold", [1.0], **kw)
+    stages = res.summary()["stage_seconds"]
+    assert {"setup", "reduced_0"} <= set(stages) and all(v >= 0 for v in stages.values())
+    assert 0 < sum(stages.values()) <= res.seconds
+    again = sp_ode.sweep(entry.system, params, (0.0, 1.0), "manifold", [1.0], **kw)
+    assert again.computed_chunks == () and again.stage_seconds == {}

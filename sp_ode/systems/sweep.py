@@ -25,7 +25,7 @@ import math
 import numbers
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import jax
@@ -88,6 +88,10 @@ class SweepResult:
         Wall time of the chunks computed by this call (0 for a fully resumed sweep).
     computed_chunks : tuple of int
         The chunks this call computed (the others were read from ``out``).
+    stage_seconds : dict
+        Seconds inside the chunks, per stage (setup, reduced_k, full, validate), summed over the
+        chunks this call computed, wherever they ran: ``seconds`` minus their total is what the
+        loop around them cost (transfer and scheduling, on Dask).
     """
 
     params: dict
@@ -103,6 +107,7 @@ class SweepResult:
     tol: float
     seconds: float = 0.0
     computed_chunks: tuple = ()
+    stage_seconds: dict = field(default_factory=dict)
 
     @property
     def path_names(self) -> np.ndarray:
@@ -130,6 +135,7 @@ class SweepResult:
             "worst_ratio_reduced": self.worst_ratio,
             "worst_ratio_all": float(np.nanmax(self.ratio)) if np.any(np.isfinite(self.ratio)) else math.nan,
             "seconds": self.seconds,
+            "stage_seconds": dict(self.stage_seconds),
         }
 
 
@@ -423,8 +429,13 @@ def _assemble(values, ts, tol, N, parts, seconds, computed) -> SweepResult:
     cat = {k: np.concatenate([p[k] for p in parts]) for k in _CHUNK_KEYS}
     if not np.array_equal(cat["points"], np.arange(N)):  # every point exactly once, in order
         raise RuntimeError("internal: the chunks do not cover the points exactly once.")
+    stages: dict[str, float] = {}
+    for part in parts:
+        if part.get("index") in computed:
+            for stage, sec in part.get("seconds", {}).items():
+                stages[stage] = stages.get(stage, 0.0) + float(sec)
     res = SweepResult(params=dict(values), ts=ts, y=cat["y"], path=cat["path"], estimate=cat["estimate"],
                       status=cat["status"], validated=cat["validated"].astype(bool),
                       true_error=cat["true_error"], ratio=cat["ratio"], path_first=cat["path_first"], tol=tol, seconds=seconds,
-                      computed_chunks=computed)
+                      computed_chunks=computed, stage_seconds=stages)
     return res
