@@ -645,7 +645,7 @@ def _fmt(x, digits=4):
 
 def markdown(report: dict, scale: Scale) -> str:
     """The floors, per-arm and hypothesis tables as Markdown (every number is in coupling.json)."""
-    lines = [f"### Floors (nats/byte, on the scored validation targets; T = {scale.seq_len}, P = {scale.pool}, "
+    lines = [f"### Floors (nats/token, on the scored validation targets; T = {scale.seq_len}, P = {scale.pool}, "
              f"L = {scale.n_layer})", "",
              "| source | Bayes-∞ | Bayes-T | Bayes-W (W=P) | Bayes-RF (W=P) | Bayes-W (W=2P) | Bayes-RF (W=2P) |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
@@ -708,7 +708,7 @@ def plot(plt, all_runs: dict, report: dict, out: Path, scale: Scale) -> None:
     """loss_vs_tokens.png (per arm, seed bands), slow_influence.png, floors_vs_delta.png."""
     import numpy as np
 
-    for name, key, ylabel in (("loss_vs_tokens", "val_loss", "validation loss (nats/byte)"),
+    for name, key, ylabel in (("loss_vs_tokens", "val_loss", "validation loss (nats/token)"),
                               ("slow_influence", "slow_influence", "slow influence ‖g⊙W_o z‖/‖h‖ (mean over layers)")):
         fig, axes = plt.subplots(1, len(all_runs), figsize=(5.5 * len(all_runs), 4), squeeze=False)
         for ax, (src, runs) in zip(axes[0], all_runs.items()):
@@ -753,7 +753,7 @@ def plot(plt, all_runs: dict, report: dict, out: Path, scale: Scale) -> None:
     ax.plot([r["delta"] for r in rows], [r["gap_RF"] for r in rows], marker="s", label="Bayes-RF − Bayes-T")
     ax.axhline(report["gap_target"], color="k", linestyle=":", label="pre-registered target")
     ax.set_xlabel("δ (regime spread)")
-    ax.set_ylabel("floor gap (nats/byte)")
+    ax.set_ylabel("floor gap (nats/token)")
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(out / "floors_vs_delta.png", dpi=100)
@@ -774,7 +774,7 @@ def _plot_delta_sweep(plt, report: dict, out: Path) -> None:
         ax.plot(d, [r["floor_gap_RF"] for r in rows], "k--", marker=".", label="floor Bayes-RF − Bayes-T")
     ax.axhline(0.0, color="0.7", linewidth=0.8)
     ax.set_xlabel("δ (regime spread)")
-    ax.set_ylabel("nats/byte (mean ± SE over seeds)")
+    ax.set_ylabel("nats/token (mean ± SE over seeds)")
     ax.set_title(f"hard source, W = P, {report['tokens'] / 1e6:g}M tokens")
     ax.legend(fontsize=7)
     for r in rows:

@@ -69,7 +69,11 @@ def test_smoke_end_to_end_and_resume(example, tmp_path, capsys):
         # the same seed gives the same data order and fast-path init: dense-W and coupled-W start equal
         s = record["sources"][src]
         assert set(s["hypotheses"]) == {"H1", "H2", "H3"}
-        assert s["hypotheses"]["H1"]["verdict"].startswith("inconclusive")  # n = 2 < 3 pre-registered
+        verdict = s["hypotheses"]["H1"]["verdict"]
+        if src == "hard":   # n = 2 < 3 pre-registered (or no gap to close at this tiny size)
+            assert verdict.startswith(("inconclusive", "not applicable"))
+        else:               # H1 is pre-registered on the hard source only
+            assert verdict.startswith(("descriptive", "not applicable"))
     assert "Bayes-T" in printed and f"{record['sources']['hard']['arms']['coupled-W4']['val_loss_mean']:.4f}" in printed
     # resumable: a second call trains nothing (every run file exists) and reports the same numbers
     stamps = {p: p.stat().st_mtime_ns for p in (tmp_path / "runs").rglob("*.json")}
