@@ -27,7 +27,8 @@ y(0) = 0.2, t ∈ [0, 2], x(0) = p_st(y0) (start on the critical manifold, docs/
     python bench/bench_network.py warm --N 1000 --steps 3 --no-amg-cold --out docs/bench/network_warm_1e6.json
     python bench/bench_network.py stationary --N 3162 --json --out docs/bench/network_1e7.json
     python bench/bench_network.py memory --N 500 --json --out docs/bench/network_memory.json
-    python bench/bench_network.py pinned --N 316 1000 2000 --out docs/bench/network_pinned.json
+    python bench/bench_network.py pinned --N 316 1000 --out docs/bench/network_pinned.json
+    python bench/bench_network.py pinned --N 2000 --settings rs_restart100 rs_restart50 air_restart20 --out docs/bench/network_pinned_4e6.json
     python bench/bench_network.py --smoke --json --out /tmp/x.json     # seconds; in the test suite
 """
 from __future__ import annotations
