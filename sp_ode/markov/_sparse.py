@@ -85,7 +85,7 @@ _LOCATE_CYCLES = 3     # V-cycles of stage 1: enough to find the mode, not to co
 _RESTART = 100         # GMRES restart length; restarting at 40 tripled the steps at 10⁶ states (156 vs 55)
 _KRYLOV_MIN_RESTART = 20
 _KRYLOV_BYTES = 6e9    # … the Krylov basis (restart × n float64) is kept under 6 GB and under
-_KRYLOV_FREE = 0.3     # 30 % of the memory available at the start of the solve.  The cap matters
+_KRYLOV_FREE = 0.3     # 30 % of the memory free at the start of the solve.  The cap matters
                        # from ~10⁷ states: a 1 GB cap forced restart 20 there, and at 4·10⁶ states
                        # restart 50 already took 264 steps against 100 at restart 100 (cascade CME).
 _DEFAULT_TOL = 1e-13   # relative residual ‖b − A_k x‖₂ / ‖b‖₂ (1e-13: +2 GMRES steps, ~40× smaller ‖Qᵀp‖₁ than 1e-12)
@@ -206,7 +206,7 @@ def sparse_stationary(Q, *, tol: float | None = None, maxiter: int | None = None
 
 
 def _available_bytes() -> float:
-    """Memory available to this process now (Linux ``SC_AVPHYS_PAGES``); +inf where unknown."""
+    """Free physical memory now (Linux ``SC_AVPHYS_PAGES``: page cache not counted, so conservative); +inf where unknown."""
     try:
         return float(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
     except (ValueError, OSError, AttributeError):  # pragma: no cover - non-Linux
