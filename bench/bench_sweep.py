@@ -34,6 +34,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from sp_ode.core.cpu_pool import cores_before_pinning, pin_to_one_core  # noqa: E402
+from sp_ode.systems._sweep_dask import pin_workers  # noqa: E402
+
+# one core, before the first JAX computation: jaxlib 0.10.2's batched LAPACK kernels can deadlock
+# a multi-threaded XLA pool (sp_ode/core/cpu_pool.py); the Dask workers below get a core each
+PINNED_CORE = pin_to_one_core(0)
+
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 from _equal_accuracy import loosest_rtol  # noqa: E402
@@ -165,7 +172,8 @@ def run(args) -> dict:
                           compile_s, "seconds_without_validation": no_validation, "summary": summ},
                 "dask": dask_scaling(system, params, x0, y0, kw, args),
                 "environment": {"python": platform.python_version(), "jax": jax.__version__, "cpus": os.cpu_count(),
-                                "load_avg_end": os.getloadavg(), "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS")}}
+                                "load_avg_end": os.getloadavg(), "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),
+                                "XLA_FLAGS": os.environ.get("XLA_FLAGS"), "pinned_core": PINNED_CORE}}
 
     # reference on random points
     ref_idx = np.sort(rng.choice(N, size=min(args.ref_count, N), replace=False))
@@ -200,6 +208,9 @@ def run(args) -> dict:
         vmap_s = min(ts_)
         log(f"  vmap Kvaerno5 rtol {choice['rtol']:g}: {vmap_s:.2f} s, error {choice['error']:.2e}, "
             f"failed {int(np.sum(np.asarray(tr.status) != 0))}")
+
+    # cost against ε at the same rtol: does the baseline's cost grow as ε → 0?
+    by_eps = eps_cost(system, eps, x0, y0, params, kw, vmap_solve, choice["rtol"], args) if choice["reached"] else None
 
     # scipy loop at equal accuracy, on a subset, extrapolated
     sub = ref_idx[:args.scipy_subset]
@@ -239,13 +250,48 @@ def run(args) -> dict:
         "fastest_scipy": fastest[1],
         "speedup_vs_fastest_scipy": None if fastest[0] is None else fastest[0] / sweep_s,
         "reference": {"points": int(ref_idx.size), "method": "scipy Radau rtol 1e-12 atol 1e-14"},
+        "cost_by_eps_decade": by_eps,
     }
     if args.dask:
         record["dask"] = dask_scaling(system, params, x0, y0, kw, args)
     record["environment"] = {"python": platform.python_version(), "jax": jax.__version__,
                              "cpus": os.cpu_count(), "load_avg_end": os.getloadavg(),
-                             "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS")}
+                             "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),
+                             "XLA_FLAGS": os.environ.get("XLA_FLAGS"), "pinned_core": PINNED_CORE}
     return record
+
+
+def eps_cost(system, eps, x0, y0, params, kw, vmap_solve, rtol, args) -> list:
+    """Per ε decade (the same number of points in each): vmapped full Kvaerno5 at the equal-accuracy
+    rtol, and the sweep without validation, in ms per point.  The theory's lever (docs/theory.md §7.5)
+    is a full-solve cost that grows as ε → 0 while the reduced path's does not."""
+    edges = np.arange(-6, -1)
+    decade = np.floor(np.log10(eps)).astype(int)
+    m = min(int(np.sum(decade == e)) for e in edges[:-1])
+    m = min(m, 4 * args.chunk_size)
+    rows = []
+    for lo in edges[:-1]:
+        idx = np.flatnonzero(decade == lo)[:m]
+        if idx.size == 0:
+            continue
+        vmap_solve(idx, rtol)                                           # compile at this shape
+        sub = {k: v[idx] for k, v in params.items()}
+        sp_ode.sweep(system, sub, (0.0, 2.0), x0[idx], y0, validate_fraction=0.0, **kw)
+        tv, tsw = [], []
+        for _ in range(args.repeat):
+            t = time.perf_counter()
+            vmap_solve(idx, rtol)
+            tv.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            r = sp_ode.sweep(system, sub, (0.0, 2.0), x0[idx], y0, validate_fraction=0.0, **kw)
+            tsw.append(time.perf_counter() - t)
+        row = {"eps_decade": [10.0 ** lo, 10.0 ** (lo + 1)], "points": int(idx.size),
+               "vmap_ms_per_point": 1e3 * min(tv) / idx.size, "sweep_ms_per_point": 1e3 * min(tsw) / idx.size,
+               "paths": r.summary()["paths"]}
+        rows.append(row)
+        log(f"  eps in [1e{lo}, 1e{lo + 1}): vmap {row['vmap_ms_per_point']:.3f} ms/pt, "
+            f"sweep {row['sweep_ms_per_point']:.3f} ms/pt, paths {row['paths']}")
+    return rows
 
 
 class _Stack:
@@ -261,6 +307,7 @@ def dask_scaling(system, params, x0, y0, kw, args) -> dict:
     for workers in (1, 2):
         with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
                           dashboard_address=None) as cluster, Client(cluster) as client:
+            pin_workers(client, cores_before_pinning())
             sp_ode.sweep(system, params, (0.0, 2.0), x0, y0, validate_fraction=0.01, client=client, **kw)  # warm
             times = []
             for _ in range(args.repeat):

@@ -1,3 +1,3 @@
-from sp_ode.cli import main
+from sp_ode.cli import program
 
-raise SystemExit(main())
+raise SystemExit(program())

@@ -26,3 +26,26 @@ def test_bench_sweep_smoke(tmp_path):
         assert choice["error"] <= rec["tol"]
     errors = [e for _, e in rec["vmap_kvaerno5"]["tried"]]
     assert all(e > rec["tol"] for e in errors[:-1])
+    # cost per ε decade: one row per decade present, both methods timed
+    rows = rec["cost_by_eps_decade"]
+    assert rows and all(r["vmap_ms_per_point"] > 0 and r["sweep_ms_per_point"] > 0 for r in rows)
+
+
+def test_gpu_sweep_code_path_on_cpu(tmp_path):
+    """The prepared GPU script runs end to end on the CPU device, and its sweep meets tol against Radau."""
+    out = tmp_path / "gpu.json"
+    run = subprocess.run([sys.executable, str(ROOT / "bench" / "gpu_sweep.py"), "--device", "cpu", "--smoke",
+                          "--out", str(out)], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert run.returncode == 0, run.stderr[-3000:]
+    rec = json.loads(out.read_text())
+    mm = rec["systems"]["mm"]
+    assert rec["platform"] == "cpu" and mm["points"] == 8
+    assert mm["sweep_max_error"] <= rec["tol"] and mm["vmap_max_error"] <= rec["tol"]
+    assert mm["summary"]["failed"] == 0
+
+
+def test_gpu_sweep_skips_cleanly_without_a_gpu():
+    run = subprocess.run([sys.executable, str(ROOT / "bench" / "gpu_sweep.py"), "--smoke"], capture_output=True,
+                         text=True, timeout=300, cwd=ROOT)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "skipped" in run.stdout

@@ -132,3 +132,22 @@ def test_unreachable_scheduler_fails_fast():
     with pytest.raises(SweepClusterError, match="no Dask scheduler answered"):
         _run(client=address, connect_timeout=2.0)
     assert time.monotonic() - start < 30
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="CPU affinity is Linux-only")
+def test_local_cluster_pins_each_worker_to_its_own_core():
+    """client="local": one worker per core, each pinned to a distinct single core before any JAX work
+    (sp_ode.core.cpu_pool: a one-thread XLA pool cannot deadlock in jaxlib 0.10.2's batched LAPACK)."""
+    from sp_ode.core.cpu_pool import available_cores
+    from sp_ode.systems._sweep_dask import _connect
+
+    client, cluster = _connect("local", 10.0)
+    try:
+        seen = client.run(lambda: sorted(os.sched_getaffinity(0)))
+    finally:
+        client.close()
+        cluster.close()
+    cores = available_cores()
+    assert len(seen) == len(cores)
+    assert all(len(v) == 1 for v in seen.values())
+    assert sorted(v[0] for v in seen.values()) == cores

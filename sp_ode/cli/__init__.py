@@ -20,7 +20,9 @@ import traceback
 
 from sp_ode.cli.common import EXIT_FAILED, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, UsageError
 
-__all__ = ["main", "UsageError", "commands", "EXIT_OK", "EXIT_FAILED", "EXIT_USAGE", "EXIT_RUNTIME"]
+ONE_CORE_COMMANDS = frozenset({"sweep"})  # commands run pinned to one core by program()
+
+__all__ = ["main", "program", "UsageError", "commands", "EXIT_OK", "EXIT_FAILED", "EXIT_USAGE", "EXIT_RUNTIME"]
 
 # sp_ode's own subcommands: name -> module.
 BUILTIN: dict[str, str] = {
@@ -91,6 +93,22 @@ def _help_line(module_name: str) -> str:
         return importlib.import_module(module_name).HELP
     except Exception as exc:  # a broken plugin must not break `sp-ode --help`
         return f"(unavailable: {type(exc).__name__})"
+
+
+def program() -> int:
+    """The ``sp-ode`` program (console script, ``python -m sp_ode``): :func:`main` in a process of its own.
+
+    Being the process's entry point, it may do what a library call must not: ``sp-ode sweep``
+    pins its process to one core before the first JAX computation (:mod:`sp_ode.core.cpu_pool`:
+    jaxlib 0.10.2's batched LAPACK kernels can deadlock a multi-threaded XLA pool; the sweep is
+    single-threaded, and its Dask workers get a core each).
+    """
+    command = next((a for a in sys.argv[1:] if not a.startswith("-")), None)
+    if command in ONE_CORE_COMMANDS:
+        from sp_ode.core.cpu_pool import pin_to_one_core
+
+        pin_to_one_core(0)
+    return main()
 
 
 def main(argv: list[str] | None = None) -> int:

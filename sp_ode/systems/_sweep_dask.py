@@ -10,9 +10,9 @@ each point is stored exactly once.
 """
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
+from sp_ode.core.cpu_pool import cores_before_pinning, pin_worker
 from sp_ode.systems import _sweep_paths as paths
 
 # Times a chunk may be lost with its worker before the sweep gives up.
@@ -21,6 +21,22 @@ RETRIES = 3
 
 class SweepClusterError(RuntimeError):
     """The Dask scheduler could not be reached, or a chunk failed on every retry."""
+
+
+def pin_workers(client, cores: list[int]) -> None:
+    """Register a worker plugin that pins worker k to ``cores[k]`` (existing and future workers)."""
+    from distributed.diagnostics.plugin import WorkerPlugin
+
+    class PinOneCore(WorkerPlugin):
+        name = "sp-ode-pin-one-core"
+
+        def __init__(self, cores):
+            self.cores = list(cores)
+
+        def setup(self, worker):
+            pin_worker(worker.name, self.cores)
+
+    client.register_plugin(PinOneCore(cores))
 
 
 def _connect(client, connect_timeout: float):
@@ -33,9 +49,14 @@ def _connect(client, connect_timeout: float):
         return client, None
     if client == "local":
         # one single-threaded worker process per core: a chunk is a single-threaded vmapped solve
-        cluster = LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1, processes=True,
+        # … each pinned to a core of its own before its first JAX computation (sp_ode.core.cpu_pool:
+        # jaxlib 0.10.2's batched LAPACK kernels can deadlock a multi-threaded XLA pool)
+        cores = cores_before_pinning()
+        cluster = LocalCluster(n_workers=len(cores), threads_per_worker=1, processes=True,
                                host="127.0.0.1", dashboard_address=None)
-        return Client(cluster), cluster
+        client = Client(cluster)
+        pin_workers(client, cores)
+        return client, cluster
     if isinstance(client, str):
         try:
             return Client(client, timeout=f"{connect_timeout}s"), None

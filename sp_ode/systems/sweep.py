@@ -122,7 +122,7 @@ class SweepResult:
 
     def summary(self) -> dict:
         """Counts per path, validation outcome and the worst ratio, as plain numbers."""
-        counts = {name: int(n) for name, n in zip(*np.unique(self.path_names, return_counts=True))}
+        counts = {str(name): int(n) for name, n in zip(*np.unique(self.path_names, return_counts=True))}
         v = self.validated
         within = self.true_error[v] <= self.tol
         return {
