@@ -43,7 +43,9 @@ def _params():
 
 
 def _run(**kw):
-    e = sp_ode.get_system("michaelis_menten")
+    # λ = 0.3 has no float32 representation: a worker that rounded the parameters (a float64 JAX array
+    # unpickled outside JAX's float64 scope, as before FastSlowSystem.__getstate__) differs from here
+    e = sp_ode.systems.catalogue.michaelis_menten(lam=0.3)
     return sweep(e.system, _params(), (0.0, 2.0), "manifold", [1.0], **{**OPTS, **kw})
 
 

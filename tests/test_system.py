@@ -155,3 +155,18 @@ def test_master_equation_systems_over_one_family_share_f():
     b = MasterEquationSystem(fam, lambda t, x, y, args: y, P=7)
     assert a.f is b.f
     assert MasterEquationSystem(FAMILIES["ring10"], a.g, eps=0.1).f is not a.f
+
+
+def test_pickled_system_keeps_float64_parameters_outside_the_float64_scope():
+    """A system sent to another process (Dask) keeps its parameters bit for bit: float64 JAX arrays
+    are pickled as numpy arrays (unpickled outside JAX's float64 scope they came back float32)."""
+    import pickle
+
+    from sp_ode.systems.catalogue import michaelis_menten
+
+    s = michaelis_menten(lam=0.3).system
+    back = pickle.loads(pickle.dumps(s))
+    assert back.args["lam"].dtype == np.float64 and float(back.args["lam"]) == 0.3
+    assert float(np.float32(0.3)) != 0.3          # the check would catch a float32 round trip
+    # copies made by with_eps/with_args still share the original leaves (no conversion on copy)
+    assert s.with_eps(1e-3).args["lam"] is s.args["lam"]
