@@ -224,3 +224,19 @@ def test_stage_seconds_account_for_the_chunks_computed(tmp_path):
     assert 0 < sum(stages.values()) <= res.seconds
     again = sp_ode.sweep(entry.system, params, (0.0, 1.0), "manifold", [1.0], **kw)
     assert again.computed_chunks == () and again.stage_seconds == {}
+
+
+def test_sweep_plan_survives_pickling_bit_for_bit():
+    """The plan sent to Dask workers keeps float64 parameters (a float64 JAX array unpickled outside
+    JAX's float64 scope comes back float32: the workers then solved with λ = 0.30000001192…)."""
+    import pickle
+
+    from sp_ode.systems.catalogue import michaelis_menten
+
+    system = michaelis_menten(lam=0.3).system
+    plan = _sweep_paths.SweepPlan(system, dict(system.args), ("kappa",), (0.0, 2.0), TS, TOL, 1)
+    back = pickle.loads(pickle.dumps(plan))
+    chunk = _sweep_paths.ChunkInput(0, np.arange(2), np.array([1e-3, 1e-4]), {"kappa": np.array([1.0, 1.5])},
+                                    None, np.ones((2, 1)), np.zeros(2, dtype=bool))
+    lanes = _sweep_paths._lane_args(back, chunk, np.arange(2))
+    assert lanes["args"]["lam"].dtype == np.float64 and np.all(lanes["args"]["lam"] == 0.3)

@@ -98,6 +98,11 @@ class SweepPlan:
     reduced_method: str = "Tsit5"
     max_steps: int = 50_000
 
+    def __post_init__(self):
+        # numpy leaves: the plan travels to Dask workers by pickle, and a float64 JAX array unpickled
+        # outside JAX's float64 scope comes back float32 (see FastSlowSystem.__getstate__)
+        self.base_args = {k: jax.tree_util.tree_map(np.asarray, v) for k, v in self.base_args.items()}
+
     @property
     def _built(self) -> dict:
         """Functions built for this system in this process (shared by every sweep over it)."""

@@ -371,10 +371,7 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
     validate = np.zeros(N, dtype=bool)
     validate[rng.choice(N, size=n_val, replace=False)] = True
 
-    # numpy leaves: the plan travels to Dask workers by pickle, and a float64 JAX array unpickled
-    # outside JAX's float64 scope comes back float32 (FastSlowSystem.__getstate__)
-    base = {k: jax.tree_util.tree_map(np.asarray, v) for k, v in system.args.items()} \
-        if isinstance(system.args, Mapping) else {}
+    base = dict(system.args) if isinstance(system.args, Mapping) else {}
     names = tuple(n for n in values if n != "eps")
     plan = paths.SweepPlan(system, base, names, (t0, t1), ts, tol, int(max_order), safety=safety,
                            reduced_method=reduced_method)
