@@ -54,19 +54,22 @@ def run_system(name: str, args, deadline: float) -> dict:
     kw = dict(ts=TS, tol=TOL, chunk_size=args.chunk_size, max_order=args.max_order, progress_bar=False)
     out = {"points": N, "chunk_size": args.chunk_size, "max_order": args.max_order}
 
-    t = time.perf_counter()
-    sp_ode.sweep(system, params, (0.0, 2.0), x0, y0, validate_fraction=0.01, **kw)
-    out["first_sweep_with_compile_s"] = time.perf_counter() - t
+    def timed(key, fn):
+        t = time.perf_counter()
+        value = fn()
+        out[key] = time.perf_counter() - t
+        return value
+
+    def run_sweep(fraction):
+        return sp_ode.sweep(system, params, (0.0, 2.0), x0, y0, validate_fraction=fraction, **kw)
+
+    timed("first_sweep_with_compile_s", lambda: run_sweep(0.01))
     if time.perf_counter() > deadline:
         out["skipped"] = "budget spent after the first sweep"
         return out
-    t = time.perf_counter()
-    res = sp_ode.sweep(system, params, (0.0, 2.0), x0, y0, validate_fraction=0.01, **kw)
-    out["sweep_s"] = time.perf_counter() - t
+    res = timed("sweep_s", lambda: run_sweep(0.01))
     out["summary"] = res.summary()
-    t = time.perf_counter()
-    sp_ode.sweep(system, params, (0.0, 2.0), x0, y0, validate_fraction=0.0, **kw)
-    out["sweep_without_validation_s"] = time.perf_counter() - t
+    timed("sweep_without_validation_s", lambda: run_sweep(0.0))
     if time.perf_counter() > deadline:
         out["skipped"] = "budget spent before the vmap baseline"
         return out
@@ -79,12 +82,8 @@ def run_system(name: str, args, deadline: float) -> dict:
                                args=lane_args(system, eps[idx], vals[idx], pname), batch_args=True)
 
     idx = np.arange(N)
-    t = time.perf_counter()
-    vmap_solve(idx)
-    out["vmap_first_with_compile_s"] = time.perf_counter() - t
-    t = time.perf_counter()
-    traj = vmap_solve(idx)
-    out["vmap_s"] = time.perf_counter() - t
+    timed("vmap_first_with_compile_s", lambda: vmap_solve(idx))
+    traj = timed("vmap_s", lambda: vmap_solve(idx))
     out["vmap_rtol"] = args.vmap_rtol
     out["vmap_failed_lanes"] = int(np.sum(np.asarray(traj.status) != 0))
     out["sweep_speedup_vs_vmap"] = out["vmap_s"] / out["sweep_s"]
