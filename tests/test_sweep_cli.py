@@ -71,3 +71,37 @@ def test_bad_configs_are_one_line_usage_errors(tmp_path, capsys, config, message
     assert len(err) == 1 and err[0].startswith("sp-ode sweep: error:")
     import re
     assert re.search(message, err[0]), err[0]
+
+
+def test_text_report_states_the_ratio_only_when_a_reduced_point_was_validated(tmp_path, capsys):
+    """Every printed line is true: with no validated reduced point there is no ratio to print (was "nan")."""
+    cfg = tmp_path / "sweep.toml"
+    # ε ≥ 1e-3 with max_order 0: every point takes the full solve
+    cfg.write_text(TOML.replace("max_order = 1", "max_order = 0").replace(
+        "eps = {loguniform = [1e-6, 1e-2, 12]}", "eps = {loguniform = [1e-3, 1e-2, 12]}"))
+    assert main(["sweep", str(cfg), "--out", str(tmp_path / "full")]) == 0
+    text = capsys.readouterr().out
+    assert "no validated point took a reduced path" in text and "nan" not in text
+    cfg.write_text(TOML)
+    assert main(["sweep", str(cfg), "--out", str(tmp_path / "mixed")]) == 0
+    text = capsys.readouterr().out
+    assert "worst true/estimated error" in text and "nan" not in text
+
+
+def test_the_program_entry_point_pins_sweep_to_one_core(tmp_path):
+    """`python -m sp_ode sweep …` runs on one core (sp_ode.core.cpu_pool); other commands keep theirs."""
+    import os
+    import subprocess
+    import sys
+
+    if not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs CPU affinity and at least two cores to tell pinned from not")
+    probe = ("import os, sys, runpy; sys.argv = ['sp-ode'] + sys.argv[1:]; from sp_ode import cli; "
+             "cli.main = lambda argv=None: print(len(os.sched_getaffinity(0))) or 0; "
+             "raise SystemExit(cli.program())")
+    counts = {}
+    for command in ("sweep", "stationary"):
+        run = subprocess.run([sys.executable, "-c", probe, command, "--help"], capture_output=True, text=True,
+                             timeout=120, check=True)
+        counts[command] = int(run.stdout.strip())
+    assert counts == {"sweep": 1, "stationary": len(os.sched_getaffinity(0))}

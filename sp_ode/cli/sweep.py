@@ -164,8 +164,10 @@ def run(args) -> int:
               f"{summary['seconds']:.2f} s ({summary['chunks_computed']} chunks computed)")
         for name, n in summary["paths"].items():
             print(f"  {name:<10} {n:>8}")
+        worst = summary["worst_ratio_reduced"]
+        ratio = (f"worst true/estimated error {worst:.3g} (reduced paths)" if np.isfinite(worst)
+                 else "no validated point took a reduced path")
         print(f"  validated {summary['validated']} points: {summary['validated_within_tol_first_pass']} within tol "
-              f"on the first pass, {summary['resolved']} re-solved fully; worst true/estimated error "
-              f"{summary['worst_ratio_reduced']:.3g} (reduced paths)")
+              f"on the first pass, {summary['resolved']} re-solved fully; {ratio}")
         print(f"  wrote {out / 'report.json'} and {out / 'result.npz'}", file=sys.stderr)
     return EXIT_FAILED if np.any(result.status == STATUS_FAILED) else EXIT_OK
