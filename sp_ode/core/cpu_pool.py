@@ -41,14 +41,15 @@ def cores_before_pinning() -> list[int]:
     return list(_BEFORE_PINNING) if _BEFORE_PINNING is not None else available_cores()
 
 
-def pin_to_one_core(index: int = 0) -> int | None:
-    """Pin this process to core number `index` (mod the available cores); returns it, or None where unsupported.
+def pin_to_one_core(index: int = 0, cores: list[int] | None = None) -> int | None:
+    """Pin this process to the `index`-th (mod their number) of `cores` (default: the cores it had before
+    any pinning); returns the core, or None where affinity is unsupported.
 
     For entry points and worker processes only, before the first JAX computation: XLA sizes
     its CPU thread pool from the affinity when its client is created.
     """
     global _BEFORE_PINNING
-    cores = cores_before_pinning()
+    cores = list(cores) if cores is not None else cores_before_pinning()
     _BEFORE_PINNING = cores
     core = cores[index % len(cores)]
     try:
@@ -60,7 +61,4 @@ def pin_to_one_core(index: int = 0) -> int | None:
 
 def pin_worker(name, cores: list[int]) -> int | None:
     """Pin a worker process named `name` (its number k, or any hashable) to the k-th of `cores`."""
-    global _BEFORE_PINNING
-    k = name if isinstance(name, int) else abs(hash(name))
-    _BEFORE_PINNING = list(cores)
-    return pin_to_one_core(k)
+    return pin_to_one_core(name if isinstance(name, int) else abs(hash(name)), cores)
