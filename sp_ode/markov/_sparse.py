@@ -1,7 +1,7 @@
 """Stationary distributions of large sparse generators: AMG-preconditioned GMRES.
 
 Solves Qᵀp = 0, 1ᵀp = 1, p ≥ 0 (docs/theory.md §2) for a validated, irreducible
-``scipy.sparse`` generator Q, in three stages:
+``scipy.sparse`` generator Q, in four stages:
 
 1. **Locate the mass.**  A = −Qᵀ is a singular M-matrix whose null space is
    span{p}.  A few V-cycles of classical (Ruge–Stüben) algebraic multigrid,
@@ -13,8 +13,24 @@ Solves Qᵀp = 0, 1ᵀp = 1, p ≥ 0 (docs/theory.md §2) for a validated, irred
 2. **Solve the pinned system.**  Deleting row and column k of A leaves
    A_k, a *nonsingular* M-matrix (T1: irreducibility); with p_k = 1 the other
    entries solve A_k x = b, b = (Q[k, j])_{j≠k} ≥ 0.  A_k is solved with
-   GMRES (``scipy.sparse.linalg.gmres``, restarted) preconditioned by one
-   classical-AMG V-cycle (``pyamg.ruge_stuben_solver``), started from stage 1.
+   GMRES (``scipy.sparse.linalg.gmres``, restarted), started from stage 1 and
+   preconditioned by one of two multigrid cycles:
+
+   a. **AIR, probed first** (:mod:`sp_ode.markov._air`).  One AIR hierarchy
+      (``pyamg.air_solver``) of the hitting-time matrix G = A_kᵀ = −Q_k serves
+      both solves: its V-cycle preconditions G y = 1 of stage 4, which is
+      solved *first* as a probe, and its exact adjoint preconditions A_k.  The
+      probe is abandoned as soon as its observed rate predicts more than 80
+      steps.
+   b. **Classical AMG** (``pyamg.ruge_stuben_solver`` on A_k, and a second
+      hierarchy on G for stage 4) when the probe was abandoned, and from
+      AIR's iterate if its adjoint cycle does not converge on A_k.
+
+   Measured (docs/bench/network.md §3, docs/bench/stationary.md §3): on the
+   transport-like cascade CME AIR's steps grow slowly (pinned solve 25 → 42,
+   hitting times 9 → 17 from 10⁵ to 10⁶ states) where classical AMG's grow
+   like n^0.45; on the diffusive, bistable toggle-switch CME the probe gives
+   up after 6 steps (AIR would need 165 steps at 10⁶ states, classical AMG 57).
 3. **Nonnegativity, honestly.**  A_k⁻¹ ≥ 0 and b ≥ 0, so x ≥ 0 in exact
    arithmetic, but a Krylov iterate has rounding-level negative entries where
    p is tiny.  They are set to 0 (their number and the most negative value are
@@ -25,11 +41,11 @@ Solves Qᵀp = 0, 1ᵀp = 1, p ≥ 0 (docs/theory.md §2) for a validated, irred
    The residual ‖Qᵀp‖∞ of the returned p is measured and reported.
 4. **The bound** (docs/theory.md §7.1, :mod:`sp_ode.markov.bounds`).  A small
    residual proves nothing on a nearly decoupled chain, so the answer carries
-   ‖p̂ − p_st‖₁ ≤ 2·max_i E_i[τ_k]·‖Qᵀp̂‖₁: one more AMG-preconditioned GMRES
+   ‖p̂ − p_st‖₁ ≤ 2·max_i E_i[τ_k]·‖Qᵀp̂‖₁: one more preconditioned GMRES
    solve, of G y = 1 with G = A_kᵀ (the mean hitting times of the pinned state
-   k), certified by its own residual.  If the bound misses the requested
-   tolerance and the residual is the reason, GMRES continues once with the
-   pinned-system tolerance tightened by the missing factor.
+   k) — AIR's probe when it was kept — certified by its own residual.  If the
+   bound misses the requested tolerance and the residual is the reason, GMRES
+   continues once with the pinned-system tolerance tightened by the missing factor.
 
 Failure is a status, never a traceback or a silent answer: a pyamg exception
 (e.g. its coarse-grid ``pinv`` on a badly scaled chain: "array must not contain
@@ -39,14 +55,16 @@ pyamg's C++ core prints diagnostics ("Outer denominator was zero…") straight t
 file descriptor 1; the whole solve runs with fd 1 redirected to /dev/null so
 that machine-readable output (``sp-ode stationary --json``) stays parseable.
 
-Why classical AMG (pyamg): its setup is cheap, its memory is linear in n, and
-on the toggle-switch CME of :mod:`sp_ode.markov.cme` the GMRES step count grows only
-slowly with the grid (16, 28, 38, 55 steps at 10⁴, 10⁵, 3.6·10⁵, 10⁶ states;
-10⁶ states in ~12 CPU-seconds and < 1 GB; with the bound of stage 4, ~24 CPU-seconds and
-1.03 GB, ``docs/bench/stationary.md`` §3–4).
-Measured alternatives: ``scipy.sparse.linalg.spilu`` + GMRES needed 140
+Why these two (pyamg): setup is cheap and memory linear in n for both.  Classical
+AMG alone, on the toggle-switch CME of :mod:`sp_ode.markov.cme`, needs GMRES
+steps growing only slowly with the grid (16, 28, 38, 55 steps at 10⁴, 10⁵,
+3.6·10⁵, 10⁶ states; ``docs/bench/stationary.md`` §3–4), but on the cascade CME
+its steps grow like n^0.45 and the 10⁷-state solve did not converge in 400 steps
+(docs/bench/network.md §3); AIR fixes the latter and is refused by its probe on
+the former.  Measured alternatives: ``scipy.sparse.linalg.spilu`` + GMRES needed 140
 steps (40× slower) already at 4·10⁴ states; nonsymmetric smoothed aggregation
-had a 50× slower setup; AIR (``pyamg.air_solver``) was 3–5× slower overall;
+had a 50× slower setup; AIR built on A_k itself (not on G) needed 50 steps at 10⁶
+states against 42 for the adjoint of G's cycle, and degree-2 AIR 4× the setup;
 a stronger threshold (θ = 0.5), W-cycles and forward/backward Gauss–Seidel
 smoothing each cost more CPU at 10⁶ states; BiCGStab stagnated at 3·10⁻¹¹.
 A sparse direct solve (SuperLU) of the same pinned system is as fast up to
@@ -79,7 +97,12 @@ except ImportError:  # pragma: no cover
 
 __all__ = ["sparse_stationary", "pinned_direct_stationary"]
 
-METHOD = "pyamg Ruge-Stuben AMG-preconditioned GMRES on the pinned M-matrix + Gauss-Seidel nonnegativity sweep"
+METHOD = "AMG-preconditioned GMRES on the pinned M-matrix + Gauss-Seidel nonnegativity sweep"
+PRECONDITIONERS = {
+    "air": "adjoint V-cycle of pyamg AIR on G = A_kᵀ (one hierarchy for both solves)",
+    "rs": "pyamg Ruge-Stuben V-cycle on A_k",
+    "rs_after_air": "pyamg Ruge-Stuben V-cycle on A_k, after AIR's adjoint cycle did not converge",
+}
 
 _LOCATE_CYCLES = 3     # V-cycles of stage 1: enough to find the mode, not to converge
 _RESTART = 100         # GMRES restart length; restarting at 40 tripled the steps at 10⁶ states (156 vs 55)
@@ -220,13 +243,46 @@ def _restart_length(n1: int, maxiter: int) -> int:
     return max(1, min(_RESTART, by_memory, maxiter, n1))
 
 
-def _gmres(Ak, b, x0, ml, *, tol, maxiter, count):
-    n1 = Ak.shape[0]
+def _gmres(M, b, x0, precond, *, tol, maxiter, count):
+    n1 = M.shape[0]
     restart = _restart_length(n1, maxiter)
-    x, status = spla.gmres(Ak, b, x0=x0, rtol=tol, atol=0.0, restart=restart,
-                           maxiter=-(-maxiter // restart), M=ml.aspreconditioner(cycle="V"),
-                           callback=count, callback_type="pr_norm")
+    # callback_type="legacy" makes `maxiter` count GMRES steps.  With "pr_norm" it counts restart
+    # cycles, and scipy ends a cycle early whenever the *preconditioned* residual passes the test:
+    # a cycle of two steps then used up a whole quarter of the budget (found with AIR, whose
+    # preconditioned residual can pass long before the true one).
+    x, status = spla.gmres(M, b, x0=x0, rtol=tol, atol=0.0, restart=restart, maxiter=maxiter, M=precond,
+                           callback=count, callback_type="legacy")
     return x, status
+
+
+def _air_probe(G, *, maxiter, count):
+    """Stage 2a: AIR on the hitting-time system (:mod:`sp_ode.markov._air`).
+
+    Returns (cycles, y, record): the AIR cycles and the hitting times when AIR converged at
+    a rate worth keeping, else (None, None, record); ``record`` says what was tried.
+    """
+    import pyamg
+
+    from sp_ode.markov._air import AIR_OPTIONS, AirCycles, probe_solve
+
+    t = time.perf_counter()
+    m = G.shape[0]
+    try:
+        cycles = AirCycles(pyamg.air_solver(G, **AIR_OPTIONS))
+    except (ValueError, ArithmeticError, np.linalg.LinAlgError, RuntimeError) as exc:
+        return None, None, {"kept": False, "reason": f"AIR setup failed ({type(exc).__name__}: {exc})",
+                            "seconds": time.perf_counter() - t, "steps": 0}
+    setup = time.perf_counter() - t
+    y, status, steps = probe_solve(G, np.ones(m), cycles, tol=_HITTING_TOL / math.sqrt(m), maxiter=maxiter,
+                                   restart=_restart_length(m, maxiter), count=count)
+    rec = {"setup_seconds": setup, "seconds": time.perf_counter() - t, "steps": steps,
+           "levels": cycles.levels, "operator_complexity": cycles.operator_complexity}
+    if y is None or status != 0 or not np.all(np.isfinite(y)):
+        rec.update(kept=False, reason="too slow on this chain (its rate predicted too many steps)"
+                   if y is None else "did not converge on G y = 1")
+        return None, None, rec
+    rec.update(kept=True, reason="")
+    return cycles, y, rec
 
 
 def _sparse_stationary(Q, *, tol, maxiter, bound_tol):
@@ -242,9 +298,9 @@ def _sparse_stationary(Q, *, tol, maxiter, bound_tol):
     if n == 1:
         p = np.ones(1)
         return p, {"residual": 0.0, "relative_residual": 0.0, "iterations": 0, "converged": True,
-                   "method": METHOD, "pinned_state": 0, "amg_levels": 0, "negatives_clipped": 0,
-                   "most_negative": 0.0, "residual_before_sweep": 0.0, "bound": 0.0, "hitting_time": 0.0,
-                   "componentwise_bound": None, "bound_kind": _BOUND_KIND,
+                   "method": METHOD, "preconditioner": None, "air_probe": None, "pinned_state": 0, "amg_levels": 0,
+                   "negatives_clipped": 0, "most_negative": 0.0, "residual_before_sweep": 0.0, "bound": 0.0,
+                   "hitting_time": 0.0, "componentwise_bound": None, "bound_kind": _BOUND_KIND,
                    "seconds": {"setup": 0.0, "solve": 0.0, "bound": 0.0}}
 
     A = (-Q.T).tocsr()
@@ -255,6 +311,7 @@ def _sparse_stationary(Q, *, tol, maxiter, bound_tol):
     def count(_):
         steps[0] += 1
 
+    t1 = None
     for attempt in range(2):
         # Pin the most probable state of the current guess; a second attempt (re-pinning at
         # the mode of the first solution) happens only if the first did not converge and its
@@ -262,12 +319,24 @@ def _sparse_stationary(Q, *, tol, maxiter, bound_tol):
         k = int(np.argmax(guess))
         Ak, b, keep = _pinned_system(A, k)
         x0 = np.maximum(guess[keep] / guess[k], 0.0) if guess[k] > 0 else np.zeros(n - 1)
-        ml = pyamg.ruge_stuben_solver(Ak)
-        if attempt == 0:
+        G = Ak.T.tocsr()
+        air, y, probe = _air_probe(G, maxiter=maxiter, count=count)
+        if air is not None:
+            precond, levels, used = air.adjoint, air.levels, PRECONDITIONERS["air"]
+        else:
+            ml = pyamg.ruge_stuben_solver(Ak)
+            precond, levels, used = ml.aspreconditioner(cycle="V"), len(ml.levels), PRECONDITIONERS["rs"]
+        if t1 is None:
             t1 = time.perf_counter()
-        x, status = _gmres(Ak, b, x0, ml, tol=tol, maxiter=maxiter, count=count)
+        x, status = _gmres(Ak, b, x0, precond, tol=tol, maxiter=maxiter, count=count)
         if not np.all(np.isfinite(x)):  # breakdown/overflow: keep the (finite) starting guess
             x, status = x0, 1
+        if status != 0 and air is not None:
+            # AIR passed the probe on G but not on A_k: classical AMG takes over from its iterate.
+            ml = pyamg.ruge_stuben_solver(Ak)
+            precond, levels, used = ml.aspreconditioner(cycle="V"), len(ml.levels), PRECONDITIONERS["rs_after_air"]
+            x2, status = _gmres(Ak, b, x, precond, tol=tol, maxiter=maxiter, count=count)
+            x = x2 if np.all(np.isfinite(x2)) else x
         raw = np.insert(x, k, 1.0)
         if status == 0 or attempt == 1 or raw[k] >= _REPIN_BELOW * raw.max():
             break
@@ -287,22 +356,24 @@ def _sparse_stationary(Q, *, tol, maxiter, bound_tol):
     p = full(x)
     p += 0.0  # −0.0 → +0.0, so that no entry even prints as negative
     t2 = time.perf_counter()
-    # Stage 4: certified hitting times of k (G y = 1, G = A_kᵀ) and the bound.  The pinned
-    # system's hierarchy is dropped first (at 10⁷ states it is ~2.6 GB, as large as G's) and
-    # rebuilt only in the rare case that the residual has to be tightened.
-    levels = len(ml.levels)
-    del ml
-    G = Ak.T.tocsr()
-    mlG = pyamg.ruge_stuben_solver(G)
-    y, _ = _gmres(G, np.ones(n - 1), None, mlG, tol=_HITTING_TOL / math.sqrt(n - 1), maxiter=maxiter, count=count)
+    # Stage 4: certified hitting times of k (G y = 1) and the bound.  AIR's probe already
+    # solved it; otherwise the pinned system's hierarchy is dropped first (at 10⁷ states it
+    # is ~2.6 GB, as large as G's) and G gets its own classical hierarchy.
+    if y is None:
+        if air is None:
+            del ml, precond
+        mlG = pyamg.ruge_stuben_solver(G)
+        y, _ = _gmres(G, np.ones(n - 1), None, mlG.aspreconditioner(cycle="V"), tol=_HITTING_TOL / math.sqrt(n - 1),
+                      maxiter=maxiter, count=count)
+        del mlG
     bound, H = posterior_bound(Q, p, k, y)
     if bound_tol is not None and bound_tol < bound < math.inf and status == 0:
         # The residual is what failed the bound: tighten the pinned solve once, by the missing factor.
         tighter = max(tol * bound_tol / bound / 4, _TIGHTEST_TOL)
         if tighter < tol:
-            del mlG
-            ml = pyamg.ruge_stuben_solver(Ak)
-            x2, status2 = _gmres(Ak, b, x, ml, tol=tighter, maxiter=maxiter, count=count)
+            if air is None:
+                precond = pyamg.ruge_stuben_solver(Ak).aspreconditioner(cycle="V")
+            x2, status2 = _gmres(Ak, b, x, precond, tol=tighter, maxiter=maxiter, count=count)
             if np.all(np.isfinite(x2)):
                 x2 = np.maximum(x2, 0.0)
                 gauss_seidel(Ak, x2, b, iterations=1, sweep="forward")
@@ -318,7 +389,9 @@ def _sparse_stationary(Q, *, tol, maxiter, bound_tol):
         "iterations": steps[0],
         "converged": bool(status == 0),
         "attempts": attempt + 1,
-        "method": METHOD,
+        "method": f"{METHOD}; preconditioner: {used}",
+        "preconditioner": used,
+        "air_probe": probe,
         "pinned_state": k,
         "amg_levels": levels,
         "negatives_clipped": int(negative.sum()),
