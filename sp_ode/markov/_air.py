@@ -57,6 +57,7 @@ AIR_OPTIONS = {
     "coarse_solver": "pinv",
 }
 _F_SWEEPS, _C_SWEEPS = 2, 1        # must match AIR_OPTIONS["postsmoother"]
+_OMEGA = np.array([1.0])
 PROBE_MIN_STEPS = 6                # the observed rate is trusted from this many steps on
 PROBE_MAX_STEPS = 80               # abandon AIR when the rate predicts more steps than this
 
@@ -69,6 +70,8 @@ class AirCycles:
     ml : pyamg MultilevelSolver
         Built by ``pyamg.air_solver(G, **AIR_OPTIONS)``: each level but the last carries ``A``,
         ``P``, ``R`` and the C/F ``splitting``.
+    finest_transpose : sparse CSR (m, m), optional
+        Gᵀ itself (A_k), used by the adjoint instead of the transposed view of G.
 
     Attributes
     ----------
@@ -76,16 +79,29 @@ class AirCycles:
     levels : int;  operator_complexity : float
     """
 
-    def __init__(self, ml):
+    def __init__(self, ml, finest_transpose=None):
+        # Gᵀ as CSR, when the caller holds it (the pinned matrix A_k): a CSR product is faster
+        # than the product with the transposed view of G (CSC) in the finest adjoint step.
+        self._finest_T = finest_transpose
         self._levels = []
-        for lv in ml.levels[:-1]:
+        for depth, lv in enumerate(ml.levels[:-1]):
             A = lv.A.tocsr()
             c_points = np.asarray(lv.splitting, dtype=bool)
-            f_idx, c_idx = np.flatnonzero(~c_points), np.flatnonzero(c_points)
+            f_idx = np.flatnonzero(~c_points).astype(A.indptr.dtype)
+            c_idx = np.flatnonzero(c_points).astype(A.indptr.dtype)
             dinv = 1.0 / A.diagonal()
-            steps = [(f_idx, dinv[f_idx])] * _F_SWEEPS + [(c_idx, dinv[c_idx])] * _C_SWEEPS
-            # Transposes are views (CSC of the same arrays): the adjoint costs no memory.
-            self._levels.append((A, A.T, lv.P, lv.P.T, lv.R, lv.R.T, steps))
+            if depth == 0:
+                # The finest operator is G itself, held by the caller: no copy of it.  Forward
+                # Jacobi runs on the F (C) rows only (pyamg's C++ kernel); the adjoint applies
+                # the full transpose (a CSC view) to a vector that is zero off those rows.
+                rows = None
+            else:
+                # Coarse operators are replaced by their F and C row blocks (same memory, since
+                # ``ml`` is dropped by the caller): both directions then touch only those rows.
+                rows = {"F": A[f_idx].tocsr(), "C": A[c_idx].tocsr()}
+                A = None
+            steps = ([("F", f_idx, dinv[f_idx])] * _F_SWEEPS) + ([("C", c_idx, dinv[c_idx])] * _C_SWEEPS)
+            self._levels.append((A, rows, lv.P.tocsr(), lv.R.tocsr(), steps))
         coarse = ml.levels[-1].A.toarray()
         self._coarse = sla.pinv(coarse)
         self._coarse_T = self._coarse.T.copy()
@@ -96,27 +112,44 @@ class AirCycles:
         self.adjoint = spla.LinearOperator((n, n), matvec=lambda c: self._adjoint(np.ravel(c), 0), dtype=np.float64)
 
     def _forward(self, b: np.ndarray, lvl: int) -> np.ndarray:
+        from pyamg import amg_core
+
         if lvl == len(self._levels):
             return self._coarse @ b
-        A, _, P, _, R, _, steps = self._levels[lvl]
+        A, rows, P, R, steps = self._levels[lvl]
         x = P @ self._forward(R @ b, lvl + 1)          # x0 = 0, no presmoothing: the residual is b
-        for idx, dinv in steps:                          # Jacobi on the F points (twice), then C
-            x[idx] += dinv * (b[idx] - (A @ x)[idx])
+        for block, idx, dinv in steps:                   # Jacobi on the F points (twice), then C
+            if rows is None:
+                amg_core.jacobi_indexed(A.indptr, A.indices, A.data, x, b, idx, _OMEGA)
+            else:
+                x[idx] += dinv * (b[idx] - rows[block] @ x)
         return x
 
     def _adjoint(self, c: np.ndarray, lvl: int) -> np.ndarray:
         if lvl == len(self._levels):
             return self._coarse_T @ c
-        _, AT, _, PT, _, RT, steps = self._levels[lvl]
-        lam = c.copy()
-        g = np.zeros_like(c)
-        w = np.zeros_like(c)
-        for idx, dinv in reversed(steps):               # the smoothing steps backwards
-            w[:] = 0.0
-            w[idx] = dinv * lam[idx]
-            g += w
-            lam -= AT @ w
-        g += RT @ self._adjoint(PT @ lam, lvl + 1)
+        A, rows, P, R, steps = self._levels[lvl]
+        lam = c.copy() if lvl == 0 else c               # coarse inputs are this method's own temporaries
+        acc = {}                                         # block -> Σ W_s λ on its points
+        if rows is None:
+            w = np.zeros_like(c)
+            AT = A.T if self._finest_T is None else self._finest_T
+            previous = None
+        for block, idx, dinv in reversed(steps):        # the smoothing steps backwards
+            wi = dinv * lam[idx]
+            acc[block] = acc[block] + wi if block in acc else wi
+            if rows is None:
+                if previous is not None and previous is not idx:
+                    w[previous] = 0.0
+                w[idx] = wi
+                previous = idx
+                lam -= AT @ w
+            else:
+                lam -= rows[block].T @ wi
+        g = R.T @ self._adjoint(P.T @ lam, lvl + 1)
+        for block, idx, _ in steps:
+            if block in acc:
+                g[idx] += acc.pop(block)
         return g
 
 

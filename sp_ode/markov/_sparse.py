@@ -111,7 +111,12 @@ _KRYLOV_BYTES = 6e9    # … the Krylov basis (restart × n float64) is kept und
 _KRYLOV_FREE = 0.3     # 30 % of the memory free at the start of the solve.  The cap matters
                        # from ~10⁷ states: a 1 GB cap forced restart 20 there, and at 4·10⁶ states
                        # restart 50 already took 264 steps against 100 at restart 100 (cascade CME).
+_AIR_RESTART = 40      # AIR converges as fast with restart 40 as with 100 (42 steps at 10⁶ states; 20: 46), and
+                       # each step orthogonalises against fewer vectors: at 10⁷ states that is ~1 s a step
 _DEFAULT_TOL = 1e-13   # relative residual ‖b − A_k x‖₂ / ‖b‖₂ (1e-13: +2 GMRES steps, ~40× smaller ‖Qᵀp‖₁ than 1e-12)
+_DERIVED_TOL_MIN_N = 10**6   # from this size on, tol=None means: derived from the requested bound (below)
+_DERIVED_TOL_MARGIN = 8.0    # the derived tolerance aims at bound_tol / 8
+_LOOSEST_TOL = 1e-9          # … and is never looser than this
 _DEFAULT_MAXITER = 400  # total GMRES iterations (inner steps, across restarts)
 _REPIN_BELOW = 1e-6     # re-pin (once) when an unconverged solve pinned a state with p_k < this · max p
 _HITTING_TOL = 0.1      # ‖1 − Gŷ‖∞ ≤ ‖·‖₂ ≤ 0.1: certifies max y within 11 % (bounds.hitting_time_bound)
@@ -195,7 +200,10 @@ def sparse_stationary(Q, *, tol: float | None = None, maxiter: int | None = None
         Generator: ``Q[i, j] ≥ 0`` the rate i → j, rows summing to zero, irreducible.
     tol : float, optional
         GMRES stopping rule on the pinned system, ‖b − A_k x‖₂ ≤ tol·‖b‖₂
-        (default 1e-13).
+        (default 1e-13; from 10⁶ states on, when AIR was kept and `bound_tol` is
+        given, the default is derived from `bound_tol` instead: the loosest
+        tolerance expected to give a bound ≤ bound_tol/8, between 1e-13 and 1e-9,
+        reported as ``info["pinned_tol"]``).
     maxiter : int, optional
         Cap on GMRES iterations (default 400), for each of the two solves.
     bound_tol : float, optional
@@ -236,16 +244,16 @@ def _available_bytes() -> float:
         return math.inf
 
 
-def _restart_length(n1: int, maxiter: int) -> int:
-    """GMRES restart: _RESTART, unless the basis would exceed the Krylov memory cap (see above)."""
+def _restart_length(n1: int, maxiter: int, longest: int = _RESTART) -> int:
+    """GMRES restart: `longest`, unless the basis would exceed the Krylov memory cap (see above)."""
     cap = min(_KRYLOV_BYTES, _KRYLOV_FREE * _available_bytes())
     by_memory = max(_KRYLOV_MIN_RESTART, int(cap // (8 * (n1 + 1))))
-    return max(1, min(_RESTART, by_memory, maxiter, n1))
+    return max(1, min(longest, by_memory, maxiter, n1))
 
 
-def _gmres(M, b, x0, precond, *, tol, maxiter, count):
+def _gmres(M, b, x0, precond, *, tol, maxiter, count, longest=_RESTART):
     n1 = M.shape[0]
-    restart = _restart_length(n1, maxiter)
+    restart = _restart_length(n1, maxiter, longest)
     # callback_type="legacy" makes `maxiter` count GMRES steps.  With "pr_norm" it counts restart
     # cycles, and scipy ends a cycle early whenever the *preconditioned* residual passes the test:
     # a cycle of two steps then used up a whole quarter of the budget (found with AIR, whose
@@ -255,7 +263,7 @@ def _gmres(M, b, x0, precond, *, tol, maxiter, count):
     return x, status
 
 
-def _air_probe(G, *, maxiter, count):
+def _air_probe(G, Ak, *, maxiter, count):
     """Stage 2a: AIR on the hitting-time system (:mod:`sp_ode.markov._air`).
 
     Returns (cycles, y, record): the AIR cycles and the hitting times when AIR converged at
@@ -268,13 +276,13 @@ def _air_probe(G, *, maxiter, count):
     t = time.perf_counter()
     m = G.shape[0]
     try:
-        cycles = AirCycles(pyamg.air_solver(G, **AIR_OPTIONS))
+        cycles = AirCycles(pyamg.air_solver(G, **AIR_OPTIONS), finest_transpose=Ak)
     except (ValueError, ArithmeticError, np.linalg.LinAlgError, RuntimeError) as exc:
         return None, None, {"kept": False, "reason": f"AIR setup failed ({type(exc).__name__}: {exc})",
                             "seconds": time.perf_counter() - t, "steps": 0}
     setup = time.perf_counter() - t
     y, status, steps = probe_solve(G, np.ones(m), cycles, tol=_HITTING_TOL / math.sqrt(m), maxiter=maxiter,
-                                   restart=_restart_length(m, maxiter), count=count)
+                                   restart=_restart_length(m, maxiter, _AIR_RESTART), count=count)
     rec = {"setup_seconds": setup, "seconds": time.perf_counter() - t, "steps": steps,
            "levels": cycles.levels, "operator_complexity": cycles.operator_complexity}
     if y is None or status != 0 or not np.all(np.isfinite(y)):
@@ -285,6 +293,24 @@ def _air_probe(G, *, maxiter, count):
     return cycles, y, rec
 
 
+def _derived_tol(bound_tol: float, y: np.ndarray, x0: np.ndarray, b: np.ndarray) -> float:
+    """The loosest pinned-system tolerance that should still give a bound ≤ bound_tol / margin.
+
+    With r = b − A_k x, the full residual is Qᵀp̂ = (−r, 1ᵀr)/Σx (the column sums of A vanish),
+    so ‖Qᵀp̂‖₁ ≤ 2‖r‖₁/Σx ≤ 2√n‖r‖₂/Σx, and the bound 2·H·‖Qᵀp̂‖₁ ≤ bound_tol needs
+    ‖r‖₂/‖b‖₂ ≤ bound_tol·Σx / (4·H·√n·‖b‖₂).  H = max ŷ from the probe and Σx from the
+    stage-1 guess are estimates, hence the margin; the certified bound is computed afterwards
+    all the same, and a miss tightens the solve (stage 4).
+    """
+    H = float(np.max(y))
+    sigma = 1.0 + float(np.sum(x0))
+    bnorm = float(np.linalg.norm(b))
+    if not (H > 0 and bnorm > 0 and math.isfinite(H * sigma)):
+        return _DEFAULT_TOL
+    derived = bound_tol * sigma / (4.0 * H * math.sqrt(b.size + 1) * bnorm) / _DERIVED_TOL_MARGIN
+    return float(min(max(derived, _DEFAULT_TOL), _LOOSEST_TOL))
+
+
 def _sparse_stationary(Q, *, tol, maxiter, bound_tol):
     import pyamg
     from pyamg.relaxation.relaxation import gauss_seidel
@@ -292,6 +318,7 @@ def _sparse_stationary(Q, *, tol, maxiter, bound_tol):
     t0 = time.perf_counter()
     Q = sp.csr_matrix(Q, dtype=np.float64)
     n = Q.shape[0]
+    derive_tol = tol is None and bound_tol is not None and n >= _DERIVED_TOL_MIN_N
     tol = _DEFAULT_TOL if tol is None else float(tol)
     maxiter = _DEFAULT_MAXITER if maxiter is None else int(maxiter)
     scale = float(abs(Q).max()) if Q.nnz else 0.0
@@ -317,32 +344,39 @@ def _sparse_stationary(Q, *, tol, maxiter, bound_tol):
         # the mode of the first solution) happens only if the first did not converge and its
         # pinned state turned out improbable (the stage-1 guess misled it).
         k = int(np.argmax(guess))
+        if A is None:
+            A = (-Q.T).tocsr()
+            A.sort_indices()
         Ak, b, keep = _pinned_system(A, k)
+        A = None  # 64 B/state, rebuilt only for a second attempt: at 10⁷ states memory is the limit
         x0 = np.maximum(guess[keep] / guess[k], 0.0) if guess[k] > 0 else np.zeros(n - 1)
         G = Ak.T.tocsr()
-        air, y, probe = _air_probe(G, maxiter=maxiter, count=count)
+        air, y, probe = _air_probe(G, Ak, maxiter=maxiter, count=count)
+        pinned_tol, longest = tol, _RESTART
         if air is not None:
-            precond, levels, used = air.adjoint, air.levels, PRECONDITIONERS["air"]
+            precond, levels, used, longest = air.adjoint, air.levels, PRECONDITIONERS["air"], _AIR_RESTART
+            if derive_tol:
+                pinned_tol = _derived_tol(bound_tol, y, x0, b)
         else:
             ml = pyamg.ruge_stuben_solver(Ak)
             precond, levels, used = ml.aspreconditioner(cycle="V"), len(ml.levels), PRECONDITIONERS["rs"]
         if t1 is None:
             t1 = time.perf_counter()
-        x, status = _gmres(Ak, b, x0, precond, tol=tol, maxiter=maxiter, count=count)
+        x, status = _gmres(Ak, b, x0, precond, tol=pinned_tol, maxiter=maxiter, count=count, longest=longest)
         if not np.all(np.isfinite(x)):  # breakdown/overflow: keep the (finite) starting guess
             x, status = x0, 1
         if status != 0 and air is not None:
             # AIR passed the probe on G but not on A_k: classical AMG takes over from its iterate.
             ml = pyamg.ruge_stuben_solver(Ak)
             precond, levels, used = ml.aspreconditioner(cycle="V"), len(ml.levels), PRECONDITIONERS["rs_after_air"]
-            x2, status = _gmres(Ak, b, x, precond, tol=tol, maxiter=maxiter, count=count)
+            x2, status = _gmres(Ak, b, x, precond, tol=pinned_tol, maxiter=maxiter, count=count)
             x = x2 if np.all(np.isfinite(x2)) else x
         raw = np.insert(x, k, 1.0)
         if status == 0 or attempt == 1 or raw[k] >= _REPIN_BELOW * raw.max():
             break
         guess = np.maximum(raw, 0.0)
 
-    del A, guess  # not needed past the pinned system (each is 64 B/state of memory)
+    del guess
 
     def full(xk):
         q = np.insert(xk, k, 1.0)
@@ -369,11 +403,11 @@ def _sparse_stationary(Q, *, tol, maxiter, bound_tol):
     bound, H = posterior_bound(Q, p, k, y)
     if bound_tol is not None and bound_tol < bound < math.inf and status == 0:
         # The residual is what failed the bound: tighten the pinned solve once, by the missing factor.
-        tighter = max(tol * bound_tol / bound / 4, _TIGHTEST_TOL)
-        if tighter < tol:
+        tighter = max(pinned_tol * bound_tol / bound / 4, _TIGHTEST_TOL)
+        if tighter < pinned_tol:
             if air is None:
                 precond = pyamg.ruge_stuben_solver(Ak).aspreconditioner(cycle="V")
-            x2, status2 = _gmres(Ak, b, x, precond, tol=tighter, maxiter=maxiter, count=count)
+            x2, status2 = _gmres(Ak, b, x, precond, tol=tighter, maxiter=maxiter, count=count, longest=longest)
             if np.all(np.isfinite(x2)):
                 x2 = np.maximum(x2, 0.0)
                 gauss_seidel(Ak, x2, b, iterations=1, sweep="forward")
@@ -388,6 +422,7 @@ def _sparse_stationary(Q, *, tol, maxiter, bound_tol):
         "relative_residual": residual / scale if scale > 0 else 0.0,
         "iterations": steps[0],
         "converged": bool(status == 0),
+        "pinned_tol": pinned_tol,
         "attempts": attempt + 1,
         "method": f"{METHOD}; preconditioner: {used}",
         "preconditioner": used,
