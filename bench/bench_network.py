@@ -20,7 +20,8 @@ y(0) = 0.2, t ∈ [0, 2], x(0) = p_st(y0) (start on the critical manifold, docs/
    (FSP generator from the network), solve through the public API, peak RSS, its report.
 4. **memory** — bytes per state of Q, A = −Qᵀ, A_k and the AMG hierarchy (docs/cme_memory.md).
 5. **pinned** — the pinned linear solve alone under several AMG/GMRES settings (GMRES steps vs n:
-   why 10⁷ states do not fit 300 s with classical AMG, docs/bench/network.md §3).
+   why 10⁷ states did not fit 300 s with classical AMG, and what the AIR adjoint cycle the solver
+   uses now needs, with its hitting-time solve; docs/bench/network.md §3).
 
     python bench/bench_network.py eps --N 32 100 --json --out docs/bench/network_eps.json
     python bench/bench_network.py warm --N 317 --out docs/bench/network_warm_1e5.json
@@ -29,6 +30,7 @@ y(0) = 0.2, t ∈ [0, 2], x(0) = p_st(y0) (start on the critical manifold, docs/
     python bench/bench_network.py memory --N 500 --json --out docs/bench/network_memory.json
     python bench/bench_network.py pinned --N 316 1000 --out docs/bench/network_pinned.json
     python bench/bench_network.py pinned --N 2000 --settings rs_restart100 rs_restart50 air_restart20 --out docs/bench/network_pinned_4e6.json
+    python bench/bench_network.py pinned --N 316 1000 2000 --settings air_adjoint_restart40 --out docs/bench/network_pinned_air.json
     python bench/bench_network.py --smoke --json --out /tmp/x.json     # seconds; in the test suite
 """
 from __future__ import annotations
@@ -205,6 +207,8 @@ PINNED_SETTINGS = {  # name: (pyamg builder, GMRES restart)
     "rs_restart50": ("ruge_stuben_solver", 50),
     "rs_restart20": ("ruge_stuben_solver", 20),
     "air_restart20": ("air_solver", 20),
+    # what the solver does since session 7: AIR (degree 1) on G = A_kᵀ, its adjoint cycle on A_k
+    "air_adjoint_restart40": ("air_adjoint", 40),
 }
 
 
@@ -215,7 +219,7 @@ def bench_pinned(N: int, settings: list[str]) -> dict:
     import scipy.sparse.linalg as spla
     from threadpoolctl import threadpool_limits
 
-    from sp_ode.markov._sparse import _locate_mass, _pinned_system
+    from sp_ode.markov._sparse import _locate_mass, _pinned_system, _quiet_stdout
 
     m = cascade(N)
     space = m.space()
@@ -230,22 +234,45 @@ def bench_pinned(N: int, settings: list[str]) -> dict:
         for name in settings:
             builder, restart = PINNED_SETTINGS[name]
             t = time.perf_counter()
-            ml = getattr(pyamg, builder)(Ak)
+            if builder == "air_adjoint":
+                from sp_ode.markov._air import AIR_OPTIONS, AirCycles
+
+                G = Ak.T.tocsr()
+                with _quiet_stdout():
+                    cycles = AirCycles(pyamg.air_solver(G, **AIR_OPTIONS), finest_transpose=Ak)
+                precond, levels, complexity = cycles.adjoint, cycles.levels, cycles.operator_complexity
+            else:
+                with _quiet_stdout():
+                    ml = getattr(pyamg, builder)(Ak)
+                precond, levels, complexity = ml.aspreconditioner(cycle="V"), len(ml.levels), ml.operator_complexity()
             setup = time.perf_counter() - t
             steps = [0]
 
             def count(_):
                 steps[0] += 1
             t = time.perf_counter()
-            x, status = spla.gmres(Ak, b, x0=x0, rtol=1e-13, atol=0.0, restart=restart, maxiter=-(-600 // restart),
-                                   M=ml.aspreconditioner(cycle="V"), callback=count, callback_type="pr_norm")
+            with _quiet_stdout():
+                x, status = spla.gmres(Ak, b, x0=x0, rtol=1e-13, atol=0.0, restart=restart, maxiter=600, M=precond,
+                                       callback=count, callback_type="legacy")
             solve = time.perf_counter() - t
             row = {"setup_seconds": setup, "solve_seconds": solve, "gmres_steps": steps[0], "converged": status == 0,
                    "relative_residual": float(np.linalg.norm(b - Ak @ x) / np.linalg.norm(b)),
-                   "levels": len(ml.levels), "operator_complexity": float(ml.operator_complexity())}
+                   "levels": levels, "operator_complexity": float(complexity)}
+            if builder == "air_adjoint":    # the hitting-time solve with the same hierarchy (the solver's probe)
+                hsteps = [0]
+                t = time.perf_counter()
+                with _quiet_stdout():
+                    _, hstatus = spla.gmres(G, np.ones(G.shape[0]), rtol=0.1 / np.sqrt(G.shape[0]), atol=0.0,
+                                            restart=restart, maxiter=600, M=cycles.forward,
+                                            callback=lambda _: hsteps.__setitem__(0, hsteps[0] + 1),
+                                            callback_type="legacy")
+                row.update(hitting_steps=hsteps[0], hitting_seconds=time.perf_counter() - t,
+                           hitting_converged=hstatus == 0)
+                del cycles, G
+            else:
+                del ml
             rec["rows"][name] = row
             log(f"N={N} {name}: {row}")
-            del ml
     return rec
 
 
@@ -299,7 +326,7 @@ def main(argv=None) -> int:
         rec["eps"] = [bench_eps(8, [1e-2, 1e-3], [1e-6], False, 1e-11)]
         rec["warm"] = [bench_warm(20, 3, 0.005)]
         rec["stationary"] = [bench_stationary(30)]
-        rec["pinned"] = [bench_pinned(20, ["rs_restart20", "air_restart20"])]
+        rec["pinned"] = [bench_pinned(20, ["rs_restart20", "air_restart20", "air_adjoint_restart40"])]
     elif args.part == "eps":
         rec["eps"] = []
 

@@ -31,5 +31,6 @@ def test_bench_network_smoke(tmp_path):
     assert st["negatives"] == 0 and st["mean_A"] == __import__("pytest").approx(st["mean_A_closed_form"], abs=1e-3)
     (pinned,) = rec["pinned"]
     # each setting solves the same pinned system to the stated tolerance
-    assert set(pinned["rows"]) == {"rs_restart20", "air_restart20"}
+    assert set(pinned["rows"]) == {"rs_restart20", "air_restart20", "air_adjoint_restart40"}
     assert all(r["converged"] and r["relative_residual"] <= 1e-12 for r in pinned["rows"].values())
+    assert pinned["rows"]["air_adjoint_restart40"]["hitting_converged"]

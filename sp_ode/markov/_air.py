@@ -43,6 +43,7 @@ import math
 
 import numpy as np
 import scipy.linalg as sla
+import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 __all__ = ["AirCycles", "probe_solve", "AIR_OPTIONS", "PROBE_MAX_STEPS"]
@@ -84,24 +85,41 @@ class AirCycles:
         # than the product with the transposed view of G (CSC) in the finest adjoint step.
         self._finest_T = finest_transpose
         self._levels = []
+        depth_count = len(ml.levels)
+        # Coarse levels (1 … L−2) are renumbered F points first, then C points, so that every
+        # smoothing step works on a contiguous block (views, no gathers or scatters); the finest
+        # level keeps G's numbering (G is the caller's matrix) and the coarsest has no splitting.
+        orders = [None] * depth_count
+        for depth in range(1, depth_count - 1):
+            c_points = np.asarray(ml.levels[depth].splitting, dtype=bool)
+            orders[depth] = np.concatenate([np.flatnonzero(~c_points), np.flatnonzero(c_points)])
+        inverse = [None if o is None else np.argsort(o).astype(np.int32) for o in orders]
         for depth, lv in enumerate(ml.levels[:-1]):
+            P = _renumbered(lv.P, orders[depth], inverse[depth + 1])
+            R = _renumbered(lv.R, orders[depth + 1], inverse[depth])
             A = lv.A.tocsr()
-            c_points = np.asarray(lv.splitting, dtype=bool)
-            f_idx = np.flatnonzero(~c_points).astype(A.indptr.dtype)
-            c_idx = np.flatnonzero(c_points).astype(A.indptr.dtype)
             dinv = 1.0 / A.diagonal()
             if depth == 0:
-                # The finest operator is G itself, held by the caller: no copy of it.  Forward
-                # Jacobi runs on the F (C) rows only (pyamg's C++ kernel); the adjoint applies
-                # the full transpose (a CSC view) to a vector that is zero off those rows.
-                rows = None
+                # The finest operator is G itself: no copy of it.  Forward Jacobi runs on the F
+                # (C) rows only (pyamg's C++ kernel); the adjoint applies Gᵀ to a vector that is
+                # zero off those rows.
+                c_points = np.asarray(lv.splitting, dtype=bool)
+                f_idx = np.flatnonzero(~c_points).astype(A.indptr.dtype)
+                c_idx = np.flatnonzero(c_points).astype(A.indptr.dtype)
+                rows, d_f, d_c = None, dinv[f_idx], dinv[c_idx]
             else:
                 # Coarse operators are replaced by their F and C row blocks (same memory, since
                 # ``ml`` is dropped by the caller): both directions then touch only those rows.
-                rows = {"F": A[f_idx].tocsr(), "C": A[c_idx].tocsr()}
+                n_f = int(np.count_nonzero(~np.asarray(lv.splitting, dtype=bool)))
+                renumbered = _renumbered(A, orders[depth], inverse[depth])
                 A = None
-            steps = ([("F", f_idx, dinv[f_idx])] * _F_SWEEPS) + ([("C", c_idx, dinv[c_idx])] * _C_SWEEPS)
-            self._levels.append((A, rows, lv.P.tocsr(), lv.R.tocsr(), steps))
+                rows = {"F": renumbered[:n_f], "C": renumbered[n_f:]}
+                del renumbered
+                dinv = dinv[orders[depth]]
+                f_idx, c_idx = slice(0, n_f), slice(n_f, dinv.size)
+                d_f, d_c = dinv[f_idx], dinv[c_idx]
+            steps = [("F", f_idx, d_f)] * _F_SWEEPS + [("C", c_idx, d_c)] * _C_SWEEPS
+            self._levels.append((A, rows, P, R, steps))
         coarse = ml.levels[-1].A.toarray()
         self._coarse = sla.pinv(coarse)
         self._coarse_T = self._coarse.T.copy()
@@ -151,6 +169,16 @@ class AirCycles:
             if block in acc:
                 g[idx] += acc.pop(block)
         return g
+
+
+def _renumbered(M, row_order, col_inverse):
+    """M with rows taken in `row_order` and columns renamed j → col_inverse[j] (CSR; either may be None)."""
+    M = sp.csr_array(M)
+    if row_order is not None:
+        M = M[row_order]
+    if col_inverse is not None:
+        M = sp.csr_array((M.data, col_inverse[M.indices], M.indptr), shape=M.shape)
+    return M
 
 
 class _Abandon(Exception):
