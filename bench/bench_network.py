@@ -26,7 +26,8 @@ y(0) = 0.2, t ∈ [0, 2], x(0) = p_st(y0) (start on the critical manifold, docs/
     python bench/bench_network.py eps --N 32 100 --json --out docs/bench/network_eps.json
     python bench/bench_network.py warm --N 317 --out docs/bench/network_warm_1e5.json
     python bench/bench_network.py warm --N 1000 --steps 3 --no-amg-cold --out docs/bench/network_warm_1e6.json
-    python bench/bench_network.py stationary --N 3162 --json --out docs/bench/network_1e7.json
+    python bench/bench_network.py stationary --N 3162 --json --out docs/bench/network_1e7.json      # session 6 (classical AMG)
+    python bench/bench_network.py stationary --N 3162 --out docs/bench/network_1e7_air.json         # session 7 (AIR path)
     python bench/bench_network.py memory --N 500 --json --out docs/bench/network_memory.json
     python bench/bench_network.py pinned --N 316 1000 --out docs/bench/network_pinned.json
     python bench/bench_network.py pinned --N 2000 --settings rs_restart100 rs_restart50 air_restart20 --out docs/bench/network_pinned_4e6.json
@@ -281,8 +282,12 @@ def _nbytes(M) -> int:
 
 
 def bench_memory(N: int) -> dict:
-    """Bytes per state of Q, A = −Qᵀ, A_k and the classical-AMG hierarchy of A_k (docs/cme_memory.md)."""
+    """Bytes per state of Q, A = −Qᵀ, A_k, the classical-AMG hierarchy of A_k, and G = A_kᵀ with the AIR
+    cycles the solver builds on it (docs/cme_memory.md)."""
     import pyamg
+
+    from sp_ode.markov._air import AIR_OPTIONS, AirCycles
+    from sp_ode.markov._sparse import _quiet_stdout
 
     m = cascade(N)
     space = m.space()
@@ -300,6 +305,18 @@ def bench_memory(N: int) -> dict:
            "Q_bytes_per_state": _nbytes(Q) / n, "A_bytes_per_state": _nbytes(A) / n,
            "Ak_bytes_per_state": _nbytes(Ak) / n, "amg_bytes_per_state": amg / n, "amg_levels": len(ml.levels),
            "operator_complexity": float(ml.operator_complexity()), "amg_setup_seconds": setup}
+    del ml
+    G = Ak.T.tocsr()
+    t0 = time.perf_counter()
+    with _quiet_stdout():
+        cycles = AirCycles(pyamg.air_solver(G, **AIR_OPTIONS), finest_transpose=Ak)
+    setup = time.perf_counter() - t0
+    own = 0    # what the cycles hold beyond G and A_k (the caller's): coarse F/C row blocks, P, R, the coarse pinv
+    for _, rows, P, R, _ in cycles._levels:
+        own += _nbytes(P) + _nbytes(R) + sum(_nbytes(M) for M in (rows or {}).values())
+    own += cycles._coarse.nbytes + cycles._coarse_T.nbytes
+    rec.update(G_bytes_per_state=_nbytes(G) / n, air_cycles_bytes_per_state=own / n, air_levels=cycles.levels,
+               air_operator_complexity=cycles.operator_complexity, air_setup_seconds=setup)
     log(rec)
     return rec
 
@@ -316,7 +333,7 @@ def main(argv=None) -> int:
     ap.add_argument("--radau", action="store_true")
     ap.add_argument("--steps", type=int, default=8, help="warm: reduced-flow evaluations per size")
     ap.add_argument("--no-amg-cold", action="store_true", help="warm: skip our cold AMG baseline (large n)")
-    ap.add_argument("--smoke", action="store_true", help="tiny sizes, every part but memory (seconds)")
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes, every part (seconds)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
@@ -327,6 +344,7 @@ def main(argv=None) -> int:
         rec["warm"] = [bench_warm(20, 3, 0.005)]
         rec["stationary"] = [bench_stationary(30)]
         rec["pinned"] = [bench_pinned(20, ["rs_restart20", "air_restart20", "air_adjoint_restart40"])]
+        rec["memory"] = [bench_memory(20)]
     elif args.part == "eps":
         rec["eps"] = []
 

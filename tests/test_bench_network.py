@@ -34,3 +34,7 @@ def test_bench_network_smoke(tmp_path):
     assert set(pinned["rows"]) == {"rs_restart20", "air_restart20", "air_adjoint_restart40"}
     assert all(r["converged"] and r["relative_residual"] <= 1e-12 for r in pinned["rows"].values())
     assert pinned["rows"]["air_adjoint_restart40"]["hitting_converged"]
+    (memory,) = rec["memory"]
+    # Q holds ≈ 5 nonzeros per state at 12 B each plus its row pointer; the hierarchies hold more than Q
+    assert 40 < memory["Q_bytes_per_state"] < 70
+    assert memory["amg_bytes_per_state"] > memory["Q_bytes_per_state"] < memory["air_cycles_bytes_per_state"]
