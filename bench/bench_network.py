@@ -220,7 +220,7 @@ def bench_pinned(N: int, settings: list[str]) -> dict:
     import scipy.sparse.linalg as spla
     from threadpoolctl import threadpool_limits
 
-    from sp_ode.markov._sparse import _locate_mass, _pinned_system, _quiet_stdout
+    from sp_ode.markov._sparse import _locate_mass, _pinned_system, quiet_stdout
 
     m = cascade(N)
     space = m.space()
@@ -239,11 +239,11 @@ def bench_pinned(N: int, settings: list[str]) -> dict:
                 from sp_ode.markov._air import AIR_OPTIONS, AirCycles
 
                 G = Ak.T.tocsr()
-                with _quiet_stdout():
+                with quiet_stdout():
                     cycles = AirCycles(pyamg.air_solver(G, **AIR_OPTIONS), finest_transpose=Ak)
                 precond, levels, complexity = cycles.adjoint, cycles.levels, cycles.operator_complexity
             else:
-                with _quiet_stdout():
+                with quiet_stdout():
                     ml = getattr(pyamg, builder)(Ak)
                 precond, levels, complexity = ml.aspreconditioner(cycle="V"), len(ml.levels), ml.operator_complexity()
             setup = time.perf_counter() - t
@@ -252,7 +252,7 @@ def bench_pinned(N: int, settings: list[str]) -> dict:
             def count(_):
                 steps[0] += 1
             t = time.perf_counter()
-            with _quiet_stdout():
+            with quiet_stdout():
                 x, status = spla.gmres(Ak, b, x0=x0, rtol=1e-13, atol=0.0, restart=restart, maxiter=600, M=precond,
                                        callback=count, callback_type="legacy")
             solve = time.perf_counter() - t
@@ -262,7 +262,7 @@ def bench_pinned(N: int, settings: list[str]) -> dict:
             if builder == "air_adjoint":    # the hitting-time solve with the same hierarchy (the solver's probe)
                 hsteps = [0]
                 t = time.perf_counter()
-                with _quiet_stdout():
+                with quiet_stdout():
                     _, hstatus = spla.gmres(G, np.ones(G.shape[0]), rtol=0.1 / np.sqrt(G.shape[0]), atol=0.0,
                                             restart=restart, maxiter=600, M=cycles.forward,
                                             callback=lambda _: hsteps.__setitem__(0, hsteps[0] + 1),
@@ -287,7 +287,7 @@ def bench_memory(N: int) -> dict:
     import pyamg
 
     from sp_ode.markov._air import AIR_OPTIONS, AirCycles
-    from sp_ode.markov._sparse import _quiet_stdout
+    from sp_ode.markov._sparse import quiet_stdout
 
     m = cascade(N)
     space = m.space()
@@ -308,7 +308,7 @@ def bench_memory(N: int) -> dict:
     del ml
     G = Ak.T.tocsr()
     t0 = time.perf_counter()
-    with _quiet_stdout():
+    with quiet_stdout():
         cycles = AirCycles(pyamg.air_solver(G, **AIR_OPTIONS), finest_transpose=Ak)
     setup = time.perf_counter() - t0
     own = 0    # what the cycles hold beyond G and A_k (the caller's): coarse F/C row blocks, P, R, the coarse pinv

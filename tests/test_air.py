@@ -13,7 +13,7 @@ import pytest
 import sp_ode
 import sp_ode.markov._air as air_mod
 from sp_ode.markov._air import AIR_OPTIONS, AirCycles
-from sp_ode.markov._sparse import PRECONDITIONERS, _locate_mass, _pinned_system, _quiet_stdout, sparse_stationary
+from sp_ode.markov._sparse import PRECONDITIONERS, _locate_mass, _pinned_system, quiet_stdout, sparse_stationary
 from sp_ode.markov.network_models import cascade
 
 
@@ -29,7 +29,7 @@ def _hitting_matrix(N: int):
 @pytest.fixture(scope="module", params=["transposed view", "finest transpose given"])
 def cycles_and_ml(request):
     _, G = _hitting_matrix(24)
-    with _quiet_stdout():
+    with quiet_stdout():
         ml = pyamg.air_solver(G, **AIR_OPTIONS)
     finest = G.T.tocsr() if request.param == "finest transpose given" else None
     return AirCycles(ml, finest_transpose=finest), ml, G
@@ -39,7 +39,7 @@ def test_forward_cycle_is_pyamgs_v_cycle(cycles_and_ml):
     cycles, ml, G = cycles_and_ml
     b = np.random.default_rng(0).standard_normal(G.shape[0])
     ours = cycles.forward @ b
-    with _quiet_stdout():
+    with quiet_stdout():
         theirs = ml.aspreconditioner(cycle="V") @ b
     assert np.max(np.abs(ours - theirs)) <= 1e-12 * np.max(np.abs(theirs))
 

@@ -95,7 +95,7 @@ try:  # optional: without it BLAS keeps its own thread count
 except ImportError:  # pragma: no cover
     threadpool_limits = None
 
-__all__ = ["sparse_stationary", "pinned_direct_stationary"]
+__all__ = ["sparse_stationary", "pinned_direct_stationary", "quiet_stdout"]
 
 METHOD = "AMG-preconditioned GMRES on the pinned M-matrix + Gauss-Seidel nonnegativity sweep"
 PRECONDITIONERS = {
@@ -154,7 +154,7 @@ def _locate_mass(A: sp.csr_matrix) -> np.ndarray:
 
 
 @contextlib.contextmanager
-def _quiet_stdout():
+def quiet_stdout():
     """Redirect file descriptor 1 to /dev/null (C/C++ output of pyamg); flush both layers on the way in and out."""
     try:
         libc = ctypes.CDLL(None)
@@ -229,7 +229,7 @@ def sparse_stationary(Q, *, tol: float | None = None, maxiter: int | None = None
     """
     t0 = time.perf_counter()
     limits = threadpool_limits(limits=1, user_api="blas") if threadpool_limits else contextlib.nullcontext()
-    with limits, _quiet_stdout(), np.errstate(all="ignore"):
+    with limits, quiet_stdout(), np.errstate(all="ignore"):
         try:
             return _sparse_stationary(Q, tol=tol, maxiter=maxiter, bound_tol=bound_tol)
         except (ValueError, ArithmeticError, np.linalg.LinAlgError, RuntimeError, MemoryError) as exc:

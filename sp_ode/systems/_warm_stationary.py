@@ -7,7 +7,9 @@ docs/theory.md §7.1), a nonsingular M-matrix by T1.  Two solvers:
 - ``direct``: a sparse LU (SuperLU, ``scipy.sparse.linalg.splu``) of A_k per y.
   Exact up to rounding; the same factors also give every group-inverse solve
   A^#v needed by h₁ (below).  Best up to ~10⁵ states on 1-D/2-D CME grids.
-- ``amg``: GMRES preconditioned by a classical-AMG hierarchy (pyamg) of A_k.
+- ``amg``: GMRES preconditioned by a multigrid cycle: the adjoint of an AIR cycle built
+  on G = A_kᵀ, as the public sparse solver (:mod:`sp_ode.markov._air`), else a
+  classical-AMG hierarchy of A_k, else incomplete LU where both setups break down.
   The hierarchy built at one y is *reused* at the next ones, and GMRES starts
   from the previous solution — the warm start.  While Q(y) changes little the
   old hierarchy remains a good preconditioner and the start is already close;
@@ -115,10 +117,18 @@ class WarmStationary:
     def _build_ml(self, Ak):
         import pyamg
 
+        from sp_ode.markov.preconditioners import air_adjoint_preconditioner
+
         Ak = Ak.tocsr(copy=True)
         Ak.eliminate_zeros()
         self.rebuilds += 1
         self.ref_steps = None
+        # First choice: the adjoint of an AIR cycle on G = A_kᵀ, as the public sparse solver
+        # (docs/theory.md §7.1); on transport-like chains its steps grow far more slowly.
+        adjoint = air_adjoint_preconditioner(Ak)
+        if adjoint is not None:
+            self.ml, self.preconditioner = adjoint, "air (adjoint cycle)"
+            return
         ml = pyamg.ruge_stuben_solver(Ak)
         finite = all(np.all(np.isfinite(lvl.A.data)) for lvl in ml.levels)
         if finite:
@@ -136,9 +146,9 @@ class WarmStationary:
         def count(_):
             steps[0] += 1
 
+        # "legacy": `maxiter` counts steps, not restart cycles (see sp_ode/markov/_sparse.py::_gmres)
         x, status = spla.gmres(Ak, b, x0=x0, rtol=self.tol, atol=0.0, restart=min(_RESTART, Ak.shape[0]),
-                               maxiter=-(-_MAXITER // _RESTART), M=self.ml,
-                               callback=count, callback_type="pr_norm")
+                               maxiter=_MAXITER, M=self.ml, callback=count, callback_type="legacy")
         return x, status == 0 and bool(np.all(np.isfinite(x))), steps[0]
 
     def _solve_pinned(self, Ak, b, x0):
