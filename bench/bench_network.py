@@ -26,6 +26,8 @@ y(0) = 0.2, t ∈ [0, 2], x(0) = p_st(y0) (start on the critical manifold, docs/
     python bench/bench_network.py eps --N 32 100 --json --out docs/bench/network_eps.json
     python bench/bench_network.py warm --N 317 --out docs/bench/network_warm_1e5.json
     python bench/bench_network.py warm --N 1000 --steps 3 --no-amg-cold --out docs/bench/network_warm_1e6.json
+    python bench/bench_network.py warm --N 317 --out docs/bench/network_warm_1e5_session7.json                  # session 7
+    python bench/bench_network.py warm --N 1000 --steps 6 --no-amg-cold --out docs/bench/network_warm_1e6_session7.json
     python bench/bench_network.py stationary --N 3162 --json --out docs/bench/network_1e7.json      # session 6 (classical AMG)
     python bench/bench_network.py stationary --N 3162 --out docs/bench/network_1e7_air.json         # session 7 (AIR path)
     python bench/bench_network.py memory --N 500 --json --out docs/bench/network_memory.json
