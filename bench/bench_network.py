@@ -23,7 +23,9 @@ y(0) = 0.2, t ∈ [0, 2], x(0) = p_st(y0) (start on the critical manifold, docs/
    why 10⁷ states did not fit 300 s with classical AMG, and what the AIR adjoint cycle the solver
    uses now needs, with its hitting-time solve; docs/bench/network.md §3).
 
-    python bench/bench_network.py eps --N 32 100 --json --out docs/bench/network_eps.json
+    python bench/bench_network.py eps --N 32 100 --ref-method BDF --ref-rtol 1e-11 --json --out docs/bench/network_eps.json   # sessions 3–6
+    python bench/bench_network.py eps --N 32 --eps 1e-3 1e-4 1e-5 1e-6 --rtols 1e-8 1e-10 1e-12 --out docs/bench/network_eps_session7_1e3.json
+    python bench/bench_network.py eps --N 100 --eps 1e-4 1e-5 --rtols 1e-8 1e-10 1e-12 --out docs/bench/network_eps_session7_1e4.json
     python bench/bench_network.py warm --N 317 --out docs/bench/network_warm_1e5.json
     python bench/bench_network.py warm --N 1000 --steps 3 --no-amg-cold --out docs/bench/network_warm_1e6.json
     python bench/bench_network.py warm --N 317 --out docs/bench/network_warm_1e5_session7.json                  # session 7
