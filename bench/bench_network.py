@@ -320,11 +320,7 @@ def bench_memory(N: int) -> dict:
     with quiet_stdout():
         cycles = AirCycles(pyamg.air_solver(G, **AIR_OPTIONS), finest_transpose=Ak)
     setup = time.perf_counter() - t0
-    own = 0    # what the cycles hold beyond G and A_k (the caller's): coarse F/C row blocks, P, R, the coarse pinv
-    for _, rows, P, R, _ in cycles._levels:
-        own += _nbytes(P) + _nbytes(R) + sum(_nbytes(M) for M in (rows or {}).values())
-    own += cycles._coarse.nbytes + cycles._coarse_T.nbytes
-    rec.update(G_bytes_per_state=_nbytes(G) / n, air_cycles_bytes_per_state=own / n, air_levels=cycles.levels,
+    rec.update(G_bytes_per_state=_nbytes(G) / n, air_cycles_bytes_per_state=cycles.nbytes / n, air_levels=cycles.levels,
                air_operator_complexity=cycles.operator_complexity, air_setup_seconds=setup)
     log(rec)
     return rec

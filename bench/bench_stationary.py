@@ -349,6 +349,7 @@ def child(kind: str, N: int, pin: int | None, save: str | None) -> dict:
             "bound": info.get("bound"), "seconds_parts": info.get("seconds"),
             "pinned_state": info.get("pinned_state", pin), "negatives_clipped": info.get("negatives_clipped"),
             "most_negative_clipped": info.get("most_negative"),
+            "preconditioner": info.get("preconditioner"), "air_probe": info.get("air_probe"),
             "blas_threads": blas_threads(), "loadavg_1min": os.getloadavg()[0]}
 
 

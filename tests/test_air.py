@@ -9,12 +9,15 @@ import copy
 import numpy as np
 import pyamg
 import pytest
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
 
 import sp_ode
 import sp_ode.markov._air as air_mod
 from sp_ode.markov._air import AIR_OPTIONS, AirCycles
 from sp_ode.markov._sparse import PRECONDITIONERS, _locate_mass, _pinned_system, quiet_stdout, sparse_stationary
 from sp_ode.markov.network_models import cascade
+from sp_ode.markov.preconditioners import air_adjoint_preconditioner
 
 
 def _hitting_matrix(N: int):
@@ -89,7 +92,6 @@ def test_probe_abandons_air_and_classical_amg_answers(monkeypatch):
 def test_classical_amg_takes_over_when_the_adjoint_cycle_fails(monkeypatch):
     """If AIR passes the probe but its adjoint cycle cannot solve A_k, Ruge–Stüben continues from its iterate."""
     Q, _ = _hitting_matrix(30)
-    import scipy.sparse.linalg as spla
 
     original = AirCycles.__init__
 
@@ -103,3 +105,18 @@ def test_classical_amg_takes_over_when_the_adjoint_cycle_fails(monkeypatch):
     assert info["preconditioner"] == PRECONDITIONERS["rs_after_air"] and info["converged"]
     ref = sp_ode.stationary_distribution(Q.toarray(), method="gth")
     assert np.abs(p - ref).sum() <= info["bound"] + 1e-12
+
+
+def test_public_preconditioner_names_bad_input_and_preconditions():
+    with pytest.raises(TypeError, match="`Ak`"):
+        air_adjoint_preconditioner(np.eye(3))
+    with pytest.raises(ValueError, match="square"):
+        air_adjoint_preconditioner(sp.csr_array(np.ones((2, 3))))
+    _, G = _hitting_matrix(20)
+    Ak = G.T.tocsr()
+    M = air_adjoint_preconditioner(Ak)
+    b = np.ones(Ak.shape[0])
+    steps = []
+    x, status = spla.gmres(Ak, b, rtol=1e-12, atol=0.0, restart=40, maxiter=40, M=M,
+                           callback=steps.append, callback_type="legacy")
+    assert status == 0 and np.linalg.norm(Ak @ x - b) <= 1e-11 * np.linalg.norm(b) and len(steps) < 40

@@ -32,10 +32,12 @@ the test ``tests/test_air.py`` checks ⟨v, Bu⟩ = ⟨Bᵀv, u⟩ to rounding a
 equals pyamg's own cycle.
 
 AIR is no universal improvement: on the diffusive, bistable toggle-switch CME its
-steps grow quickly (165 steps at 10⁶ states against 57 for Ruge–Stüben).  The
-solver therefore *probes* it on the cheap system first (:func:`probe_solve`):
-G y = 1 to the bound's loose tolerance, abandoned as soon as its observed rate
-predicts more than ``PROBE_MAX_STEPS`` steps.
+steps grow quickly (the hitting-time solve needs 9, 18, 36, 84 steps from 10⁴ to
+10⁶ states; docs/bench/stationary.md §3), and there it costs about what classical
+AMG does.  The solver therefore *probes* it on the cheap system first
+(:func:`probe_solve`): G y = 1 to the bound's loose tolerance, abandoned as soon
+as its observed rate predicts more than ``PROBE_MAX_STEPS`` steps, and then
+classical AMG takes both solves.
 """
 from __future__ import annotations
 
@@ -45,6 +47,7 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
+from pyamg import amg_core
 
 __all__ = ["AirCycles", "probe_solve", "AIR_OPTIONS", "PROBE_MAX_STEPS"]
 
@@ -57,8 +60,9 @@ AIR_OPTIONS = {
                                    "f_iterations": 2, "c_iterations": 1}),
     "coarse_solver": "pinv",
 }
-_F_SWEEPS, _C_SWEEPS = 2, 1        # must match AIR_OPTIONS["postsmoother"]
-_OMEGA = np.array([1.0])
+_SMOOTHING = AIR_OPTIONS["postsmoother"][1]   # what pyamg's cycle does is what both cycles here do
+_F_SWEEPS, _C_SWEEPS = _SMOOTHING["f_iterations"], _SMOOTHING["c_iterations"]
+_OMEGA = np.array([float(_SMOOTHING["omega"])])
 PROBE_MIN_STEPS = 6                # the observed rate is trusted from this many steps on
 PROBE_MAX_STEPS = 80               # abandon AIR when the rate predicts more steps than this
 
@@ -77,7 +81,7 @@ class AirCycles:
     Attributes
     ----------
     forward, adjoint : scipy.sparse.linalg.LinearOperator — B and Bᵀ.
-    levels : int;  operator_complexity : float
+    levels : int;  operator_complexity : float;  nbytes : int
     """
 
     def __init__(self, ml, finest_transpose=None):
@@ -98,7 +102,7 @@ class AirCycles:
             P = _renumbered(lv.P, orders[depth], inverse[depth + 1])
             R = _renumbered(lv.R, orders[depth + 1], inverse[depth])
             A = lv.A.tocsr()
-            dinv = 1.0 / A.diagonal()
+            dinv = _OMEGA[0] / A.diagonal()              # W = ω D⁻¹ of the Jacobi steps x ← x + W(b − Ax)
             if depth == 0:
                 # The finest operator is G itself: no copy of it.  Forward Jacobi runs on the F
                 # (C) rows only (pyamg's C++ kernel); the adjoint applies Gᵀ to a vector that is
@@ -129,9 +133,16 @@ class AirCycles:
         self.forward = spla.LinearOperator((n, n), matvec=lambda b: self._forward(np.ravel(b), 0), dtype=np.float64)
         self.adjoint = spla.LinearOperator((n, n), matvec=lambda c: self._adjoint(np.ravel(c), 0), dtype=np.float64)
 
-    def _forward(self, b: np.ndarray, lvl: int) -> np.ndarray:
-        from pyamg import amg_core
+    @property
+    def nbytes(self) -> int:
+        """Memory the cycles hold beyond G and Gᵀ (the caller's): coarse F/C row blocks, P, R, coarsest pinv."""
+        total = self._coarse.nbytes + self._coarse_T.nbytes
+        for _, rows, P, R, _ in self._levels:
+            for M in (P, R, *(rows or {}).values()):
+                total += M.data.nbytes + M.indices.nbytes + M.indptr.nbytes
+        return int(total)
 
+    def _forward(self, b: np.ndarray, lvl: int) -> np.ndarray:
         if lvl == len(self._levels):
             return self._coarse @ b
         A, rows, P, R, steps = self._levels[lvl]

@@ -26,12 +26,22 @@ def air_adjoint_preconditioner(Ak):
     scipy.sparse.linalg.LinearOperator or None
         ``None`` when pyamg's setup raises or the cycle returns non-finite values
         (the caller then uses another preconditioner).
+
+    Raises
+    ------
+    TypeError, ValueError
+        `Ak` is not a square ``scipy.sparse`` matrix.
     """
     import pyamg
+    import scipy.sparse as sp
 
     from sp_ode.markov._air import AIR_OPTIONS, AirCycles
     from sp_ode.markov._sparse import quiet_stdout
 
+    if not sp.issparse(Ak):
+        raise TypeError(f"`Ak` must be a scipy.sparse matrix; got {type(Ak).__name__}.")
+    if Ak.ndim != 2 or Ak.shape[0] != Ak.shape[1]:
+        raise ValueError(f"`Ak` must be square; got shape {Ak.shape}.")
     Ak = Ak.tocsr()
     try:
         with quiet_stdout(), np.errstate(all="ignore"):
