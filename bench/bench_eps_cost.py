@@ -57,11 +57,11 @@ import numpy as np  # noqa: E402
 from _equal_accuracy import loosest_rtol  # noqa: E402
 
 from sp_ode.core.files import dumps, write_json  # noqa: E402
+from sp_ode.manifolds.reduced import simulate_reduced  # noqa: E402
+from sp_ode.manifolds.slow_manifold import slow_manifold  # noqa: E402
 from sp_ode.markov.stationary import stationary_distribution  # noqa: E402
 from sp_ode.systems.catalogue import get_system  # noqa: E402
-from sp_ode.systems.reduced import simulate_reduced  # noqa: E402
 from sp_ode.systems.simulation import simulate  # noqa: E402
-from sp_ode.systems.slow_manifold import slow_manifold  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 

@@ -1,6 +1,6 @@
-"""Reaction-network benchmarks of issue 15 (sp_ode.systems.network_system), on the `cascade` model.
+"""Reaction-network benchmarks of issue 15 (sp_ode.networks.system), on the `cascade` model.
 
-The model (``sp_ode.markov.network_models.cascade``): 0 → A at N(0.1 + 0.2y), A → 0,
+The model (``sp_ode.networks.models.cascade``): 0 → A at N(0.1 + 0.2y), A → 0,
 A → A + B, B → 0 on the N×N grid (n = N² fast states), slow y' = 1 − y − 2y·E[B]/N,
 y(0) = 0.2, t ∈ [0, 2], x(0) = p_st(y0) (start on the critical manifold, docs/theory.md §7.5).
 
@@ -53,8 +53,8 @@ import numpy as np  # noqa: E402
 
 import sp_ode  # noqa: E402
 from sp_ode.core.files import dumps, write_json  # noqa: E402
-from sp_ode.markov.network_models import cascade  # noqa: E402
-from sp_ode.systems.network_system import NetworkSystem, padded_range  # noqa: E402
+from sp_ode.networks.models import cascade  # noqa: E402
+from sp_ode.networks.system import NetworkSystem, padded_range  # noqa: E402
 
 T_END = 2.0
 T_EVAL = np.linspace(0.0, T_END, 21)

@@ -8,7 +8,7 @@ Baselines measured in the same run: Adam (2000 steps) against the default L-BFGS
 (500 steps), and torch with 2 threads against the default 1.
 
     .venv/bin/python bench/bench_phi.py            # full (a few minutes under load)
-    .venv/bin/python bench/bench_phi.py --smoke    # seconds; run by tests/test_bench_phi.py
+    .venv/bin/python bench/bench_phi.py --smoke    # seconds; run by tests/bench/test_bench_phi.py
 """
 from __future__ import annotations
 

@@ -36,7 +36,7 @@ import numpy as np  # noqa: E402
 
 from sp_ode.core.files import write_json  # noqa: E402
 from sp_ode.core.precision import float64  # noqa: E402
-from sp_ode.systems import _integrate  # noqa: E402
+from sp_ode.systems import integration  # noqa: E402
 from sp_ode.systems.catalogue import get_system  # noqa: E402
 from sp_ode.systems.simulation import _fast_slow_problem, simulate  # noqa: E402
 from sp_ode.systems.stiff_testset import STIFF_PROBLEMS, get_stiff_problem, significant_digits  # noqa: E402
@@ -64,10 +64,10 @@ def run_one(p, backend: str, method: str, rtol: float, repeat: int) -> dict:
             "time": best, "steps": int(traj.stats["num_steps"]), "message": traj.message}
 
 
-# (tolerance factor, κ): see `_integrate.TOL_FACTOR_GENERAL`
-CONFIGS = ((1.0, _integrate.CHORD_KAPPA), (1.0, _integrate.CHORD_KAPPA_MASTER),
-           (_integrate.TOL_FACTOR_GENERAL, _integrate.CHORD_KAPPA),
-           (_integrate.TOL_FACTOR_GENERAL, _integrate.CHORD_KAPPA_GENERAL))
+# (tolerance factor, κ): see `integration.TOL_FACTOR_GENERAL`
+CONFIGS = ((1.0, integration.CHORD_KAPPA), (1.0, integration.CHORD_KAPPA_MASTER),
+           (integration.TOL_FACTOR_GENERAL, integration.CHORD_KAPPA),
+           (integration.TOL_FACTOR_GENERAL, integration.CHORD_KAPPA_GENERAL))
 
 
 def kappa_rows(rtol: float, names, master: bool = True) -> list[dict]:
@@ -90,7 +90,7 @@ def kappa_rows(rtol: float, names, master: bool = True) -> list[dict]:
         for factor, kappa in CONFIGS:
             problem = dataclasses.replace(_fast_slow_problem(system, m), chord_kappa=kappa, tol_factor=factor)
             with float64():
-                out = _integrate.solve_diffrax(problem, z0, ts[0], ts[1], ts, eps=system.eps, args=system.args,
+                out = integration.solve_diffrax(problem, z0, ts[0], ts[1], ts, eps=system.eps, args=system.args,
                                                rtol=rtol, atol=atol, method="Kvaerno5", max_steps=500_000)
             z = out["z"][-1]
             rows.append({"case": label, "tol_factor": factor, "kappa": kappa, "rtol": rtol,

@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from sp_ode.core.cpu_pool import cores_before_pinning, pin_to_one_core  # noqa: E402
-from sp_ode.systems._sweep_dask import pin_workers  # noqa: E402
+from sp_ode.sweeps._dask import pin_workers  # noqa: E402
 
 # one core, before the first JAX computation: jaxlib 0.10.2's batched LAPACK kernels can deadlock
 # a multi-threaded XLA pool (sp_ode/core/cpu_pool.py); the Dask workers below get a core each

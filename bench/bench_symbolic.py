@@ -13,7 +13,7 @@ Baselines run in a subprocess with a time limit (in-process with --smoke); a tim
 reported as "> limit".
 
     python bench/bench_symbolic.py            # full (several minutes: the baselines are slow)
-    python bench/bench_symbolic.py --smoke    # seconds; run by tests/test_bench_symbolic.py
+    python bench/bench_symbolic.py --smoke    # seconds; run by tests/bench/test_bench_symbolic.py
     python bench/bench_symbolic.py --json     # one JSON object on stdout
 """
 from __future__ import annotations

@@ -60,7 +60,8 @@ def test_every_public_name_still_importable(namespace):
 
 
 def test_every_listed_name_of_each_subpackage_resolves():
-    for namespace in ("sp_ode", "sp_ode.markov", "sp_ode.systems", "sp_ode.symbolic", "neural"):
+    for namespace in ("sp_ode", "sp_ode.markov", "sp_ode.networks", "sp_ode.systems", "sp_ode.manifolds",
+                      "sp_ode.verification", "sp_ode.sweeps", "sp_ode.symbolic", "neural"):
         module = importlib.import_module(namespace)
         for name in module.__all__:
             getattr(module, name)

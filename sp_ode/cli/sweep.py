@@ -130,7 +130,7 @@ def resolve_system(spec: str):
 
 def run(args) -> int:
     from sp_ode.core.files import write_json
-    from sp_ode.systems.sweep import STATUS_FAILED, sweep
+    from sp_ode.sweeps.sweep import STATUS_FAILED, sweep
 
     config = load_config(args.config)
     seed = config.get("seed", 0)

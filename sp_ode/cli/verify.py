@@ -2,14 +2,14 @@
 
 Steps (docs/theory.md §3, §3.5, §7.3), each reported as ``ok``, ``FAIL`` or ``skipped``:
 
-1. **Normal hyperbolicity on the visited region** (`sp_ode.systems.region.visited_region`):
+1. **Normal hyperbolicity on the visited region** (`sp_ode.verification.region.visited_region`):
    the reduced path (stopped at a loss of hyperbolicity) and the full trajectory at the
    system's ε give the y-range visited; φ must be attracting there (plus a 2 % margin).
    A fold or gap closing *outside* is a note.  When the visited range *reaches* one,
    verify stops at once — no identity check, no certificate — and says where and when:
    "the critical manifold loses normal hyperbolicity at y* = …, reached at t ≈ …; the
    reduction does not hold past it" (exit 1).
-2. **Identity** (`sp_ode.systems.identity.identity_check`): φ computed by methods that
+2. **Identity** (`sp_ode.verification.identity.identity_check`): φ computed by methods that
    solve different problems — for a master equation p_st by GTH, φ by Newton on the
    bordered system (the same linear system: not counted as independent), the attractor
    of the frozen fast flow by uniformised powers with a certified bracket, and exact
@@ -23,9 +23,9 @@ Steps (docs/theory.md §3, §3.5, §7.3), each reported as ``ok``, ``FAIL`` or `
    exit 0 when every check passed, 1 when one failed (the first line of the message
    names it).
 
-A reaction-network model — ``--system network:NAME`` (``sp_ode.markov.network_models``) or
+A reaction-network model — ``--system network:NAME`` (``sp_ode.networks.models``) or
 ``file.py:OBJECT`` with OBJECT a NetworkSystem or NetworkModel (or a factory of one) — is
-dispatched to ``sp_ode.systems.network_verify.verify_network`` (docs/theory.md §7.7): paths,
+dispatched to ``sp_ode.verification.network.verify_network`` (docs/theory.md §7.7): paths,
 the identity by the sparse solver against the attractor of the frozen fast flow, the slopes of
 the reduced and corrected paths against full sparse stiff solves; figures ``marginals.png`` and
 ``convergence.png``, the same exit codes.
@@ -96,7 +96,7 @@ def resolve_system(spec, *, t_span=None, x0=None, y0=None, overrides=None, smoke
     ``.x0``, ``.y0``), a zero-argument factory returning one, or a bare
     FastSlowSystem (then `t_span`, `x0`, `y0` must be given).  `overrides` (a dict, from
     ``--set KEY=VALUE``) go to a catalogue factory, e.g. ``{"I": 0.5}`` for fitzhugh_nagumo.
-    ``network:NAME`` (a model of ``sp_ode.markov.network_models``), or OBJECT a NetworkSystem or
+    ``network:NAME`` (a model of ``sp_ode.networks.models``), or OBJECT a NetworkSystem or
     NetworkModel (or a factory of one), gives a network case (``case.network`` True, see
     `resolve_network`); `smoke` shrinks a catalogue network's projection.
 
@@ -149,7 +149,7 @@ def resolve_system(spec, *, t_span=None, x0=None, y0=None, overrides=None, smoke
                            description=getattr(entry, "description", ""), network=False)
 
 
-# --- reaction-network models (sp_ode.systems.network_verify) ---------------------------------
+# --- reaction-network models (sp_ode.verification.network) ---------------------------------
 
 NETWORK_PREFIX = "network:"
 NETWORK_T_SPAN = (0.0, 2.0)   # a catalogue network's default time span (slow clock)
@@ -159,14 +159,14 @@ NETWORK_SMOKE = {"telegraph": {"N": 30}, "birth_death": {"N": 40}, "toggle_switc
 
 
 def _network_models() -> dict:
-    from sp_ode.markov.network_models import NETWORK_MODELS
+    from sp_ode.networks.models import NETWORK_MODELS
 
     return NETWORK_MODELS
 
 
 def _is_network(obj) -> bool:
-    from sp_ode.markov.network_models import NetworkModel
-    from sp_ode.systems.network_system import NetworkSystem
+    from sp_ode.networks.models import NetworkModel
+    from sp_ode.networks.system import NetworkSystem
 
     return isinstance(obj, (NetworkSystem, NetworkModel))
 
@@ -197,8 +197,8 @@ def resolve_network(spec, *, t_span=None, x0=None, y0=None, overrides=None, smok
     ``--y0`` and ``--t-span`` unless it carries ``y0`` / ``t_span`` attributes.  Network verify starts
     on the critical manifold x0 = p_st(y0), so ``--x0`` is refused.
     """
-    from sp_ode.markov.network_models import NetworkModel
-    from sp_ode.systems.network_system import NetworkSystem
+    from sp_ode.networks.models import NetworkModel
+    from sp_ode.networks.system import NetworkSystem
 
     if x0 is not None:
         raise UsageError("`--x0` does not apply to a network model: verify starts on the critical manifold "
@@ -238,12 +238,12 @@ def resolve_network(spec, *, t_span=None, x0=None, y0=None, overrides=None, smok
 
 
 def network_verify_report(case, *, Ps=None, num=None, smoke: bool = False, out: Path | None = None):
-    """`sp_ode.systems.network_verify.verify_network` on a network case; figures and report.json under `out`."""
-    from sp_ode.systems.network_verify import verify_network
+    """`sp_ode.verification.network.verify_network` on a network case; figures and report.json under `out`."""
+    from sp_ode.verification.network import verify_network
 
     eps_values = None
     if Ps is not None:
-        from sp_ode.systems.certificate import MIN_POINTS, check_Ps
+        from sp_ode.verification.certificate import MIN_POINTS, check_Ps
 
         Ps = check_Ps(Ps, min_points=MIN_POINTS + 1)
         eps_values = [1.0 / P for P in Ps]
@@ -295,10 +295,10 @@ def verify_report(case, *, Ps=None, order: int = 1, backend: str = "diffrax", nu
                   out: Path | None = None, show_progress: bool = True) -> dict:
     """Run steps 1–3 on `case` (from `resolve_system`); write figures under `out`; return the report."""
     from sp_ode.core.validation import check_positive_int
-    from sp_ode.systems.certificate import DEFAULT_PS, check_Ps, convergence_certificate
-    from sp_ode.systems.identity import identity_check
-    from sp_ode.systems.region import MARGIN, visited_region
-    from sp_ode.systems.slow_manifold import check_order, slow_manifold
+    from sp_ode.manifolds.slow_manifold import check_order, slow_manifold
+    from sp_ode.verification.certificate import DEFAULT_PS, check_Ps, convergence_certificate
+    from sp_ode.verification.identity import identity_check
+    from sp_ode.verification.region import MARGIN, visited_region
 
     order = check_order(order)
     num = 9 if smoke else check_positive_int("--num", num)

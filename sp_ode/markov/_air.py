@@ -28,7 +28,7 @@ which :class:`AirCycles` applies level by level in the reverse order ("adjoint
 state": a cotangent λ runs the steps backwards, each step adding W_s λ to the
 result and subtracting AᵀW_sλ from λ).  Both cycles are written here, not taken
 from pyamg's ``solve``, so that they are an exact adjoint pair by construction;
-the test ``tests/test_air.py`` checks ⟨v, Bu⟩ = ⟨Bᵀv, u⟩ to rounding and that B
+the test ``tests/markov/test_air.py`` checks ⟨v, Bu⟩ = ⟨Bᵀv, u⟩ to rounding and that B
 equals pyamg's own cycle.
 
 AIR is no universal improvement: on the diffusive, bistable toggle-switch CME its

@@ -1,43 +1,46 @@
-"""Fast–slow systems ε dx/dt = f(x, y), dy/dt = g(x, y) (docs/theory.md §2–3).
+"""Fast–slow systems ε dx/dt = f(x, y), dy/dt = g(x, y) and their integration (docs/theory.md §2–3, §9).
 
-Data flow: a system (:mod:`~sp_ode.systems.system`, or the catalogue
-:mod:`~sp_ode.systems.catalogue`) is integrated (:mod:`~sp_ode.systems.simulation`);
-its critical manifold φ(y) (:mod:`~sp_ode.systems.critical_manifold`) and slow
-manifold φ + εh₁ + … (:mod:`~sp_ode.systems.slow_manifold`) give the reduced flow
-(:mod:`~sp_ode.systems.reduced`), and the convergence certificate
-(:mod:`~sp_ode.systems.certificate`) measures the O(ε^{k+1}) rates on the region the
-trajectory visits (:mod:`~sp_ode.systems.region`); :mod:`~sp_ode.systems.identity` checks
-φ = p_st by methods that solve different problems.
+Data flow: a system (`sp_ode.systems.system`; a user's own model checked by
+`sp_ode.systems.model`; the catalogue `sp_ode.systems.catalogue`, the stiff test set
+`sp_ode.systems.stiff_testset`) is integrated by `sp_ode.systems.simulation` on the engines
+of `sp_ode.systems.integration` (diffrax, scipy); a failed solve is named by
+`sp_ode.systems.diagnosis`.  Manifolds, verification and sweeps build on this package.
 """
 from __future__ import annotations
 
 from sp_ode.core.lazy import lazy_namespace
 
-_LAZY: dict[str, str] = {
-    name: module
-    for module, names in {
-        "sp_ode.systems.system": ["FastSlowSystem", "MasterEquationSystem"],
-        "sp_ode.systems.simulation": ["simulate", "Trajectory", "SolverError"],
-        "sp_ode.systems.reduced": ["simulate_reduced", "reduced_system"],
-        "sp_ode.systems.catalogue": ["CatalogueEntry", "SYSTEMS", "DEFAULT_SYSTEM", "get_system",
-                                     "master_equation_entry", "toy", "linear", "averaging2",
-                                     "michaelis_menten", "vanderpol", "fitzhugh_nagumo"],
-        "sp_ode.systems.critical_manifold": ["critical_manifold", "continue_manifold", "normal_hyperbolicity",
-                                             "locate_loss_of_hyperbolicity", "ManifoldNotFoundError"],
-        "sp_ode.systems.slow_manifold": ["slow_manifold", "SlowManifold"],
-        "sp_ode.systems.certificate": ["convergence_certificate", "ConvergenceCertificate", "GivenManifold",
-                                       "fit_rate", "RateFit"],
-        "sp_ode.systems.identity": ["identity_check", "attractor_distribution", "IdentityCheck"],
-        "sp_ode.systems.region": ["visited_region", "VisitedRegion"],
-        "sp_ode.systems.network_system": ["NetworkSystem", "NetworkPath", "ManifoldTable"],
-        "sp_ode.systems.network_verify": ["verify_network", "network_identity", "NetworkVerdict"],
-        "sp_ode.systems.model": ["check_model", "ModelCheck"],
-        "sp_ode.systems.vector_field": ["as_vector_field"],
-        "sp_ode.systems.sweep": ["sweep", "SweepResult", "SweepResumeError", "SweepClusterError"],
-    }.items()
-    for name in names
+# Names that lived here before the layout by concern; they resolve with a DeprecationWarning.
+_MOVED = {
+    'simulate_reduced': 'sp_ode.manifolds.reduced',
+    'reduced_system': 'sp_ode.manifolds.reduced',
+    'critical_manifold': 'sp_ode.manifolds.critical_manifold',
+    'continue_manifold': 'sp_ode.manifolds.critical_manifold',
+    'normal_hyperbolicity': 'sp_ode.manifolds.critical_manifold',
+    'locate_loss_of_hyperbolicity': 'sp_ode.manifolds.critical_manifold',
+    'ManifoldNotFoundError': 'sp_ode.manifolds.critical_manifold',
+    'slow_manifold': 'sp_ode.manifolds.slow_manifold',
+    'SlowManifold': 'sp_ode.manifolds.slow_manifold',
+    'convergence_certificate': 'sp_ode.verification.certificate',
+    'ConvergenceCertificate': 'sp_ode.verification.certificate',
+    'GivenManifold': 'sp_ode.verification.certificate',
+    'fit_rate': 'sp_ode.verification.certificate',
+    'RateFit': 'sp_ode.verification.certificate',
+    'identity_check': 'sp_ode.verification.identity',
+    'attractor_distribution': 'sp_ode.verification.identity',
+    'IdentityCheck': 'sp_ode.verification.identity',
+    'visited_region': 'sp_ode.verification.region',
+    'VisitedRegion': 'sp_ode.verification.region',
+    'verify_network': 'sp_ode.verification.network',
+    'network_identity': 'sp_ode.verification.network',
+    'NetworkVerdict': 'sp_ode.verification.network',
+    'sweep': 'sp_ode.sweeps.sweep',
+    'SweepResult': 'sp_ode.sweeps.sweep',
+    'SweepResumeError': 'sp_ode.sweeps.sweep',
+    'SweepClusterError': 'sp_ode.sweeps.sweep',
+    'NetworkSystem': 'sp_ode.networks.system',
+    'NetworkPath': 'sp_ode.networks.system',
+    'ManifoldTable': 'sp_ode.networks.system',
 }
 
-__all__ = sorted(_LAZY)
-
-__getattr__, __dir__ = lazy_namespace(__name__, _LAZY)
+__getattr__, __dir__, __all__ = lazy_namespace(__name__, __file__, moved=_MOVED)

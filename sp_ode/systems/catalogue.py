@@ -417,8 +417,6 @@ def master_equation_entry(family_name: str, name: str, eps=None, P=None, c: floa
     y' = c(⟨w, p_st(y)⟩ − y) relaxes to a fixed point y* = ⟨w, p_st(y*)⟩.  Reference:
     p_st from `sp_ode.stationary_distribution` (GTH); no closed-form trajectory.
     """
-    from sp_ode.systems.reduced import reduced_system
-
     family = FAMILIES[check_choice("family_name", family_name, FAMILIES)]
     eps, P = _eps_or_P(eps, P, 1e-2)
     c = check_positive("c", c)
@@ -435,7 +433,7 @@ def master_equation_entry(family_name: str, name: str, eps=None, P=None, c: floa
         name, system, (0.0, 2.0), x0, np.array([y0]),
         f"master equation over {family_name} ({family.n} fast states), y' = c(⟨w, x⟩ − y)",
         "φ = p_st(y) (T1), checked against stationary_distribution; reduced flow by simulate_reduced",
-        phi=reduced_system(system).phi,
+        phi=system.stationary_phi(),
     )
 
 

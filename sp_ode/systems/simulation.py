@@ -9,7 +9,7 @@ Two backends integrate the concatenated state z = [x, y], dz/dt = [f/ε, g]
              iterations stopping at 1e-2 of the requested tolerance (diffrax's κ),
              so that the global error meets the request (Test Set: within one digit
              of Radau, docs/bench/stiff.md); a master equation runs at the requested
-             tolerance with κ = 1 (see `_integrate.TOL_FACTOR_GENERAL`).  In
+             tolerance with κ = 1 (see `integration.TOL_FACTOR_GENERAL`).  In
              float64, stepping to every save time, compiled once per (system, shapes, options) and cached; ε and array ``args`` are data to the compiled
              solve, so sweeping them does not recompile.  Batches of initial states
              (and optionally of ``args``) run as one `jax.vmap`-ed solve.
@@ -25,7 +25,7 @@ and dtypes (complex output is refused), x0 and y0 must be non-empty; for a
 `MasterEquationSystem` Q(y0) must be a generator, and an x0 off the simplex is
 warned about by how much.  A failed solve is a status on the returned
 `Trajectory` whose message names the cause, read off the last state reached
-(`_diagnosis`): non-finite f or g, f/ε overflowing, Q(y) not a generator, or the
+(`diagnosis`): non-finite f or g, f/ε overflowing, Q(y) not a generator, or the
 step budget — each with its own advice (docs/theory.md §9).  With ``throw=True``
 (the default) it raises `SolverError` instead.
 """
@@ -46,12 +46,12 @@ import numpy as np
 from sp_ode.core.precision import in_float64
 from sp_ode.core.validation import check_choice, check_finite_array, check_positive, check_positive_int
 from sp_ode.markov.generator import check_generator
-from sp_ode.systems import _diagnosis, _integrate
+from sp_ode.systems import diagnosis, integration
 from sp_ode.systems.system import FastSlowSystem, MasterEquationSystem
 
 __all__ = ["simulate", "Trajectory", "SolverError", "BACKENDS"]
 
-BACKENDS = {"diffrax": _integrate.DIFFRAX_METHODS, "scipy": _integrate.SCIPY_METHODS}
+BACKENDS = {"diffrax": integration.DIFFRAX_METHODS, "scipy": integration.SCIPY_METHODS}
 DEFAULT_MAX_STEPS = 50_000
 
 
@@ -262,7 +262,7 @@ def prepare_batch(x0, y0, args, batch_args: bool) -> tuple[np.ndarray, np.ndarra
 def failure_message(status, t_end, t0, t1, solver_message, max_steps, cause: str | None = None) -> str:
     """An actionable message for the first failed solve (empty when all succeeded).
 
-    `cause`, when a diagnosis found one (`_diagnosis.diagnose`), replaces the generic advice.
+    `cause`, when a diagnosis found one (`diagnosis.diagnose`), replaces the generic advice.
     """
     status = np.atleast_1d(np.asarray(status))
     bad = np.flatnonzero(status != 0)
@@ -273,9 +273,9 @@ def failure_message(status, t_end, t0, t1, solver_message, max_steps, cause: str
     where = f"at t={te:.6g} of [{t0:g}, {t1:g}]"
     if cause is not None:
         text = f"solve stopped {where}: {cause}"
-    elif status[i] == _integrate.STATUS_MAX_STEPS:
+    elif status[i] == integration.STATUS_MAX_STEPS:
         text = f"max_steps ({max_steps}) reached {where}; raise max_steps or loosen rtol/atol."
-    elif status[i] == _integrate.STATUS_STEP_FAILURE:
+    elif status[i] == integration.STATUS_STEP_FAILURE:
         detail = str(np.atleast_1d(solver_message)[i]).strip()
         text = (f"step size underflow {where} ({detail}); the solution may blow up or leave the domain of f/g "
                 "there — check the vector field near that time, or shorten t_span.")
@@ -296,9 +296,9 @@ _shapes_ok: OrderedDict[Any, tuple[int, int]] = OrderedDict()
 
 def _checked_shapes(system: FastSlowSystem, x0, y0, args, batch_args: bool, batched: bool, t0: float):
     """(m, d) from `system.check_shapes` on the first (or only) state, cached per key."""
-    dynamic, _, static_key = _integrate.split_args(args)
+    dynamic, _, static_key = integration.split_args(args)
     key = (type(system), system.f, system.g, system.m, system.d, x0.shape, y0.shape, static_key,
-           _integrate.tree_spec(dynamic), batch_args)
+           integration.tree_spec(dynamic), batch_args)
     found = _shapes_ok.get(key)
     if found is not None:
         _shapes_ok.move_to_end(key)
@@ -311,7 +311,7 @@ def _checked_shapes(system: FastSlowSystem, x0, y0, args, batch_args: bool, batc
     return found
 
 
-def _fast_slow_problem(system: FastSlowSystem, m: int) -> _integrate.Problem:
+def _fast_slow_problem(system: FastSlowSystem, m: int) -> integration.Problem:
     f, g = system.f, system.g
 
     def make_rhs(args_static):
@@ -324,15 +324,15 @@ def _fast_slow_problem(system: FastSlowSystem, m: int) -> _integrate.Problem:
             return jnp.concatenate([f(t, x, y, args) / eps, g(t, x, y, args)])
         return rhs
 
-    # Solver constants per system type (measured in `_integrate`): a general system runs
+    # Solver constants per system type (measured in `integration`): a general system runs
     # the controller at (rtol, atol)/100 with the chord iteration stopping at diffrax's 1e-2
     # of the requested tolerance (TOL_FACTOR_GENERAL, CHORD_KAPPA_GENERAL); a master
     # equation, whose f/ε rounding floor defeats a tight κ and whose error is far below
     # the tolerance anyway, keeps the requested tolerance and κ = 1.
     master = isinstance(system, MasterEquationSystem)
-    kappa = _integrate.CHORD_KAPPA_MASTER if master else _integrate.CHORD_KAPPA_GENERAL
-    factor = 1.0 if master else _integrate.TOL_FACTOR_GENERAL
-    return _integrate.Problem(key=("fast-slow", f, g, m), make_rhs=make_rhs, chord_kappa=kappa, tol_factor=factor)
+    kappa = integration.CHORD_KAPPA_MASTER if master else integration.CHORD_KAPPA_GENERAL
+    factor = 1.0 if master else integration.TOL_FACTOR_GENERAL
+    return integration.Problem(key=("fast-slow", f, g, m), make_rhs=make_rhs, chord_kappa=kappa, tol_factor=factor)
 
 
 def check_master_start(system: MasterEquationSystem, x0: np.ndarray, y0: np.ndarray, args) -> None:
@@ -410,7 +410,7 @@ def simulate(system, t_span, x0, y0, *, backend: str = "diffrax", method: str | 
         Raise `SolverError` on failure (True) or return the status (False).
     max_steps : int
         Step budget per solve.  Memory never scales with it: without `ts` the steps
-        are kept as they are taken (in chunks of `_integrate.STEP_CHUNK`), so a
+        are kept as they are taken (in chunks of `integration.STEP_CHUNK`), so a
         generous budget costs nothing until it is used.
     args : pytree, optional
         Parameters for f and g; defaults to ``system.args``.  Array leaves are data
@@ -458,14 +458,14 @@ def simulate(system, t_span, x0, y0, *, backend: str = "diffrax", method: str | 
         ts = np.array([t0, t1])
 
     z0 = np.concatenate([x0, y0], axis=-1)
-    solve = _integrate.solve_diffrax if backend == "diffrax" else _integrate.solve_scipy
+    solve = integration.solve_diffrax if backend == "diffrax" else integration.solve_scipy
     raw = solve(_fast_slow_problem(system, m), z0, t0, t1, ts, eps=system.eps, args=args, rtol=rtol,
                 atol=atol, method=method, max_steps=max_steps, batched=batched, batch_args=bool(batch_args))
 
     def diagnose(i, t_end, z_end):
         args_i = jax.tree_util.tree_map(lambda a: np.asarray(a)[i], args) if batch_args else args
         f, g = system.f, system.g
-        return _diagnosis.diagnose(
+        return diagnosis.diagnose(
             t_end, z_end, f=lambda t, z: f(t, z[:m], z[m:], args_i), g=lambda t, z: g(t, z[:m], z[m:], args_i),
             eps=system.eps, m=m, span=t1 - t0,
             Q=system.Q if isinstance(system, MasterEquationSystem) else None)
@@ -478,7 +478,7 @@ def finish(raw: dict, m: int, backend: str, method: str, t0: float, t1: float, m
     """Package an engine's raw output as a Trajectory; raise SolverError when asked.
 
     `diagnose(i, t_end, z_end) -> str | None` names the cause of solve i's failure from its
-    last state; when it finds one the status becomes 4 (`_integrate.STATUS_VECTOR_FIELD`).
+    last state; when it finds one the status becomes 4 (`integration.STATUS_VECTOR_FIELD`).
     """
     z = raw["z"]
     status_arr = np.array(np.atleast_1d(raw["status"]), dtype=np.int64)
@@ -489,7 +489,7 @@ def finish(raw: dict, m: int, backend: str, method: str, t0: float, t1: float, m
         z_end = np.asarray(raw["z_end"]).reshape(status_arr.size, -1)[i]
         cause = diagnose(i, float(np.atleast_1d(raw["t_end"])[i]), z_end)
         if cause is not None:
-            status_arr[i] = _integrate.STATUS_VECTOR_FIELD
+            status_arr[i] = integration.STATUS_VECTOR_FIELD
     raw["status"] = status_arr if batched else status_arr.reshape(np.shape(raw["status"]))
     status = raw["status"] if batched else int(status_arr[0])
     message = failure_message(raw["status"], raw["t_end"], t0, t1, raw["solver_message"], max_steps, cause)

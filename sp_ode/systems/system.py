@@ -29,9 +29,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from sp_ode.core.cache import LRUCache
 from sp_ode.core.precision import in_float64
 from sp_ode.core.validation import check_positive, check_positive_int
 from sp_ode.markov.families import GeneratorFamily
+from sp_ode.markov.generator import ROW_SUM_C
+from sp_ode.markov.stationary import stationary_jax
 from sp_ode.systems.vector_field import as_vector_field
 
 __all__ = ["FastSlowSystem", "MasterEquationSystem"]
@@ -270,6 +273,35 @@ def _master_f(Q_of_y: Callable) -> Callable:
     return f
 
 
+def _stationary_phi(Q_of_y: Callable) -> Callable:
+    """φ(y) = p_st(Q(y)) as a JAX function (T1), NaN where Q(y) is not an irreducible generator."""
+    def phi(y):
+        Q = jnp.asarray(Q_of_y(y))
+        p = stationary_jax(Q)  # φ(y) = p_st(y), T1
+        # Checked inside the compiled solve, at every point of a reduced path: Q(y) a
+        # generator (off-diagonal ≥ 0, rows summing to 0 within the rounding rule of
+        # `check_generator`), and p a distribution (a reducible Q(y) makes the bordered
+        # system singular: p non-finite or far from the simplex).  A failed check turns φ
+        # into NaN, so the solve stops there and the diagnosis names the cause at that y.
+        n = Q.shape[-1]
+        off = jnp.where(jnp.eye(n, dtype=bool), 0.0, Q)
+        scale = jnp.maximum(jnp.sum(jnp.abs(Q), axis=-1), jnp.finfo(Q.dtype).tiny)
+        rows_ok = jnp.all(jnp.abs(jnp.sum(Q, axis=-1)) <= ROW_SUM_C * n * jnp.finfo(Q.dtype).eps * scale)
+        p_ok = jnp.all(jnp.isfinite(p)) & jnp.all(p >= -_P_TOL) & (jnp.abs(jnp.sum(p) - 1.0) <= _P_TOL)
+        ok = jnp.all(off >= 0) & rows_ok & p_ok
+        return jnp.where(ok, p, jnp.nan)
+    return phi
+
+
+# p_st is a distribution: entries below −√u or a mass off by more than √u mean the
+# bordered solve met a singular (reducible) Q(y).
+_P_TOL = float(np.sqrt(np.finfo(np.float64).eps))
+
+# One φ object per generator family, so repeated reduced solves reuse the compiled solve
+# (compiled solves are keyed on the identity of g and φ).
+_phi_cache = LRUCache()
+
+
 class MasterEquationSystem(FastSlowSystem):
     """The linear-generator system ε dx/dt = Q(y)ᵀx, dy/dt = g(t, x, y, args).
 
@@ -332,6 +364,15 @@ class MasterEquationSystem(FastSlowSystem):
             raise ValueError(f"`Q_of_y` must return an (n, n) generator with n = len(x0) = {n}; got {_shape_of(Qs)}.")
         _check_real("Q_of_y", Qs)
         return super().check_shapes(x0, y0, args, t0)
+
+    def stationary_phi(self) -> Callable:
+        """The critical manifold φ(y) = p_st(Q(y)) as a JAX function y (d,) -> (n,) (T1).
+
+        One function per ``Q_of_y`` (cached), so compiled reduced solves keyed on it are
+        reused.  Inside a compiled solve it turns NaN where Q(y) is not an irreducible
+        generator, which stops the solve there with the cause named.
+        """
+        return _phi_cache.get_or_make(("p_st", self.Q_of_y), lambda: _stationary_phi(self.Q_of_y))
 
     @in_float64
     def check_generator_at(self, y) -> np.ndarray:

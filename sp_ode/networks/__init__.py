@@ -1,0 +1,14 @@
+"""Reaction networks: the chemical master equation on a finite state projection (docs/theory.md §7.6–7.7).
+
+Data flow: a `ReactionNetwork` is read from reaction strings (`sp_ode.networks.network`,
+rates parsed by a grammar that evaluates nothing), SBML or Antimony
+(`sp_ode.networks.sbml`) or taken from the model catalogue (`sp_ode.networks.models`);
+its `StateSpace` is the finite state projection with its truncation report; the
+generator Q(y) over that space and the fast–slow `NetworkSystem` built on it
+(`sp_ode.networks.system`) give sparse reduced, corrected and full paths.
+"""
+from __future__ import annotations
+
+from sp_ode.core.lazy import lazy_namespace
+
+__getattr__, __dir__, __all__ = lazy_namespace(__name__, __file__)

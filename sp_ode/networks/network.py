@@ -1,0 +1,597 @@
+"""Reaction networks and their chemical master equation on a finite state projection.
+
+A :class:`ReactionNetwork` holds species, reactions (stoichiometry and a
+propensity a_r(x, y) in the copy numbers x, parameters and slow variables y),
+parsed from a string (syntax: :mod:`sp_ode.networks._rates`)::
+
+    ReactionNetwork("G_off -> G_on, k_on*y; G_on -> G_off, k_off; "
+                    "G_on -> G_on + M, k_m; M -> 0, g_m",
+                    parameters={"k_on": 1, "k_off": 2, "k_m": 20, "g_m": 1}, slow=["y"])
+
+Mass action (``->``) is stochastic mass action, a_r = c_r · Π_s C(x_s, ν_s)
+(Gillespie's combinatorial convention); ``=>`` takes the rate as the whole
+propensity.  Propensities are lambdified from sympy to NumPy (vectorised over
+states) and to JAX.
+
+**Finite state projection** (docs/theory.md §7.6).  :meth:`ReactionNetwork.state_space`
+keeps the states of a box (per-species bounds) and/or a total-count bound, on the
+conservation-law class of an initial state when the stoichiometry conserves
+something.  On it :meth:`~ReactionNetwork.generator` builds the *reflecting*
+generator Q(y) (``scipy.sparse``, rows summing to zero; transitions out of the
+projection dropped) and :meth:`~ReactionNetwork.truncation` reports what that
+costs: the outflow rate Σ_i p_i·o_i(y), o_i the total propensity of the
+reactions leaving the projection from state i (Munsky–Khammash's indicator for a
+stationary law — an indicator, not a bound, §7.6), and, for transient use, the
+sink-based bound: the mass that leaves the projection by time T when the
+outflow is routed to an absorbing sink, which bounds ‖p(T) − p_J(T)‖₁ exactly
+(§7.6).  Bad input raises a :class:`NetworkError` subclass naming the reaction
+or species.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from sp_ode.networks._rates import NetworkSyntaxError, Reaction, parse_rate, parse_reactions
+
+__all__ = ["ReactionNetwork", "Reaction", "StateSpace", "parse_rate", "TruncationReport", "NetworkError", "NetworkSyntaxError",
+           "UnknownSymbolError", "NegativeCountError", "PropensityError", "TruncationError",
+           "UnusedSlowVariableError"]
+
+_MAX_BOX = 2 * 10**9       # states enumerated before the conservation / total filter
+_MAX_DENSE_JAX = 4096      # the JAX generator is dense: n² float64
+
+
+class NetworkError(ValueError):
+    """Invalid reaction network or projection; ``reaction`` / ``species`` name the culprit (or None)."""
+
+    def __init__(self, message: str, *, reaction: str | None = None, species: str | None = None):
+        super().__init__(message)
+        self.reaction = reaction
+        self.species = species
+
+
+class UnknownSymbolError(NetworkError):
+    """A rate uses a name that is not a species, parameter or slow variable."""
+
+
+class NegativeCountError(NetworkError):
+    """A reaction with positive propensity would make a copy number negative."""
+
+
+class PropensityError(NetworkError):
+    """A propensity is negative or not finite at some state."""
+
+
+class TruncationError(NetworkError):
+    """The projection leaks more mass than the requested tolerance; ``leaked`` holds the amount."""
+
+    def __init__(self, message: str, *, leaked: float, **kw):
+        super().__init__(message, **kw)
+        self.leaked = leaked
+
+
+class UnusedSlowVariableError(NetworkError):
+    """A declared slow variable appears in no rate."""
+
+
+# ---------------------------------------------------------------------------------------------
+# State space
+
+@dataclass(frozen=True, eq=False)
+class StateSpace:
+    """The states J of a finite state projection and the transitions between them.
+
+    Attributes
+    ----------
+    species : tuple of str
+    states : ndarray (n, S) int64
+        Copy numbers, one row per state, in lexicographic order (last species fastest).
+    bounds : ndarray (S,) int64
+        Per-species maximum counts (inclusive) of the enclosing box.
+    total : int or None
+        Bound on Σ_s x_s, if one was given.
+    codes : ndarray (n,) int64 or None
+        Mixed-radix codes of the states (sorted); None when J is the whole box (index = code).
+    """
+
+    species: tuple[str, ...]
+    states: np.ndarray
+    bounds: np.ndarray
+    total: int | None
+    codes: np.ndarray | None
+
+    @property
+    def n(self) -> int:
+        return int(self.states.shape[0])
+
+    @property
+    def strides(self) -> np.ndarray:
+        radix = self.bounds + 1
+        return np.concatenate([np.cumprod(radix[::-1])[::-1][1:], [1]]).astype(np.int64)
+
+    def contains(self, x: np.ndarray) -> np.ndarray:
+        """Boolean mask (m,) for rows of x (m, S) that lie in J."""
+        ok = np.all((x >= 0) & (x <= self.bounds), axis=1)
+        if self.total is not None:
+            ok &= x.sum(axis=1) <= self.total
+        if self.codes is not None:
+            code = np.where(ok, x @ self.strides, 0)
+            pos = np.minimum(np.searchsorted(self.codes, code), self.n - 1)
+            ok &= self.codes[pos] == code
+        return ok
+
+    def index(self, x: np.ndarray) -> np.ndarray:
+        """Indices (m,) of rows of x (m, S), which must lie in J."""
+        code = np.asarray(x, dtype=np.int64) @ self.strides
+        return code if self.codes is None else np.searchsorted(self.codes, code)
+
+    def marginal(self, p: np.ndarray, species: str) -> np.ndarray:
+        """Marginal law of one species' count under p (n,): array of length bound + 1."""
+        s = self.species.index(species)
+        return np.bincount(self.states[:, s], weights=p, minlength=int(self.bounds[s]) + 1)
+
+
+@dataclass(frozen=True)
+class TruncationReport:
+    """What the finite state projection costs (docs/theory.md §7.6).
+
+    Attributes
+    ----------
+    outflow_rate : float
+        Σ_i p_i·o_i: probability per unit time that the reflecting truncation suppresses
+        (an indicator of the stationary truncation error, not a bound).
+    leaked_mass : float or None
+        Sink-based bound for transient use: mass that leaves J by time ``horizon`` when
+        started from p (‖p(T) − p_J(T)‖₁ exactly, §7.6).  None if not requested.  When p is
+        the stationary law of the reflecting generator, leaked_mass ≤ horizon·outflow_rate:
+        v = p − p_sink(t) solves v' = Q_subᵀv + o∘p ≥ 0 from v(0) = 0 with Q_subᵀ Metzler, so
+        p_sink(t) ≤ p entrywise and the leak rate oᵀp_sink(t) never exceeds oᵀp.
+    horizon : float or None
+    boundary_mass : float
+        Mass of p on states from which some reaction leaves J.
+    """
+
+    outflow_rate: float
+    leaked_mass: float | None
+    horizon: float | None
+    boundary_mass: float
+
+    def as_dict(self) -> dict:
+        return {"outflow_rate": self.outflow_rate, "leaked_mass": self.leaked_mass, "horizon": self.horizon,
+                "boundary_mass": self.boundary_mass,
+                "kind": "outflow rate is an indicator (reflecting FSP); leaked mass is the sink-based bound"}
+
+
+def _conservation_laws(stoich: np.ndarray) -> np.ndarray:
+    """Integer basis (k, S) of {c : stoich @ c = 0}: the conserved linear combinations of counts."""
+    import sympy
+
+    if stoich.size == 0:
+        return np.eye(stoich.shape[1], dtype=np.int64)
+    basis = sympy.Matrix(stoich.tolist()).nullspace()
+    rows = []
+    for v in basis:
+        den = math.lcm(*[int(sympy.fraction(e)[1]) for e in v])
+        rows.append([int(e * den) for e in v])
+    return np.array(rows, dtype=np.int64).reshape(len(rows), stoich.shape[1])
+
+
+# ---------------------------------------------------------------------------------------------
+# The network
+
+class ReactionNetwork:
+    """Species, reactions and propensities; the CME generator on a finite state projection.
+
+    Parameters
+    ----------
+    reactions : str or sequence of :class:`Reaction`
+        The network (string syntax in the module docstring).
+    parameters : mapping str -> float, optional
+        Values of the parameters named in the rates.
+    slow : sequence of str, optional
+        Names of the slow variables y (order = the order of the vector y).
+    species : sequence of str, optional
+        Species order (default: order of first appearance); may add species that
+        no reaction changes.
+    name : str, optional
+
+    Raises
+    ------
+    NetworkSyntaxError
+        Unreadable reaction string (names the reaction).
+    UnknownSymbolError
+        A rate uses a name that is not a species, parameter or slow variable
+        (names the reaction and the symbol).
+    UnusedSlowVariableError
+        A slow variable appears in no rate (names it).
+    TypeError, ValueError
+        Non-numeric or non-finite parameter values; a name used both as a species and
+        a parameter or slow variable.
+    """
+
+    def __init__(self, reactions, *, parameters: Mapping | None = None, slow: Sequence[str] = (),
+                 species: Sequence[str] | None = None, name: str | None = None):
+        import sympy
+
+        rxns = parse_reactions(reactions) if isinstance(reactions, str) else list(reactions)
+        if not rxns or not all(isinstance(r, Reaction) for r in rxns):
+            raise TypeError("`reactions` must be a string or a non-empty sequence of Reaction.")
+        order: list[str] = list(species) if species is not None else []
+        for r in rxns:
+            for s, _ in (*r.reactants, *r.products):
+                if s not in order:
+                    if species is not None:
+                        raise UnknownSymbolError(f"reaction {r.name!r} ({r}) uses species {s!r}, which is not in "
+                                                 f"`species` {tuple(species)}.", reaction=r.name, species=s)
+                    order.append(s)
+        self.species = tuple(order)
+        self.reactions = tuple(rxns)
+        self.slow = tuple(str(v) for v in slow)
+        if isinstance(slow, str):
+            raise TypeError(f"`slow` must be a sequence of names; got the string {slow!r} (write [{slow!r}]).")
+        params = {} if parameters is None else dict(parameters)
+        for k, v in params.items():
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+                raise TypeError(f"parameter {k!r} must be a real number; got {type(v).__name__}.")
+            if not np.isfinite(v):
+                raise ValueError(f"parameter {k!r} must be finite; got {v}.")
+        self.parameters = {k: float(v) for k, v in params.items()}
+        for clash in set(self.species) & (set(self.parameters) | set(self.slow)):
+            raise ValueError(f"{clash!r} is both a species and a parameter/slow variable; rename one.")
+        for clash in set(self.parameters) & set(self.slow):
+            raise ValueError(f"{clash!r} is both a parameter and a slow variable; rename one.")
+        self.name = name or "network"
+
+        S = len(self.species)
+        idx = {s: i for i, s in enumerate(self.species)}
+        self.stoichiometry = np.zeros((len(rxns), S), dtype=np.int64)   # ν_r = products − reactants
+        self._reactant = np.zeros((len(rxns), S), dtype=np.int64)
+        for k, r in enumerate(rxns):
+            for s, c in r.reactants:
+                self.stoichiometry[k, idx[s]] -= c
+                self._reactant[k, idx[s]] += c
+            for s, c in r.products:
+                self.stoichiometry[k, idx[s]] += c
+
+        self.symbols = {n: sympy.Symbol(n) for n in (*self.species, *self.slow, *self.parameters)}
+        known = set(self.symbols)
+        exprs = []
+        for r in rxns:
+            rate = parse_rate(r.rate, f"reaction {r.name!r}")
+            unknown = sorted(str(s) for s in rate.free_symbols if str(s) not in known)
+            if unknown:
+                what = "species" if unknown[0][:1].isupper() else "name"
+                raise UnknownSymbolError(
+                    f"reaction {r.name!r} ({r}): unknown {what} {unknown[0]!r} in the rate — not a species "
+                    f"{self.species}, a parameter {tuple(self.parameters)} or a slow variable {self.slow}.",
+                    reaction=r.name, species=unknown[0])
+            rate = rate.subs({s: self.symbols[str(s)] for s in rate.free_symbols})
+            if r.mass_action:
+                for s, c in r.reactants:
+                    X = self.symbols[s]
+                    rate = rate * sympy.Mul(*[X - j for j in range(c)]) / sympy.factorial(c)
+            exprs.append(rate)
+        self.propensity_exprs = tuple(exprs)
+        used = {str(s) for e in exprs for s in e.free_symbols}
+        for v in self.slow:
+            if v not in used:
+                raise UnusedSlowVariableError(f"slow variable {v!r} appears in no rate; the fast chain would not "
+                                              "depend on it — drop it or use it in a rate.", species=v)
+        self._fns: dict = {}
+
+    # --- presentation ------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        return (f"ReactionNetwork({self.name!r}, species={self.species}, reactions={len(self.reactions)}, "
+                f"slow={self.slow})")
+
+    def with_parameters(self, **values) -> ReactionNetwork:
+        """A copy with some parameter values replaced (names must exist)."""
+        for k in values:
+            if k not in self.parameters:
+                raise ValueError(f"unknown parameter {k!r}; parameters are {tuple(self.parameters)}.")
+        return ReactionNetwork(self.reactions, parameters={**self.parameters, **values}, slow=self.slow,
+                               species=self.species, name=self.name)
+
+    def _y(self, y) -> np.ndarray:
+        y = np.zeros(0) if y is None and not self.slow else y
+        if y is None:
+            raise TypeError(f"network {self.name!r} has slow variables {self.slow}: pass `y`.")
+        y = np.atleast_1d(np.asarray(y, dtype=np.float64))
+        if y.shape != (len(self.slow),):
+            raise ValueError(f"`y` must have shape ({len(self.slow)},) for slow variables {self.slow}; got {y.shape}.")
+        if not np.all(np.isfinite(y)):
+            raise ValueError(f"`y` must be finite; got {y}.")
+        return y
+
+    # --- propensities --------------------------------------------------------------------------
+    def _lambdified(self, kind: str):
+        """Lambdified propensities (kind 'numpy' or 'jax') and their y-derivatives ('dnumpy')."""
+        if kind not in self._fns:
+            import sympy
+
+            args = [self.symbols[n] for n in (*self.species, *self.slow, *self.parameters)]
+            if kind == "dnumpy":
+                exprs = [[sympy.diff(e, self.symbols[v]) for v in self.slow] for e in self.propensity_exprs]
+                self._fns[kind] = [[sympy.lambdify(args, d, modules="numpy") for d in row] for row in exprs]
+            else:
+                self._fns[kind] = [sympy.lambdify(args, e, modules=kind) for e in self.propensity_exprs]
+        return self._fns[kind]
+
+    def _call(self, fns, states: np.ndarray, y: np.ndarray) -> np.ndarray:
+        cols = [states[:, s].astype(np.float64) for s in range(states.shape[1])]
+        pvals = list(self.parameters.values())
+        with np.errstate(all="ignore"):
+            return np.stack([np.broadcast_to(np.asarray(f(*cols, *y, *pvals), dtype=np.float64), (states.shape[0],))
+                             for f in fns])
+
+    def propensities(self, states, y=None) -> np.ndarray:
+        """Propensities a_r(x, y), shape (R, m), at the rows of `states` (m, S). Unchecked."""
+        states = np.asarray(states, dtype=np.int64).reshape(-1, len(self.species))
+        return self._call(self._lambdified("numpy"), states, self._y(y))
+
+    def propensity_derivatives(self, states, y=None) -> np.ndarray:
+        """∂a_r/∂y_j, shape (d, R, m) (exact, from the sympy expressions)."""
+        states = np.asarray(states, dtype=np.int64).reshape(-1, len(self.species))
+        y = self._y(y)
+        return np.stack([self._call([row[j] for row in self._lambdified("dnumpy")], states, y)
+                         for j in range(len(self.slow))]) if self.slow else np.zeros((0, len(self.reactions),
+                                                                                      states.shape[0]))
+
+    def negative_targets(self, space: StateSpace) -> list[np.ndarray]:
+        """Per reaction, the states of J from which it would make some count negative."""
+        return [np.flatnonzero(np.any(space.states + nu < 0, axis=1)) for nu in self.stoichiometry]
+
+    def check_propensities(self, a: np.ndarray, space: StateSpace, y: np.ndarray,
+                           negative_targets: list[np.ndarray] | None = None) -> None:
+        """Raise :class:`PropensityError` / :class:`NegativeCountError` naming the reaction and the state.
+
+        `a` (R, n) are the propensities at the states of `space`; `negative_targets` is
+        :meth:`negative_targets` (computed when omitted).
+        """
+        bad = ~np.isfinite(a) | (a < 0)
+        if bad.any():
+            r, i = np.argwhere(bad)[0]
+            raise PropensityError(
+                f"reaction {self.reactions[r].name!r} ({self.reactions[r]}) has propensity {float(a[r, i])!r} at state "
+                f"{self._fmt(space.states[i])}, y = {y.tolist()}: propensities must be finite and >= 0.",
+                reaction=self.reactions[r].name)
+        negative_targets = self.negative_targets(space) if negative_targets is None else negative_targets
+        for r, idx in enumerate(negative_targets):
+            neg = idx[a[r, idx] > 0]
+            if neg.size:
+                i = int(neg[0])
+                target = space.states[i] + self.stoichiometry[r]
+                s = self.species[int(np.flatnonzero(target < 0)[0])]
+                raise NegativeCountError(
+                    f"reaction {self.reactions[r].name!r} ({self.reactions[r]}) has propensity {a[r, i]:.3g} > 0 at "
+                    f"state {self._fmt(space.states[i])} but would make {s!r} negative; its propensity must vanish "
+                    f"when {s!r} is short (use `->` mass action, or a factor of {s!r} in the rate).",
+                    reaction=self.reactions[r].name, species=s)
+
+    def _fmt(self, state) -> str:
+        return "{" + ", ".join(f"{s}={int(c)}" for s, c in zip(self.species, state)) + "}"
+
+    # --- finite state projection ---------------------------------------------------------------
+    def conservation_laws(self) -> np.ndarray:
+        """Integer basis (k, S) of the conserved combinations c·x (c ν_r = 0 for every reaction)."""
+        return _conservation_laws(self.stoichiometry)
+
+    def state_space(self, bounds: Mapping[str, int] | None = None, *, total: int | None = None,
+                    initial: Mapping[str, int] | None = None) -> StateSpace:
+        """The finite state projection J: a box and/or total-count bound, on one conservation class.
+
+        Parameters
+        ----------
+        bounds : mapping species -> int, optional
+            Maximum count (inclusive) per species.  A species without a bound gets `total`, or
+            the bound implied by a conservation law with nonnegative weights and `initial`.
+        total : int, optional
+            Bound on Σ_s x_s.
+        initial : mapping species -> int, optional
+            A state fixing the conserved quantities (required when the stoichiometry
+            conserves something, e.g. G_off + G_on = 1); missing species count 0.
+
+        Raises
+        ------
+        NetworkError
+            A species has neither a bound nor `total` (names it); a conservation law
+            exists but `initial` is missing; `initial` lies outside the bounds;
+            the box would have more than 2·10⁹ states; J is empty.
+        """
+        bounds = {} if bounds is None else dict(bounds)
+        for s in bounds:
+            if s not in self.species:
+                raise NetworkError(f"`bounds` names {s!r}, which is not a species of {self.species}.", species=s)
+        if total is not None and (isinstance(total, bool) or not isinstance(total, (int, np.integer)) or total < 0):
+            raise ValueError(f"`total` must be a nonnegative integer; got {total!r}.")
+        laws = self.conservation_laws()
+        if initial is not None:
+            for s in initial:
+                if s not in self.species:
+                    raise NetworkError(f"`initial` names {s!r}, which is not a species of {self.species}.", species=s)
+            x0 = np.array([int(initial.get(s, 0)) for s in self.species], dtype=np.int64)
+        b = []
+        for k, s in enumerate(self.species):
+            v = bounds.get(s, total)
+            if v is None and initial is not None:  # a conservation law with nonnegative weights bounds s
+                caps = [int(law @ x0) // int(law[k]) for law in laws if law[k] > 0 and np.all(law >= 0)]
+                v = min(caps) if caps else None
+            if v is None:
+                raise NetworkError(f"species {s!r} has no bound: give `bounds[{s!r}]` or `total`.", species=s)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+                raise ValueError(f"`bounds[{s!r}]` must be a nonnegative integer; got {v!r}.")
+            b.append(int(v) if total is None else min(int(v), int(total)))
+        b = np.array(b, dtype=np.int64)
+        box = int(np.prod(b + 1, dtype=object))
+        if box > _MAX_BOX:
+            raise NetworkError(f"the box {dict(zip(self.species, b.tolist()))} has {box:.3g} states (> 2e9); "
+                               "tighten `bounds`/`total` or give `initial` with conservation laws.")
+        if initial is None and len(laws):
+            law = " + ".join(f"{c}*{s}" if c != 1 else s for c, s in zip(laws[0], self.species) if c)
+            raise NetworkError(f"the reactions conserve {law}; pass `initial=` (a state) to fix its value, or the "
+                               "projection holds several closed classes.", species=self.species[int(np.flatnonzero(laws[0])[0])])
+        states = np.stack(np.unravel_index(np.arange(box, dtype=np.int64), tuple(b + 1)), axis=1)
+        keep = np.ones(box, dtype=bool)
+        if total is not None:
+            keep &= states.sum(axis=1) <= total
+        if initial is not None and len(laws):
+            keep &= np.all(states @ laws.T == x0 @ laws.T, axis=1)
+        full = bool(keep.all())
+        states = states if full else states[keep]
+        if states.shape[0] == 0:
+            raise NetworkError("the projection is empty: no state satisfies the bounds and conservation laws.")
+        space = StateSpace(self.species, states, b, None if total is None else int(total),
+                           None if full else states @ np.concatenate([np.cumprod((b + 1)[::-1])[::-1][1:], [1]]))
+        if initial is not None and not space.contains(x0[None])[0]:
+            raise NetworkError(f"`initial` {self._fmt(x0)} lies outside the projection (bounds "
+                               f"{dict(zip(self.species, b.tolist()))}, total {total}).")
+        return space
+
+    def transitions(self, space: StateSpace) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Per reaction: (src, dst, exit_src) — moves inside J, and states whose move leaves J (counts ≥ 0)."""
+        out = []
+        for r in range(len(self.reactions)):
+            target = space.states + self.stoichiometry[r]
+            inside = space.contains(target)
+            nonneg = np.all(target >= 0, axis=1)
+            moves = inside & np.any(self.stoichiometry[r] != 0)
+            if self.reactions[r].mass_action:  # propensity ∝ Π C(x_s, ν_s): structurally 0 without reactants
+                moves &= np.all(space.states >= self._reactant[r], axis=1)
+            src = np.flatnonzero(moves)
+            out.append((src, space.index(target[src]), np.flatnonzero(~inside & nonneg)))
+        return out
+
+    def generator(self, space: StateSpace, y=None):
+        """The reflecting FSP generator Q(y) on J as ``scipy.sparse.csr_array``, validated.
+
+        ``Q[i, j]`` is the total propensity of reactions moving state i to j inside J;
+        moves that leave J are dropped (docs/theory.md §7.6), so Q is a generator and
+        :meth:`truncation` reports the suppressed flux.
+
+        Raises
+        ------
+        PropensityError, NegativeCountError
+            Named reaction and state.
+        """
+        from sp_ode.markov.generator import check_generator
+
+        y = self._y(y)
+        a = self.propensities(space.states, y)
+        self.check_propensities(a, space, y)
+        rows, cols, vals = [], [], []
+        for r, (src, dst, _) in enumerate(self.transitions(space)):
+            rows.append(src)
+            cols.append(dst)
+            vals.append(a[r, src])
+        # int32 indices while they fit: 64 instead of 88 bytes per state for a 5-point CME (docs/cme_memory.md)
+        idx = np.int32 if (len(self.reactions) + 1) * space.n < 2**31 - 1 else np.int64
+        rows, cols = (np.concatenate(v).astype(idx) for v in (rows, cols))
+        vals = np.concatenate(vals)
+        out = np.bincount(rows, weights=vals, minlength=space.n)
+        diag = np.arange(space.n, dtype=idx)
+        Q = sp.csr_array((np.concatenate([vals, -out]), (np.concatenate([rows, diag]), np.concatenate([cols, diag]))),
+                         shape=(space.n, space.n))
+        Q.sum_duplicates()
+        Q.eliminate_zeros()
+        return check_generator(Q, name=f"generator of {self.name!r}")
+
+    def outflow(self, space: StateSpace, y=None) -> np.ndarray:
+        """o_i(y), shape (n,): total propensity of the reactions that leave J from state i."""
+        y = self._y(y)
+        a = self.propensities(space.states, y)
+        o = np.zeros(space.n)
+        for r, (_, _, ex) in enumerate(self.transitions(space)):
+            o[ex] += a[r, ex]
+        return o
+
+    def truncation(self, space: StateSpace, p, y=None, *, horizon: float | None = None,
+                   tol: float | None = None) -> TruncationReport:
+        """The FSP truncation error of a distribution p on J (docs/theory.md §7.6).
+
+        Parameters
+        ----------
+        p : array (n,)
+            A distribution on J (e.g. the stationary law of :meth:`generator`).
+        horizon : float, optional
+            T for the sink-based bound: the mass that leaves J by time T starting
+            from p with outflow routed to an absorbing sink (``expm_multiply``).
+        tol : float, optional
+            Raise :class:`TruncationError` when the leaked mass (or, without
+            `horizon`, the outflow rate over one unit of time) exceeds it.
+
+        Raises
+        ------
+        TruncationError
+            Says the leaked mass and the species whose bound is hit most.
+        """
+        y = self._y(y)
+        p = np.asarray(p, dtype=np.float64)
+        if p.shape != (space.n,):
+            raise ValueError(f"`p` must have shape (n,) = ({space.n},); got {p.shape}.")
+        o = self.outflow(space, y)
+        rate = float(p @ o)
+        leaked = None
+        if horizon is not None:
+            from scipy.sparse.linalg import expm_multiply
+
+            # Sink FSP: J plus one absorbing state collecting the outflow; its mass at T is the leak
+            # (read directly, not as 1 − Σp_J, so that it is not lost to cancellation).
+            Q = self.generator(space, y)
+            G = sp.block_array([[Q - sp.diags_array(o), sp.csr_array(o[:, None])],
+                                [sp.csr_array((1, space.n)), None]], format="csr")
+            pT = expm_multiply((G.T * float(horizon)).tocsr(), np.append(p, 0.0))
+            leaked = float(max(0.0, pT[-1]))
+        report = TruncationReport(rate, leaked, None if horizon is None else float(horizon),
+                                  float(p[o > 0].sum()))
+        measured = leaked if leaked is not None else rate
+        if tol is not None and measured > tol:
+            hit = self._most_hit(space, p, y)
+            what = f"leaked mass by T = {horizon:g}" if leaked is not None else "outflow rate (per unit time)"
+            raise TruncationError(f"the projection of {self.name!r} is too small: {what}: {measured:.3e} > tol "
+                                  f"{tol:.1e}; most mass leaves through the bound of {hit!r} — raise it.",
+                                  leaked=measured, species=hit)
+        return report
+
+    def _most_hit(self, space: StateSpace, p: np.ndarray, y: np.ndarray) -> str:
+        a = self.propensities(space.states, y)
+        flux = np.zeros(len(self.species))
+        for r, (_, _, ex) in enumerate(self.transitions(space)):
+            target = space.states[ex] + self.stoichiometry[r]
+            over = target > space.bounds
+            if space.total is not None:
+                over |= (target.sum(axis=1) > space.total)[:, None] & (self.stoichiometry[r] > 0)
+            flux += (p[ex] * a[r, ex]) @ over
+        return self.species[int(np.argmax(flux))]
+
+    def generator_jax(self, space: StateSpace):
+        """Q(y) as a dense JAX function of y (n ≤ 4096): ``Q_of_y(y) -> (n, n)`` float64.
+
+        For :class:`sp_ode.MasterEquationSystem` on small projections; differentiable in y.
+        """
+        if space.n > _MAX_DENSE_JAX:
+            raise ValueError(f"the dense JAX generator needs n ≤ {_MAX_DENSE_JAX}; J has n = {space.n} — use the "
+                             "sparse generator (`generator`) or sp_ode.networks.system.")
+        import jax.numpy as jnp
+
+        fns = self._lambdified("jax")
+        trans = self.transitions(space)
+        src_all = np.concatenate([src for src, _, _ in trans])
+        dst_all = np.concatenate([dst for _, dst, _ in trans])
+        cols = [[space.states[src, s].astype(np.float64) for s in range(len(self.species))] for src, _, _ in trans]
+        pvals = list(self.parameters.values())
+        n = space.n
+
+        def Q_of_y(y):
+            y = jnp.atleast_1d(jnp.asarray(y))
+            ys = [y[j] for j in range(y.shape[0])]
+            a = jnp.concatenate([jnp.broadcast_to(jnp.asarray(f(*c, *ys, *pvals), dtype=y.dtype), (src.shape[0],))
+                                 for f, c, (src, _, _) in zip(fns, cols, trans)])
+            Q = jnp.zeros((n, n), dtype=y.dtype).at[src_all, dst_all].add(a)   # one scatter for all reactions
+            return Q - jnp.diag(Q.sum(axis=1))
+
+        return Q_of_y

@@ -1,0 +1,195 @@
+"""Reaction networks from SBML (python-libsbml) and Antimony (the ``antimony`` package).
+
+Optional: ``pip install sp-ode[sbml]``.  The importer reads species, global and
+kinetic-law-local parameters, compartments (as parameters holding their size) and
+reactions, and builds a :class:`~sp_ode.networks.network.ReactionNetwork` for the
+chemical master equation on a finite state projection (docs/theory.md §7.6).
+
+**Semantics.** Each kinetic law is taken as the *propensity* in molecule counts
+(the ``=>`` form of the string syntax): the convention of stochastic simulators
+for species with only substance units.  A species in concentration units inside
+a compartment of size ≠ 1 would need a volume conversion the model does not state,
+so it is refused (named).  Parameters listed in ``slow`` become slow variables y.
+
+**Refused, each by name:** events, rules (assignment, rate, algebraic), constraints,
+initial assignments, function definitions, boundary-condition or non-constant-compartment
+species, non-integer or non-constant stoichiometry, reactions without a kinetic law,
+and any SBML error the reader reports.  Nothing is silently dropped.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from sp_ode.networks.network import NetworkError, Reaction, ReactionNetwork
+
+__all__ = ["from_sbml", "from_antimony", "SBMLFeatureError"]
+
+
+class SBMLFeatureError(NetworkError):
+    """The SBML model uses a feature the CME builder cannot honour; ``features`` names each one."""
+
+    def __init__(self, message: str, features: list[str]):
+        super().__init__(message)
+        self.features = features
+
+
+def _libsbml():
+    try:
+        import libsbml
+    except ImportError:  # pragma: no cover - the `sbml` extra is part of the test set
+        raise ImportError("SBML import needs python-libsbml: pip install 'sp-ode[sbml]'.") from None
+    return libsbml
+
+
+def _unsupported(model) -> list[str]:
+    libsbml = _libsbml()
+    found = []
+    for e in model.getListOfEvents():
+        found.append(f"event {e.getId() or '(unnamed)'!r}")
+    for r in model.getListOfRules():
+        kind = {libsbml.SBML_ASSIGNMENT_RULE: "assignment rule", libsbml.SBML_RATE_RULE: "rate rule",
+                libsbml.SBML_ALGEBRAIC_RULE: "algebraic rule"}.get(r.getTypeCode(), "rule")
+        found.append(f"{kind} for {r.getVariable()!r}" if r.getVariable() else kind)
+    for c in model.getListOfConstraints():
+        found.append(f"constraint {libsbml.formulaToL3String(c.getMath())!r}")
+    for a in model.getListOfInitialAssignments():
+        found.append(f"initial assignment to {a.getSymbol()!r}")
+    for f in model.getListOfFunctionDefinitions():
+        found.append(f"function definition {f.getId()!r}")
+    for s in model.getListOfSpecies():
+        if s.getBoundaryCondition():
+            found.append(f"boundary-condition species {s.getId()!r}")
+    return found
+
+
+def from_sbml(source: str | Path, *, slow: Sequence[str] = (), parameters: Mapping[str, float] | None = None,
+              name: str | None = None) -> tuple[ReactionNetwork, dict[str, int]]:
+    """A :class:`ReactionNetwork` from an SBML file or string.
+
+    Parameters
+    ----------
+    source : str or Path
+        A path to an SBML file, or the SBML document itself (a string starting with ``<``).
+    slow : sequence of str
+        Parameters of the model to treat as slow variables y.
+    parameters : mapping, optional
+        Values overriding the model's.
+    name : str, optional
+        Default: the model id.
+
+    Returns
+    -------
+    network : ReactionNetwork
+    initial : dict species -> int
+        Initial copy numbers (rounded amounts; for ``state_space(initial=...)``).
+
+    Raises
+    ------
+    ImportError
+        python-libsbml missing.
+    SBMLFeatureError
+        Unsupported features, each named (module docstring).
+    NetworkError
+        SBML read errors, a reaction without kinetic law or with bad stoichiometry (named),
+        a species in concentration units in a compartment of size ≠ 1 (named), a slow
+        variable that is not a parameter of the model.
+    """
+    libsbml = _libsbml()
+    text = str(source)
+    doc = (libsbml.readSBMLFromString(text) if text.lstrip().startswith("<")
+           else libsbml.readSBMLFromFile(text))
+    errors = [doc.getError(i) for i in range(doc.getNumErrors())
+              if doc.getError(i).getSeverity() >= libsbml.LIBSBML_SEV_ERROR]
+    if errors or doc.getModel() is None:
+        msg = "; ".join(e.getMessage().strip() for e in errors[:3]) or "no model in the document"
+        raise NetworkError(f"cannot read SBML: {msg}")
+    model = doc.getModel()
+    features = _unsupported(model)
+    if features:
+        raise SBMLFeatureError(f"SBML model {model.getId()!r} uses features the CME builder cannot honour: "
+                               + ", ".join(features) + ".", features)
+
+    values: dict[str, float] = {}
+    for c in model.getListOfCompartments():
+        values[c.getId()] = c.getSize() if c.isSetSize() else 1.0
+    for p in model.getListOfParameters():
+        if not p.isSetValue():
+            raise NetworkError(f"parameter {p.getId()!r} has no value; set it in the model or pass `parameters`.")
+        values[p.getId()] = p.getValue()
+    initial: dict[str, int] = {}
+    species = []
+    for s in model.getListOfSpecies():
+        sid = s.getId()
+        species.append(sid)
+        size = values.get(s.getCompartment(), 1.0)
+        if not s.getHasOnlySubstanceUnits() and size != 1.0:
+            raise NetworkError(f"species {sid!r} is in concentration units in compartment {s.getCompartment()!r} of "
+                               f"size {size:g}: the propensity in counts needs a volume convention the model does "
+                               "not state; set hasOnlySubstanceUnits or use size 1.", species=sid)
+        amount = s.getInitialAmount() if s.isSetInitialAmount() else s.getInitialConcentration() * size
+        initial[sid] = int(round(amount)) if amount == amount else 0
+
+    reactions = []
+    for r in model.getListOfReactions():
+        rid = r.getId()
+        law = r.getKineticLaw()
+        if law is None or law.getMath() is None:
+            raise NetworkError(f"reaction {rid!r} has no kinetic law.", reaction=rid)
+        for lp in list(law.getListOfLocalParameters()) + list(law.getListOfParameters()):
+            values[lp.getId()] = lp.getValue()   # local parameters: SBML scopes them; ids here must not clash
+        sides = []
+        for refs in (r.getListOfReactants(), r.getListOfProducts()):
+            terms = []
+            for ref in refs:
+                nu = ref.getStoichiometry() if ref.isSetStoichiometry() else 1.0
+                if not float(nu).is_integer() or nu <= 0 or (ref.isSetConstant() and not ref.getConstant()):
+                    raise NetworkError(f"reaction {rid!r}: stoichiometry {nu!r} of {ref.getSpecies()!r} must be a "
+                                       "constant positive integer for a CME.", reaction=rid, species=ref.getSpecies())
+                terms.append((ref.getSpecies(), int(nu)))
+            sides.append(tuple(terms))
+        rate = libsbml.formulaToL3String(law.getMath())
+        reactions.append(Reaction(rid, sides[0], sides[1], rate, mass_action=False))
+
+    for v in slow:
+        if v not in values:
+            raise NetworkError(f"slow variable {v!r} is not a parameter of SBML model {model.getId()!r} "
+                               f"(parameters: {tuple(values)}).", species=v)
+    params = {k: float(v) for k, v in values.items() if k not in slow}
+    if parameters:
+        params.update({k: float(v) for k, v in parameters.items()})
+    used = {s for r in reactions for s in _identifiers(r.rate)}
+    params = {k: v for k, v in params.items() if k in used}
+    net = ReactionNetwork(reactions, parameters=params, slow=list(slow), species=species,
+                          name=name or model.getId() or "sbml")
+    return net, initial
+
+
+def _identifiers(rate: str) -> set[str]:
+    import re
+
+    return set(re.findall(r"[A-Za-z_][A-Za-z_0-9]*", rate))
+
+
+def from_antimony(text: str, *, slow: Sequence[str] = (), parameters: Mapping[str, float] | None = None,
+                  name: str | None = None) -> tuple[ReactionNetwork, dict[str, int]]:
+    """A :class:`ReactionNetwork` from an Antimony model string (via its SBML); see :func:`from_sbml`.
+
+    Raises
+    ------
+    ImportError
+        The ``antimony`` package is missing.
+    NetworkError
+        Antimony cannot parse the text (its message is included); everything :func:`from_sbml` raises.
+    """
+    try:
+        import antimony
+    except ImportError:  # pragma: no cover - the `sbml` extra is part of the test set
+        raise ImportError("Antimony import needs the antimony package: pip install 'sp-ode[sbml]'.") from None
+    if not isinstance(text, str):
+        raise TypeError(f"`text` must be an Antimony model string; got {type(text).__name__}.")
+    antimony.clearPreviousLoads()
+    if antimony.loadAntimonyString(text) < 0:
+        raise NetworkError(f"Antimony cannot parse the model: {antimony.getLastError().strip()}")
+    sbml = antimony.getSBMLString(antimony.getMainModuleName())
+    return from_sbml(sbml, slow=slow, parameters=parameters, name=name)

@@ -1,0 +1,489 @@
+"""Fast–slow systems from reaction networks: a sparse master equation with slow variables.
+
+The fast species of a :class:`~sp_ode.networks.network.ReactionNetwork` follow its
+chemical master equation on a finite state projection J (docs/theory.md §7.6),
+with rates depending on slow variables y; each y obeys an ODE in expectations of
+the fast state::
+
+    ε dx/dt = Q(y)ᵀx,    dy/dt = G(E_x[f_1], …, E_x[f_K], y),    E_x[f] = Σ_i x_i f(state_i, y),
+
+written as strings, e.g. ``{"P": "k_p*E[M] - g_p*P"}`` (``E[·]`` of any expression in
+species counts, parameters and slow variables).  Network rates are on the fast
+clock τ = t/ε.  Everything stays sparse (Q has a fixed pattern,
+:mod:`sp_ode.networks._sparse_generator`), so n = 10⁴–10⁶ fast states are practical:
+
+- **reduced flow** (T1, docs/theory.md §3.1): y' = G(F(y)p_st(y), y), p_st(y) from warm-started
+  sparse solves (:mod:`sp_ode.markov.warm_start`);
+- **first-order corrected flow** (T3, §3.3): y' = G(F(y)(p + εh₁), y) with
+  Dp_st = −A^#(∂_yA)p and h₁ = A^#[Dp_st·g], each A^# a pinned sparse solve — never an
+  n×n matrix;
+- **full stiff simulation**: ``scipy.integrate.solve_ivp`` (BDF/Radau) with the sparse
+  Jacobian [[Qᵀ/ε, (∂_yQ)ᵀx/ε], [G_m F, G_y + G_m(∂_yF)x]];
+- :meth:`NetworkSystem.master_equation_system`: the same system as a dense
+  :class:`sp_ode.MasterEquationSystem` for small J (the diffrax/JAX machinery).
+
+Errors (§7.5): starting on the critical manifold, y − y_reduced = O(ε) and
+y − y_corrected = O(ε²) past the initial layer; the benchmark measures the constants.
+"""
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from sp_ode.core.validation import check_positive
+from sp_ode.markov.warm_start import SOLVERS, WarmStationary
+from sp_ode.networks._sparse_generator import PatternedGenerator
+from sp_ode.networks.network import NetworkError, ReactionNetwork, StateSpace
+
+__all__ = ["NetworkSystem", "NetworkPath", "ManifoldTable", "padded_range"]
+
+_EXPECT = re.compile(r"\bE\[([^\[\]]+)\]")
+
+
+@dataclass
+class NetworkPath:
+    """A solution of a network system on the slow clock.
+
+    Attributes
+    ----------
+    t : ndarray (T,)
+    y : ndarray (T, d)
+    x : ndarray (T, n) or None
+        Fast distribution (full solves; for reduced paths p_st or p_st + εh₁ at the saved times
+        when requested).
+    kind : str
+        "full", "reduced" or "corrected".
+    status : int
+        0 success, otherwise the solver's failure status (message in ``message``).
+    message : str
+    stats : dict
+        Wall time, right-hand-side evaluations, stationary solves and their worst residual,
+        worst FSP outflow rate along the path.
+    """
+
+    t: np.ndarray
+    y: np.ndarray
+    x: np.ndarray | None
+    kind: str
+    status: int
+    message: str
+    stats: dict = field(default_factory=dict)
+
+
+def padded_range(ys: np.ndarray) -> tuple[float, float]:
+    """[min, max] of a coarse path widened by 10% of its width (+1e-3·scale), never across 0.
+
+    Rates are usually valid for y of one sign (concentrations, temperatures), so the padding
+    stops at half the distance to 0 instead of crossing it.
+    """
+    lo, hi = float(np.min(ys)), float(np.max(ys))
+    pad = 0.1 * (hi - lo) + 1e-3 * max(1.0, abs(lo), abs(hi))
+    lo = lo - min(pad, 0.5 * lo) if lo > 0 else lo - pad
+    hi = hi + min(pad, -0.5 * hi) if hi < 0 else hi + pad
+    return lo, hi
+
+
+@dataclass
+class ManifoldTable:
+    """Chebyshev interpolants of m₀(y) = F p_st(y), m₁(y) = F h₁(y) on [a, b] (d = 1)."""
+
+    a: float
+    b: float
+    coef: np.ndarray      # (M + 1, 2K)
+    K: int
+    stats: dict
+
+    def _eval(self, y) -> np.ndarray:
+        xi = (2.0 * float(np.ravel(y)[0]) - self.a - self.b) / (self.b - self.a)
+        return np.polynomial.chebyshev.chebval(xi, self.coef)
+
+    def m0(self, y) -> np.ndarray:
+        return self._eval(y)[: self.K]
+
+    def m1(self, y) -> np.ndarray:
+        return self._eval(y)[self.K:]
+
+
+class NetworkSystem:
+    """ε dx/dt = Q(y)ᵀx on a projection J of a network's CME, dy/dt = G(E_x[·], y).
+
+    Parameters
+    ----------
+    network : ReactionNetwork
+        Its slow variables are the y; every one needs an ODE in `slow`.
+    space : StateSpace
+        The projection J (from ``network.state_space``).
+    slow : mapping name -> str
+        The right-hand side of each slow variable's ODE; ``E[expr]`` is the expectation of
+        ``expr`` (species counts, parameters, slow variables) under the fast distribution.
+    eps : float
+        Timescale ratio ε > 0.
+    solver : {"direct", "amg"}
+        Pinned sparse solver (sp_ode.markov.warm_start); "direct" default.
+    name : str, optional
+
+    Raises
+    ------
+    NetworkError
+        A slow variable without an ODE or an ODE for an unknown variable (named); a species
+        used outside ``E[…]`` (named); an unknown name in an ODE (named).
+    """
+
+    def __init__(self, network: ReactionNetwork, space: StateSpace, slow: Mapping[str, str], *, eps: float,
+                 solver: str = "direct", name: str | None = None):
+        from sp_ode.networks.network import parse_rate
+
+        if not isinstance(network, ReactionNetwork):
+            raise TypeError(f"`network` must be a ReactionNetwork; got {type(network).__name__}.")
+        if not isinstance(space, StateSpace) or space.species != network.species:
+            raise TypeError("`space` must be a StateSpace built by `network.state_space(...)`.")
+        if solver not in SOLVERS:
+            raise ValueError(f"`solver` must be one of {SOLVERS}; got {solver!r}.")
+        if not network.slow:
+            raise NetworkError(f"network {network.name!r} has no slow variables: declare them with `slow=[...]`.")
+        for v in network.slow:
+            if v not in slow:
+                raise NetworkError(f"slow variable {v!r} has no ODE in `slow`; give e.g. slow={{{v!r}: '...'}}.",
+                                   species=v)
+        for v in slow:
+            if v not in network.slow:
+                raise NetworkError(f"`slow` gives an ODE for {v!r}, which is not a slow variable of the network "
+                                   f"{network.slow}.", species=v)
+        self.network, self.space, self.solver = network, space, solver
+        self.eps = check_positive("eps", eps)
+        self.name = name or f"{network.name}_system"
+        self.slow_odes = {v: str(slow[v]) for v in network.slow}
+        self.gen = PatternedGenerator(network, space)
+        self._parse(parse_rate)
+
+    # --- the slow ODE ----------------------------------------------------------------------------
+    def _parse(self, parse_rate) -> None:
+        import sympy
+
+        net = self.network
+        observables: list[str] = []
+        rhs = []
+        for v, text in self.slow_odes.items():
+            def sub(m):
+                inner = m.group(1).strip()
+                if inner not in observables:
+                    observables.append(inner)
+                return f"_m{observables.index(inner)}"
+            expr = parse_rate(_EXPECT.sub(sub, text), f"the ODE of slow variable {v!r}")
+            for s in expr.free_symbols:
+                name = str(s)
+                if name in net.species:
+                    raise NetworkError(f"the ODE of {v!r} ({text!r}) uses species {name!r} outside E[…]; write "
+                                       f"E[{name}] for its mean.", species=name)
+                if not (name.startswith("_m") or name in net.slow or name in net.parameters):
+                    raise NetworkError(f"the ODE of {v!r} ({text!r}) uses unknown name {name!r}; not a parameter "
+                                       f"{tuple(net.parameters)} or slow variable {net.slow}.", species=name)
+            rhs.append(expr)
+        obs = []
+        for text in observables:
+            e = parse_rate(text, f"E[{text}]")
+            for s in e.free_symbols:
+                if str(s) not in net.symbols:
+                    raise NetworkError(f"E[{text}] uses unknown name {str(s)!r}; not a species, parameter or slow "
+                                       "variable.", species=str(s))
+            obs.append(e.subs({s: net.symbols[str(s)] for s in e.free_symbols}))
+        self.observables = tuple(observables)
+        m = [sympy.Symbol(f"_m{k}") for k in range(len(observables))]
+        rhs = [e.subs({s: (net.symbols.get(str(s), s)) for s in e.free_symbols}) for e in rhs]
+        self._rhs_exprs = rhs
+        ys = [net.symbols[v] for v in net.slow]
+        ps = [net.symbols[p] for p in net.parameters]
+        sargs = [net.symbols[s] for s in net.species]
+        self._G = sympy.lambdify([m, ys, ps], rhs, modules="numpy")
+        self._Gm = sympy.lambdify([m, ys, ps], sympy.Matrix(rhs).jacobian(m) if m else sympy.zeros(len(rhs), 0),
+                                  modules="numpy")
+        self._Gy = sympy.lambdify([m, ys, ps], sympy.Matrix(rhs).jacobian(ys), modules="numpy")
+        self._F = [sympy.lambdify([sargs, ys, ps], e, modules="numpy") for e in obs]
+        self._dF = [[sympy.lambdify([sargs, ys, ps], sympy.diff(e, yv), modules="numpy") for yv in ys] for e in obs]
+        self._F_depends_on_y = any(e.has(*ys) for e in obs)
+        self._cols = [space_col.astype(np.float64) for space_col in self.space.states.T]
+        self._pvals = list(net.parameters.values())
+        self._Fcache = None
+
+    def F(self, y) -> np.ndarray:
+        """Observables f_k(state_i, y), shape (K, n)."""
+        if self._Fcache is not None and not self._F_depends_on_y:
+            return self._Fcache
+        y = np.asarray(y, dtype=np.float64)
+        out = np.stack([np.broadcast_to(np.asarray(f(self._cols, y, self._pvals), dtype=np.float64), (self.space.n,))
+                        for f in self._F]) if self._F else np.zeros((0, self.space.n))
+        if not self._F_depends_on_y:
+            self._Fcache = out
+        return out
+
+    def dF(self, y) -> np.ndarray:
+        """∂f_k/∂y_j at every state, shape (d, K, n)."""
+        y = np.asarray(y, dtype=np.float64)
+        d = len(self.network.slow)
+        if not self._F_depends_on_y:
+            return np.zeros((d, len(self._F), self.space.n))
+        return np.stack([np.stack([np.broadcast_to(np.asarray(row[j](self._cols, y, self._pvals), dtype=np.float64),
+                                                   (self.space.n,)) for row in self._dF]) for j in range(d)])
+
+    def g(self, x, y) -> np.ndarray:
+        """dy/dt = G(F(y)x, y), shape (d,), for a fast distribution x (n,)."""
+        y = np.asarray(y, dtype=np.float64)
+        return np.asarray(self._G(self.F(y) @ x, y, self._pvals), dtype=np.float64).reshape(-1)
+
+    # --- generators ------------------------------------------------------------------------------
+    @property
+    def n(self) -> int:
+        return self.space.n
+
+    @property
+    def d(self) -> int:
+        return len(self.network.slow)
+
+    def Q(self, y) -> sp.csr_array:
+        """Q(y) (sparse, fixed pattern, propensities checked)."""
+        return self.gen.Q(y)
+
+    def stationary_solver(self, *, warm: bool = True, solver: str | None = None) -> WarmStationary:
+        """A fresh warm-startable stationary solver for this system's pattern."""
+        return WarmStationary(self.gen, solver or self.solver, warm=warm)
+
+    def stationary(self, y):
+        """p_st(y) and info through the public solver ``sp_ode.stationary_distribution``.
+
+        Dense GTH (componentwise accurate, docs/theory.md §7.2) for n ≤ 2000, the sparse solver
+        above; info carries its residual and bound, and the FSP outflow rate (§7.6).
+        """
+        from sp_ode.markov.stationary import stationary_distribution
+
+        a = self.gen.propensities(y)
+        Q = self.gen.Q(y, a)
+        Q.eliminate_zeros()
+        p, info = stationary_distribution(Q.toarray() if self.n <= 2000 else Q, return_info=True)
+        info["fsp_outflow_rate"] = float(p @ self.gen.outflow(a))
+        return p, info
+
+    # --- reduced and corrected flows -------------------------------------------------------------
+    def _solve_p(self, y, ws: WarmStationary, stats: dict):
+        a = self.gen.propensities(y)
+        Q = self.gen.Q(y, a)
+        p, info = ws.solve(Q, y)
+        stats["solves"] = stats.get("solves", 0) + 1
+        stats["max_residual"] = max(stats.get("max_residual", 0.0), info["residual"])
+        stats["gmres_steps"] = stats.get("gmres_steps", 0) + info.get("steps", 0)
+        stats["max_fsp_outflow_rate"] = max(stats.get("max_fsp_outflow_rate", 0.0), float(p @ self.gen.outflow(a)))
+        return p, Q
+
+    def h1(self, y, p: np.ndarray, ws: WarmStationary) -> np.ndarray:
+        """h₁(y) = A^#[Dp_st(y)·g(p, y)], Dp_st = −A^#(∂_yA)p (docs/theory.md §3.3), after ``ws.solve`` at y."""
+        dQ = self.gen.dQ(y)
+        V = np.stack([dq.T @ p for dq in dQ], axis=1)           # (n, d): (∂_j A) p, in 1^⊥
+        Dp = -ws.group_inverse_apply(V)                            # (n, d)
+        return ws.group_inverse_apply(Dp @ self.g(p, y))
+
+    def reduced_rhs(self, ws: WarmStationary | None = None, *, order: int = 0, stats: dict | None = None):
+        """The reduced (order 0) or first-order corrected (order 1) slow vector field y ↦ y'."""
+        if order not in (0, 1):
+            raise ValueError(f"`order` must be 0 (reduced) or 1 (first-order corrected); got {order!r}.")
+        ws = ws or self.stationary_solver()
+        stats = {} if stats is None else stats
+
+        def rhs(t, y):
+            p, _ = self._solve_p(y, ws, stats)
+            x = p if order == 0 else p + self.eps * self.h1(y, p, ws)
+            return self.g(x, y)
+
+        return rhs
+
+    def manifold_table(self, interval, *, order: int = 1, tol: float = 1e-12, max_nodes: int = 257,
+                       ws: WarmStationary | None = None) -> ManifoldTable:
+        """Chebyshev interpolants of m₀(y) = F p_st(y) and m₁(y) = F h₁(y) on an interval (d = 1).
+
+        The slow flow needs the fast state only through these K expectations, and
+        y' = G(m₀ + εm₁, y) then holds for every ε at once (docs/theory.md §3.3).  Nodes are
+        nested Chebyshev–Lobatto points (9, 17, 33, …); the degree doubles until the change
+        of the interpolant at the new nodes is below `tol`·max(1, |m|) — that change is
+        reported as ``error_estimate``.
+
+        Raises
+        ------
+        ValueError
+            d ≠ 1, or the interval is empty or not finite.
+        RuntimeError
+            No convergence within `max_nodes` (the estimate is in the message).
+        """
+        if self.d != 1:
+            raise ValueError(f"`manifold_table` needs one slow variable; this system has d = {self.d}.")
+        a, b = (float(v) for v in interval)
+        if not (np.isfinite(a) and np.isfinite(b) and a < b):
+            raise ValueError(f"`interval` must be finite with a < b; got {interval!r}.")
+        ws = ws or self.stationary_solver()
+        stats: dict = {}
+        t0 = time.perf_counter()
+        cache: dict[float, np.ndarray] = {}
+
+        def values(theta):
+            out = []
+            for th in theta:                       # ascending y: each solve warm-starts the next
+                if th not in cache:
+                    y = np.array([0.5 * (a + b) - 0.5 * (b - a) * np.cos(th)])
+                    p, _ = self._solve_p(y, ws, stats)
+                    m0 = self.F(y) @ p
+                    m1 = self.F(y) @ self.h1(y, p, ws) if order == 1 else np.zeros_like(m0)
+                    cache[th] = np.concatenate([m0, m1])
+                out.append(cache[th])
+            return np.array(out)
+
+        M, prev, err = 8, None, np.inf
+        while True:
+            theta = np.pi * np.arange(M + 1)[::-1] / M
+            V = values(theta)
+            nodes = 0.5 * (a + b) - 0.5 * (b - a) * np.cos(theta)
+            coef = np.polynomial.chebyshev.chebfit((2 * nodes - a - b) / (b - a), V, M)
+            if prev is not None:
+                xi = (2 * nodes[1::2] - a - b) / (b - a)
+                err = float(np.max(np.abs(np.polynomial.chebyshev.chebval(xi, prev).T - V[1::2])
+                                   / np.maximum(1.0, np.abs(V[1::2]))))
+                if err <= tol:
+                    break
+            if 2 * M + 1 > max_nodes:
+                raise RuntimeError(f"the slow-manifold table did not converge on [{a}, {b}] with {M + 1} nodes "
+                                   f"(change {err:.2e} > tol {tol:.1e}); shrink the interval or raise `max_nodes`.")
+            prev, M = coef, 2 * M
+        stats.update(seconds=time.perf_counter() - t0, nodes=M + 1, error_estimate=err, rebuilds=ws.rebuilds)
+        return ManifoldTable(a, b, coef, len(self.observables), stats)
+
+    def simulate_reduced(self, t_span, y0, *, order: int = 0, t_eval=None, rtol: float = 1e-10,
+                         atol: float = 1e-12, method: str = "DOP853", warm: bool = True,
+                         return_x: bool = False, table: ManifoldTable | bool = False) -> NetworkPath:
+        """Integrate the reduced (order 0) or corrected (order 1) slow flow with solve_ivp.
+
+        The cost does not depend on ε.  Without a table every right-hand side is one
+        warm-started sparse stationary solve (+ 2d + 1 group-inverse solves for order 1).
+        With ``table=True`` (d = 1) the expectations m₀ + εm₁ come from :meth:`manifold_table`
+        on the range of a coarse order-0 pass (padded by 10%, never across 0), or pass a table to reuse it
+        for several ε; a path that leaves the table's interval is refused (status −1).
+        """
+        from scipy.integrate import solve_ivp
+
+        stats: dict = {}
+        ws = self.stationary_solver(warm=warm)
+        t0 = time.perf_counter()
+        y0 = np.asarray(y0, dtype=np.float64).reshape(self.d)
+        if table is True:
+            coarse = solve_ivp(self.reduced_rhs(ws, order=0, stats=stats), t_span, y0, method="RK23", rtol=1e-3,
+                               atol=1e-6 * max(1.0, float(np.abs(y0).max())))
+            table = self.manifold_table(padded_range(coarse.y[0]), order=order, ws=ws)
+        if table is not False:
+            eps = self.eps if order == 1 else 0.0
+            inside = lambda t, y: min(y[0] - table.a, table.b - y[0])
+            inside.terminal = True
+            rhs = lambda t, y: np.asarray(self._G(table.m0(y) + eps * table.m1(y), y, self._pvals),
+                                          dtype=np.float64).reshape(-1)
+            sol = solve_ivp(rhs, t_span, y0, method=method, rtol=rtol, atol=atol, t_eval=t_eval, events=inside)
+            stats.update(table=table.stats)
+            if sol.status == 1:
+                sol.status, sol.message = -1, (f"the path left the table interval [{table.a:.6g}, {table.b:.6g}] at "
+                                               f"t = {sol.t_events[0][0]:.6g}; tabulate a wider interval.")
+        else:
+            sol = solve_ivp(self.reduced_rhs(ws, order=order, stats=stats), t_span, y0,
+                            method=method, rtol=rtol, atol=atol, t_eval=t_eval)
+        stats.update(seconds=time.perf_counter() - t0, nfev=int(sol.nfev), rebuilds=ws.rebuilds)
+        X = None
+        if return_x:
+            X = []
+            for y in sol.y.T:
+                p, _ = self._solve_p(y, ws, stats)
+                X.append(p if order == 0 else p + self.eps * self.h1(y, p, ws))
+            X = np.array(X)
+        return NetworkPath(sol.t, sol.y.T, X, "reduced" if order == 0 else "corrected", int(sol.status),
+                           sol.message, stats)
+
+    # --- the full stiff system -------------------------------------------------------------------
+    def full_rhs(self, eps: float | None = None):
+        """dz/dt for z = [x, y]: [Q(y)ᵀx/ε, G(F(y)x, y)]."""
+        eps = self.eps if eps is None else check_positive("eps", eps)
+        n = self.n
+
+        def rhs(t, z):
+            x, y = z[:n], z[n:]
+            return np.concatenate([(self.gen.Q(y).T @ x) / eps, self.g(x, y)])
+
+        return rhs
+
+    def full_jacobian(self, eps: float | None = None):
+        """The sparse Jacobian of :meth:`full_rhs` (module docstring), as CSC."""
+        eps = self.eps if eps is None else check_positive("eps", eps)
+        n = self.n
+
+        def jac(t, z):
+            x, y = z[:n], z[n:]
+            Qt = self.gen.Q(y).T / eps
+            C = np.stack([dq.T @ x for dq in self.gen.dQ(y)], axis=1) / eps    # (n, d)
+            Fm = self.F(y)
+            m = Fm @ x
+            Gm = np.asarray(self._Gm(m, y, self._pvals), dtype=np.float64).reshape(self.d, -1)
+            Gy = np.asarray(self._Gy(m, y, self._pvals), dtype=np.float64).reshape(self.d, self.d)
+            if self._F_depends_on_y:
+                Gy = Gy + Gm @ np.einsum("jkn,n->kj", self.dF(y), x)
+            return sp.block_array([[Qt, sp.csr_array(C)], [sp.csr_array(Gm @ Fm), sp.csr_array(Gy)]], format="csc")
+
+        return jac
+
+    def simulate(self, t_span, y0, x0=None, *, eps: float | None = None, method: str = "BDF", rtol: float = 1e-8,
+                 atol: float = 1e-12, t_eval=None) -> NetworkPath:
+        """The full stiff system with scipy BDF/Radau and the sparse Jacobian.
+
+        `x0` defaults to p_st(y0) (start on the critical manifold, docs/theory.md §7.5).
+        Failure comes back as ``status`` ≠ 0 with the solver's message.
+        """
+        from scipy.integrate import solve_ivp
+
+        if method not in ("BDF", "Radau", "LSODA"):
+            raise ValueError(f"`method` must be one of ('BDF', 'Radau', 'LSODA'); got {method!r}.")
+        y0 = np.asarray(y0, dtype=np.float64).reshape(self.d)
+        stats: dict = {}
+        if x0 is None:
+            x0, _ = self._solve_p(y0, self.stationary_solver(), stats)
+        x0 = np.asarray(x0, dtype=np.float64)
+        if x0.shape != (self.n,):
+            raise ValueError(f"`x0` must have shape (n,) = ({self.n},); got {x0.shape}.")
+        t0 = time.perf_counter()
+        kw = {"jac": self.full_jacobian(eps)} if method != "LSODA" else {}
+        sol = solve_ivp(self.full_rhs(eps), t_span, np.concatenate([x0, y0]), method=method, rtol=rtol,
+                        atol=atol, t_eval=t_eval, **kw)
+        stats.update(seconds=time.perf_counter() - t0, nfev=int(sol.nfev), njev=int(sol.njev), nlu=int(sol.nlu),
+                     mass_drift=float(np.max(np.abs(sol.y[:self.n].sum(axis=0) - 1.0))))
+        return NetworkPath(sol.t, sol.y[self.n:].T, sol.y[:self.n].T, "full", int(sol.status), sol.message, stats)
+
+    # --- bridge to the dense JAX system ----------------------------------------------------------
+    def master_equation_system(self, *, eps: float | None = None):
+        """This system as an :class:`sp_ode.MasterEquationSystem` (dense JAX Q(y); n ≤ 4096)."""
+        import jax.numpy as jnp
+
+        from sp_ode.systems.system import MasterEquationSystem
+
+        if self._F_depends_on_y:
+            raise NotImplementedError("observables E[·] that depend on y are not supported by the dense bridge yet; "
+                                      "use the sparse paths of NetworkSystem.")
+        import sympy
+
+        Q_of_y = self.network.generator_jax(self.space)
+        F = self.F(np.zeros(self.d))                 # NumPy float64: cast inside g, in the caller's float64 scope
+        net = self.network
+        m = [sympy.Symbol(f"_m{k}") for k in range(len(self.observables))]
+        Gj = sympy.lambdify([m, [net.symbols[v] for v in net.slow], [net.symbols[p] for p in net.parameters]],
+                            self._rhs_exprs, modules="jax")
+        pvals = self._pvals
+
+        def g(t, x, y, args):
+            moments = jnp.asarray(F, dtype=x.dtype) @ x
+            return jnp.stack([jnp.asarray(v, dtype=x.dtype) * jnp.ones((), x.dtype)
+                              for v in Gj(list(moments), list(y), pvals)])
+
+        return MasterEquationSystem(Q_of_y, g, eps=self.eps if eps is None else eps, n=self.n, d=self.d,
+                                    name=self.name)

@@ -1,0 +1,429 @@
+"""An independent check of the manifold identity φ(y) = p_st(y) (T1; docs/theory.md §3.1, §7.3).
+
+Comparing the critical manifold found by Newton on the bordered system
+{Q(y)ᵀx = 0, 1ᵀx = 1} with p_st(y) from GTH is no evidence: for a generator that
+Newton iteration is affine, converges in one step and *is* the bordered LU solve,
+so both methods solve the same linear system (docs/theory.md §7.3).  This module
+computes φ(y) a second way that involves no linear solve — **as the attractor of
+the frozen fast flow** dx/dτ = f(x, y) — and compares the methods pairwise, each
+comparison marked independent or not.
+
+Generators: uniformised powers with a certified bracket
+--------------------------------------------------------
+With Λ = ``_UNIFORMISE``·max_i |Q_ii| (strictly above max |Q_ii|, so every P_ii > 0
+and the chain is aperiodic) the uniformised chain P = I + Q/Λ is stochastic,
+irreducible and has p_st as its unique stationary law: p_stᵀP = p_stᵀ.  Repeated
+squaring gives M = P^(2^j) without any solve; row i of M is the law at step 2^j
+started from vertex e_i (the uniform start gives the mean row).  Because
+p_stᵀM = p_stᵀ, every entry p_st,k = Σ_i p_st,i M_ik is a convex combination of
+the k-th column, hence
+
+    min_i M_ik ≤ p_st,k ≤ max_i M_ik.
+
+That bracket is the certificate: its half-width h_k bounds |p_st,k − m_k| for the
+midpoint m_k.  Squaring stops once max_k (max_i M_ik − min_i M_ik) ≤ ``tol`` (or
+stagnates at rounding level); it needs about log₂(Λ/γ) squarings, γ the spectral
+gap.  Rounding: each squaring of nonnegative matrices has entrywise relative error
+≤ γ_n = nu/(1 − nu), and an error in the rows is amplified at most while the chain
+has not yet mixed, i.e. over the ≈ 2^j steps counted; the allowance added to the
+radius is ρ = 4·2^j·n·u·max_k m_k (stated, not proved tighter).
+
+General f: time integration
+---------------------------
+dx/dτ = f(x, y) is integrated at frozen y by classical RK4 (explicit: no solve, no
+Newton), all grid points at once, from the system's initial fast state x0 with a step
+h = 1/L, L the largest ‖D_x f‖∞ seen, inside RK4's stability interval.  Checkpoints
+every 256 steps (Δτ = 256h ≥ 256/L, many relaxation times unless the flow is nearly
+non-hyperbolic); it stops when two successive checkpoint differences are both below
+1e-12·(1 + ‖x‖∞).  The comparison tolerance with it is ``FLOW_TOL``·max(1, |φ|).
+
+Which comparisons count
+-----------------------
+Methods carry a *kind*: ``linear solve`` (GTH, Newton on the bordered system),
+``root finding`` (Newton on f for a general system), ``closed form``,
+``attractor`` (this module), ``exact arithmetic`` (Gaussian elimination over the
+rationals on the float rates, `sp_ode.markov.reference.exact_stationary`, at a few
+sampled y).  Two methods are independent when their kinds differ and neither is a
+linear solve paired with another linear solve.  The check passes when at least one
+independent comparison was made and every comparison made agrees within its
+stated tolerance; with no independent comparison it is *skipped*, never passed.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sp_ode.core.precision import in_float64
+from sp_ode.manifolds.newton import is_master
+
+__all__ = ["attractor_distribution", "frozen_flow_attractor", "identity_check", "Attractor", "IdentityCheck",
+           "IdentityMethod", "IDENTITY_TOL", "FLOW_TOL"]
+
+_U = float(np.finfo(np.float64).eps) / 2
+_UNIFORMISE = 1.125        # Λ = 1.125·max|Q_ii| > max|Q_ii|: P_ii ≥ 1/9 > 0, aperiodic
+_MAX_SQUARINGS = 64        # 2^64 uniformised steps: beyond any chain float64 can resolve
+IDENTITY_TOL = 1e-12       # allowance for the rounding of a solve-based method at the sizes checked
+RADIUS_MAX = 1e-10         # a bracket wider than this is too loose to certify agreement
+FLOW_TOL = 1e-8            # comparison with a time-integrated attractor (rtol 1e-12, stop at 1e-11)
+EXACT_POINTS = 3           # sampled y for the rational check
+EXACT_MAX_N = 12           # the rational elimination is O(n³) big-rational operations
+
+
+@dataclass(frozen=True)
+class Attractor:
+    """The attractor of dp/dτ = Qᵀp by uniformised powers, with its certified bracket.
+
+    Attributes
+    ----------
+    p : ndarray (..., n) — the bracket's midpoint.
+    lower, upper : ndarray (..., n) — min_i and max_i of each column of P^(2^j).
+    radius : ndarray (...) — max_k half-width + rounding allowance ρ: |p_st − p| ≤ radius entrywise.
+    squarings : ndarray (...) int — j; the chain was run for 2^j uniformised steps.
+    converged : ndarray (...) bool — the spread reached `tol`, or stalled at rounding level below
+        ``RADIUS_MAX`` (a reducible chain, whose spread never closes, is never converged).
+    uniform : ndarray (..., n) — the image of the uniform start (the mean row).
+    """
+
+    p: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    radius: np.ndarray
+    squarings: np.ndarray
+    converged: np.ndarray
+    uniform: np.ndarray
+
+
+@in_float64
+def attractor_distribution(Q, *, tol: float = 1e-13) -> Attractor:
+    """p_st of a generator as the attractor of the uniformised chain, with a bracket (module docstring).
+
+    No linear system is solved: this is the independent method of docs/theory.md §7.3.
+
+    Parameters
+    ----------
+    Q : array_like (n, n) or (N, n, n)
+        Generator(s), validated by `sp_ode.check_generator`.
+    tol : float
+        Stop squaring when the widest column spread max_i M_ik − min_i M_ik is ≤ tol.
+
+    Returns
+    -------
+    Attractor
+
+    Raises
+    ------
+    TypeError, ValueError
+        `Q` is not a generator (stack), or `tol` is not positive.
+    """
+    from sp_ode.core.validation import check_positive
+    from sp_ode.markov.generator import check_generator
+
+    tol = check_positive("tol", tol)
+    Q = check_generator(Q, batch=True)
+    single = Q.ndim == 2
+    Qs = Q.reshape(-1, *Q.shape[-2:])
+    N, n = Qs.shape[0], Qs.shape[-1]
+    lam = _UNIFORMISE * np.max(np.abs(np.diagonal(Qs, axis1=1, axis2=2)), axis=1)
+    lam = np.where(lam > 0, lam, 1.0)
+    off = Qs * (1.0 - np.eye(n)) / lam[:, None, None]
+    M = off + np.eye(n) * (1.0 - off.sum(axis=2))[:, :, None]     # P = I + Q/Λ, rows sum to 1
+    j = np.zeros(N, dtype=int)
+    done = np.zeros(N, dtype=bool)
+    spread = np.max(M.max(axis=1) - M.min(axis=1), axis=1)
+    best = spread.copy()
+    stalled = np.zeros(N, dtype=int)
+    for _ in range(_MAX_SQUARINGS):
+        done |= spread <= tol
+        if done.all():
+            break
+        act = ~done
+        M2 = M[act] @ M[act]
+        M2 /= M2.sum(axis=2, keepdims=True)       # keep the rows stochastic against rounding drift
+        M[act] = M2
+        j[act] += 1
+        spread[act] = np.max(M2.max(axis=1) - M2.min(axis=1), axis=1)
+        # at rounding level the spread stops shrinking: three squarings without halving it
+        improved = spread < 0.5 * best
+        stalled = np.where(act & ~improved, stalled + 1, np.where(act, 0, stalled))
+        best = np.minimum(best, spread)
+        done |= act & (stalled >= 3) & (spread <= RADIUS_MAX)
+    lower, upper = M.min(axis=1), M.max(axis=1)
+    mid = 0.5 * (lower + upper)
+    rho = 4.0 * (2.0 ** j) * n * _U * mid.max(axis=1)
+    radius = 0.5 * (upper - lower).max(axis=1) + rho
+    out = Attractor(mid, lower, upper, radius, j, done, M.mean(axis=1))
+    if single:
+        return Attractor(*(np.asarray(a)[0] for a in (out.p, out.lower, out.upper, out.radius, out.squarings,
+                                                         out.converged, out.uniform)))
+    return out
+
+
+_RK4_CHUNK = 256          # RK4 steps between checkpoints
+_MAX_CHUNKS = 400         # ≤ 102 400 steps: τ ≤ 10⁵/L
+
+
+@functools.lru_cache(maxsize=32)
+def _rk4_kernels(fast):
+    """Compiled (cached per f): `_RK4_CHUNK` classical RK4 steps of dx/dτ = f(x, y) for a batch of
+    frozen y, and the batched Jacobian D_x f (only to size the step)."""
+    import jax
+    import jax.numpy as jnp
+
+    def field(x, y, args):
+        return jnp.asarray(fast(0.0, x, y, args))
+
+    batch = jax.vmap(field, in_axes=(0, 0, None))
+
+    def chunk(x, ys, h, args):
+        def step(_, x):
+            k1 = batch(x, ys, args)
+            k2 = batch(x + 0.5 * h * k1, ys, args)
+            k3 = batch(x + 0.5 * h * k2, ys, args)
+            k4 = batch(x + h * k3, ys, args)
+            return x + (h / 6.0) * (k1 + 2 * k2 + 2 * k3 + k4)
+        return jax.lax.fori_loop(0, _RK4_CHUNK, step, x)
+
+    jac = jax.vmap(jax.jacfwd(field), in_axes=(0, 0, None))
+    return jax.jit(chunk), jax.jit(jac)
+
+
+@in_float64
+def frozen_flow_attractor(system, ys, x0, *, tol: float = 1e-12, x_scale=None):
+    """Where dx/dτ = f(x, y) goes from `x0` at each frozen y (module docstring): explicit RK4, no solve.
+
+    The step is h = 1/L with L the largest ‖D_x f‖∞ seen at the start and (if given) at `x_scale`
+    (points on φ used only to size the step), inside RK4's real stability interval (−2.78, 0).
+
+    Returns
+    -------
+    (x (N, m), converged (N,) bool, tau float) — the state at the last checkpoint, whether two
+    successive checkpoints agreed within ``tol·(1 + ‖x‖∞)``, and the flow time reached.
+    """
+    import jax.numpy as jnp
+
+    if is_master(system):
+        raise TypeError("use `attractor_distribution` for a master-equation system.")
+    chunk, jac = _rk4_kernels(system.f)
+    ys = np.asarray(ys, dtype=np.float64)
+    x = np.broadcast_to(np.asarray(x0, dtype=np.float64), (ys.shape[0], np.size(x0))).copy()
+    probes = [x] + ([np.asarray(x_scale, dtype=np.float64)] if x_scale is not None else [])
+    L = max(float(np.nanmax(np.abs(np.asarray(jac(jnp.asarray(np.nan_to_num(p)), jnp.asarray(ys), system.args)))
+                           .sum(axis=-1), initial=0.0)) for p in probes)
+    h = 1.0 / max(L, 1e-3)
+    quiet = np.zeros(ys.shape[0], dtype=int)
+    tau = 0.0
+    for _ in range(_MAX_CHUNKS):
+        new = np.asarray(chunk(jnp.asarray(x), jnp.asarray(ys), h, system.args))
+        tau += _RK4_CHUNK * h
+        small = np.max(np.abs(new - x), axis=-1) <= tol * (1.0 + np.max(np.abs(new), axis=-1))
+        quiet = np.where(small, quiet + 1, 0)
+        x = new
+        if np.all(quiet >= 2) or not np.all(np.isfinite(x)):
+            break
+    ok = (quiet >= 2) & np.all(np.isfinite(x), axis=-1)
+    return x, ok, tau
+
+
+@dataclass
+class IdentityMethod:
+    """One way of computing φ on the grid: `name`, `kind` (module docstring), `values` (N, m) (NaN where
+    not computed), `points` (indices computed), `note`."""
+
+    name: str
+    kind: str
+    values: np.ndarray
+    points: np.ndarray
+    note: str = ""
+
+
+def _independent(a: IdentityMethod, b: IdentityMethod) -> bool:
+    return a.kind != b.kind
+
+
+@dataclass
+class IdentityCheck:
+    """The methods, their pairwise comparisons and the verdict of `identity_check`.
+
+    Attributes
+    ----------
+    ys : ndarray (N, d);  methods : dict name -> IdentityMethod
+    comparisons : list of dict — ``a``, ``b``, ``independent``, ``max_error``,
+        ``tolerance`` (the stated one, per comparison), ``passed``, ``points``.
+    status : "ok", "FAIL" or "skipped" (no independent comparison possible).
+    message : str — the first failing comparison, or why skipped.
+    phi : ndarray (N, m) — the critical manifold as root-found (what the rest of verify uses).
+    reference : ndarray (N, m) or None — the independent reference drawn with it.
+    """
+
+    ys: np.ndarray
+    methods: dict
+    comparisons: list
+    status: str
+    message: str
+    phi: np.ndarray
+    reference: np.ndarray | None = None
+    reference_name: str | None = None
+    error_per_point: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "ok"
+
+    def independent_comparison(self) -> dict | None:
+        """The headline comparison: the first independent one (the one a reader should cite)."""
+        return next((c for c in self.comparisons if c["independent"]), None)
+
+    def to_dict(self) -> dict:
+        return {"status": self.status, "message": self.message, "grid": self.ys,
+                "methods": [{"name": m.name, "kind": m.kind, "points": len(m.points), "note": m.note}
+                            for m in self.methods.values()],
+                "comparisons": self.comparisons}
+
+
+def _compare(a: IdentityMethod, b: IdentityMethod, tol_per_point: np.ndarray) -> dict:
+    idx = np.intersect1d(a.points, b.points)
+    err = np.max(np.abs(a.values[idx] - b.values[idx]), axis=-1)
+    err = np.where(np.isfinite(err), err, np.inf)
+    tol = tol_per_point[idx]
+    worst = int(np.argmax(err - tol)) if idx.size else 0
+    return {"a": a.name, "b": b.name, "independent": _independent(a, b), "points": int(idx.size),
+            "max_error": float(err.max()) if idx.size else float("nan"),
+            "tolerance": float(tol.max()) if idx.size else float("nan"),
+            "passed": bool(idx.size and np.all(err <= tol)),
+            "worst_index": int(idx[worst]) if idx.size else None}
+
+
+@in_float64
+def identity_check(system, ys, *, x0=None, phi=None, phi_name: str = "the supplied φ",
+                   phi_kind: str = "closed form", exact_points: int = EXACT_POINTS) -> IdentityCheck:
+    """Check φ(y) = p_st(y) (or φ against its closed form) on a grid by methods that solve different problems.
+
+    Parameters
+    ----------
+    system : FastSlowSystem
+    ys : array_like (N, d)
+        The grid of slow states.
+    x0 : array_like (m,), optional
+        Initial fast state: selects the branch (Newton continuation) and starts the
+        frozen flow of a general system.  Required for a general system.
+    phi : callable y (d,) -> (m,), or ndarray (N, m), optional
+        A claimed φ (a closed form, a catalogue entry's φ, or a deliberately wrong one):
+        compared with the independent methods.
+    phi_name, phi_kind : str
+        How `phi` is named in messages, and its kind (module docstring): "closed form" for a formula,
+        "linear solve" when it is itself computed from Q(y) by a solve (a catalogue master equation's φ).
+    exact_points : int
+        Sampled y for the exact rational check (generators with n ≤ 12; 0 to skip).
+
+    Returns
+    -------
+    IdentityCheck
+
+    Raises
+    ------
+    TypeError, ValueError
+        Bad `system`, `ys`, `x0` or `phi` shape.
+    """
+    import jax.numpy as jnp
+
+    from sp_ode.manifolds.critical_manifold import continue_manifold, critical_manifold
+    from sp_ode.manifolds.newton import as_points, require_system
+
+    require_system(system)
+    ys, _ = as_points(system, ys, "ys")
+    N = ys.shape[0]
+    every = np.arange(N)
+    methods: dict[str, IdentityMethod] = {}
+    tols: dict[tuple, np.ndarray] = {}
+    master = is_master(system)
+    if master:
+        from sp_ode.markov.stationary import stationary_distribution
+
+        Qs = np.stack([np.asarray(system.Q(jnp.asarray(y)), dtype=np.float64) for y in ys])
+        n = Qs.shape[-1]
+        gth = IdentityMethod("p_st by GTH (stationary_distribution)", "linear solve", stationary_distribution(Qs),
+                             every)
+        newton = IdentityMethod("φ by Newton on the bordered system", "linear solve",
+                                critical_manifold(system, ys, throw=False), every,
+                                "affine for a generator: one Newton step is the bordered LU solve")
+        att = attractor_distribution(Qs)
+        attractor = IdentityMethod("attractor of the frozen fast flow (uniformised powers P^(2^j))", "attractor",
+                                   np.where(att.converged[:, None], att.p, np.nan), every,
+                                   f"2^j steps with j ≤ {int(att.squarings.max())}; certified bracket radius "
+                                   f"≤ {float(att.radius.max()):.1e}")
+        radius = np.where(att.radius <= RADIUS_MAX, att.radius, -np.inf)   # too loose: fails, never passes
+        methods.update({m.name: m for m in (gth, attractor, newton)})
+        for other in (gth, newton):
+            tols[(attractor.name, other.name)] = radius + IDENTITY_TOL
+        tols[(gth.name, newton.name)] = np.full(N, IDENTITY_TOL)
+        if exact_points and n <= EXACT_MAX_N:
+            from sp_ode.markov.reference import exact_stationary
+
+            pick = np.unique(np.linspace(0, N - 1, min(exact_points, N)).astype(int))
+            vals = np.full((N, n), np.nan)
+            for i in pick:
+                vals[i] = [float(v) for v in exact_stationary(Qs[i])]
+            exact = IdentityMethod(f"exact rational elimination on the float rates ({len(pick)} sampled y)",
+                                   "exact arithmetic", vals, pick)
+            methods[exact.name] = exact
+            # GTH is entrywise accurate to c·n³·u (docs/theory.md §7.2): far inside this
+            tols[(gth.name, exact.name)] = np.full(N, IDENTITY_TOL)
+            tols[(attractor.name, exact.name)] = radius + IDENTITY_TOL
+        root, headline = newton, attractor
+    else:
+        if x0 is None:
+            raise ValueError("`x0` is required for a general system (it selects the branch of φ).")
+        x0 = np.asarray(x0, dtype=np.float64).reshape(-1)
+        branch = continue_manifold(system, ys, x0)
+        root = IdentityMethod("φ by Newton continuation from x0", "root finding", branch.x, every, branch.message)
+        methods[root.name] = root
+        xs, ok, tau = frozen_flow_attractor(system, ys, x0, x_scale=branch.x)
+        flow = IdentityMethod("attractor of the frozen fast flow from x0 (explicit RK4)", "attractor",
+                              np.where(ok[:, None], xs, np.nan), every,
+                              f"flow time τ = {tau:.3g}; {int((~ok).sum())} of {N} points not settled")
+        methods[flow.name] = flow
+        scale = np.maximum(1.0, np.nanmax(np.abs(branch.x), axis=-1, initial=1.0))
+        tols[(flow.name, root.name)] = FLOW_TOL * scale
+        headline = flow
+    if phi is not None:
+        if callable(phi):
+            vals = np.stack([np.asarray(phi(jnp.asarray(y)), dtype=np.float64).reshape(-1) for y in ys])
+        else:
+            vals = np.asarray(phi, dtype=np.float64)
+        if vals.shape != root.values.shape:
+            raise ValueError(f"`phi` must give shape (N, m) = {root.values.shape}; got {vals.shape}.")
+        given = IdentityMethod(phi_name, phi_kind, vals, every)
+        methods[given.name] = given
+        scale = np.maximum(1.0, np.max(np.abs(np.nan_to_num(vals)), axis=-1))
+        tols[(root.name, given.name)] = IDENTITY_TOL * scale
+        if master:
+            tols[(headline.name, given.name)] = np.where(att.radius <= RADIUS_MAX, att.radius, -np.inf) \
+                + IDENTITY_TOL
+        else:
+            tols[(headline.name, given.name)] = FLOW_TOL * scale
+    comparisons = [_compare(methods[a], methods[b], t) for (a, b), t in tols.items()]
+    comparisons.sort(key=lambda c: not c["independent"])
+    failed = [c for c in comparisons if not c["passed"]]
+    independent = [c for c in comparisons if c["independent"] and c["points"]]
+    if failed:
+        c = failed[0]
+        where = ys[c["worst_index"]].tolist() if c["worst_index"] is not None else "?"
+        if c["tolerance"] == -np.inf:
+            status, message = "FAIL", (f"identity: inconclusive — the attractor's certified bracket (radius up to "
+                                       f"{float(att.radius.max()):.1e} after 2^{int(att.squarings.max())} steps) is "
+                                       f"wider than {RADIUS_MAX:.0e}, so it cannot certify agreement (the chain mixes "
+                                       "too slowly, or is reducible, for float64 powers)")
+        else:
+            status, message = "FAIL", (f"identity: {c['a']} and {c['b']} differ by {c['max_error']:.2e} "
+                                       f"(tolerance {c['tolerance']:.1e}) at y = {where}")
+    elif not independent:
+        status, message = "skipped", "no two methods that solve different problems could be compared"
+    else:
+        c = independent[0]
+        status, message = "ok", (f"{c['a']} vs {c['b']}: max difference {c['max_error']:.1e} "
+                                 f"≤ {c['tolerance']:.1e} on {c['points']} points")
+    ref = headline.values
+    err = np.max(np.abs(root.values - ref), axis=-1)
+    return IdentityCheck(ys, methods, comparisons, status, message, root.values, ref, headline.name, err)

@@ -1,0 +1,72 @@
+"""Every example under examples/ runs at smoke size, so none can rot (the docs gallery executes them).
+
+Each gallery example runs in a subprocess (one thread, a timeout, `--smoke --out TMP`) and
+must exit 0, print something, and leave at least one figure.  Examples with a test of their
+own (they take longer at any size) must be named by another test file; the last test checks
+that no example is left out.  The numbers the examples print are checked by the examples'
+own subjects' tests (test_cli_symbolic, test_model, test_cli_phi, ...); here only that they run.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+GALLERY = sorted(p.stem for p in EXAMPLES.glob("*.py") if p.stem not in {"ablation_500k", "when_coupling_matters"})
+TIMEOUT_S = 240  # generous: the 2 shared cores can be 3-4x slower than an idle machine
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", MPLBACKEND="Agg",
+               XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
+    return env
+
+
+@pytest.mark.parametrize("name", GALLERY)
+def test_example_runs_at_smoke_size(name, tmp_path):
+    proc = subprocess.run([sys.executable, str(EXAMPLES / f"{name}.py"), "--smoke", "--out", str(tmp_path)],
+                          cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=TIMEOUT_S)
+    assert proc.returncode == 0, f"{name} failed:\n{proc.stderr[-3000:]}"
+    assert proc.stdout.strip(), f"{name} printed nothing"
+    assert list(tmp_path.rglob("*.png")), f"{name} wrote no figure"
+
+
+def test_every_example_is_run_somewhere():
+    others = "".join(p.read_text() for p in (ROOT / "tests").rglob("test_*.py") if p.name != "test_gallery.py")
+    for path in EXAMPLES.glob("*.py"):
+        assert path.stem in GALLERY or path.name in others, f"examples/{path.name} is run by no test"
+
+
+def test_gallery_examples_have_a_title_and_smoke_flag():
+    # mkdocs-gallery takes the first docstring line as the page title (a Markdown heading).
+    for name in GALLERY:
+        text = (EXAMPLES / f"{name}.py").read_text()
+        assert text.startswith('"""\n# '), f"{name}: the docstring must open with a '# Title' line"
+        assert '"--smoke"' in text and '"--out"' in text, f"{name}: needs --smoke and --out"
+
+
+def test_docs_site_pages_exist():
+    # `make docs` (mkdocs build --strict) fails on a missing page; this catches it without mkdocs.
+    import re
+
+    config = (ROOT / "mkdocs.yml").read_text()
+    pages = re.findall(r":\s*([\w/]+\.md)\s*$", config, flags=re.M)
+    assert "index.md" in pages and "guide/your_own_model.md" in pages
+    for page in pages:
+        assert (ROOT / "docs" / page).is_file(), f"mkdocs.yml names docs/{page}, which does not exist"
+    for api in (ROOT / "docs" / "api").glob("*.md"):
+        for target in re.findall(r"^::: ([\w.]+)$", api.read_text(), flags=re.M):
+            module, _, name = target.rpartition(".")
+            import importlib
+
+            try:
+                obj = importlib.import_module(target)
+            except ImportError:
+                obj = getattr(importlib.import_module(module), name, None)
+            assert obj is not None, f"{api.name}: {target} does not exist"

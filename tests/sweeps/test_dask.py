@@ -1,0 +1,155 @@
+"""sp_ode.sweep on Dask: a real scheduler and two worker processes on 127.0.0.1.
+
+The scheduler and workers are started with the `dask scheduler` / `dask worker`
+command-line tools (separate processes, single-threaded, random free ports) and
+stopped in a finally.  Expected results are the single-process sweep's, bit for
+bit (same compiled code, same chunks).  Michaelis–Menten (docs/theory.md §3.6)
+with max_order 0 keeps each worker's compilations short.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+distributed = pytest.importorskip("distributed", reason="the `dask` extra is not installed")
+
+import sp_ode  # noqa: E402
+from sp_ode.sweeps.sweep import MANIFEST, SweepClusterError, sweep  # noqa: E402
+
+TS = np.array([0.5, 1.0, 2.0])
+N = 96
+OPTS = dict(ts=TS, tol=1e-6, chunk_size=8, max_order=0, validate_fraction=0.0, progress_bar=False)
+DASK = str(Path(sys.executable).with_name("dask"))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _params():
+    rng = np.random.default_rng(3)
+    return {"eps": np.exp(rng.uniform(np.log(1e-6), np.log(1e-2), N)), "kappa": rng.uniform(0.5, 2.0, N)}
+
+
+def _run(**kw):
+    # λ = 0.3 has no float32 representation: a worker that rounded the parameters (a float64 JAX array
+    # unpickled outside JAX's float64 scope, as before FastSlowSystem.__getstate__) differs from here
+    e = sp_ode.systems.catalogue.michaelis_menten(lam=0.3)
+    return sweep(e.system, _params(), (0.0, 2.0), "manifold", [1.0], **{**OPTS, **kw})
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """(address, Client, {name: Popen}) of a scheduler and two single-threaded worker processes."""
+    from dask.distributed import Client
+
+    logs = tmp_path_factory.mktemp("dask")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+    port = _free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    procs = {}
+    client = None
+    try:
+        procs["scheduler"] = subprocess.Popen(
+            [DASK, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
+            stdout=open(logs / "scheduler.log", "w"), stderr=subprocess.STDOUT, env=env)
+        for name in ("w0", "w1"):
+            procs[name] = subprocess.Popen(
+                [DASK, "worker", address, "--host", "127.0.0.1", "--nthreads", "1", "--no-nanny",
+                 "--no-dashboard", "--name", name, "--local-directory", str(logs / name)],
+                stdout=open(logs / f"{name}.log", "w"), stderr=subprocess.STDOUT, env=env)
+        client = Client(address, timeout="30s")
+        client.wait_for_workers(2, timeout=60)
+        yield address, client, procs
+    finally:
+        if client is not None:
+            client.close()
+        for p in procs.values():
+            if p.poll() is None:
+                p.terminate()
+        for p in procs.values():
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+def test_two_workers_match_single_process_exactly_through_a_killed_worker(cluster, tmp_path):
+    """Both workers run chunks; as soon as one worker is seen processing a chunk it is
+    killed by PID.  Dask reschedules its chunks on the other; the result equals the
+    single-process sweep bit for bit and each chunk (hence each point) is stored once."""
+    import json
+
+    address, client, procs = cluster
+    killed = []
+
+    # worker address -> name, read once in this thread (the watcher only asks what is processing)
+    names = {addr: w.get("name") for addr, w in client.scheduler_info()["workers"].items()}
+
+    def kill_busy_worker():
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not killed:
+            try:
+                manifest = tmp_path / MANIFEST
+                done = json.loads(manifest.read_text())["done"] if manifest.is_file() else []
+                processing = client.processing()  # the first chunks compile for seconds: a worker is caught busy
+            except Exception:  # a transient read while the manifest or the scheduler state changes
+                processing, done = {}, []
+            for addr, keys in processing.items():
+                name = names.get(addr)
+                if keys and name in ("w0", "w1"):
+                    os.kill(procs[name].pid, signal.SIGKILL)
+                    killed.append((name, len(done)))
+                    return
+            time.sleep(0.02)
+
+    watcher = threading.Thread(target=kill_busy_worker, daemon=True)
+    watcher.start()
+    remote = _run(client=address, out=tmp_path)
+    watcher.join(timeout=5)
+    assert killed, "no worker was caught with chunks assigned"
+    assert killed[0][1] < N // OPTS["chunk_size"], "the kill came after the last chunk"
+    local = _run()
+    for name in ("y", "path", "estimate", "status"):
+        np.testing.assert_array_equal(getattr(remote, name), getattr(local, name))
+    manifest = json.loads((tmp_path / MANIFEST).read_text())
+    assert manifest["done"] == list(range(N // OPTS["chunk_size"]))   # each chunk once, every point once
+    assert remote.computed_chunks == tuple(range(N // OPTS["chunk_size"]))
+
+
+def test_unreachable_scheduler_fails_fast():
+    address = f"tcp://127.0.0.1:{_free_port()}"     # nothing listens there
+    start = time.monotonic()
+    with pytest.raises(SweepClusterError, match="no Dask scheduler answered"):
+        _run(client=address, connect_timeout=2.0)
+    assert time.monotonic() - start < 30
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="CPU affinity is Linux-only")
+def test_local_cluster_pins_each_worker_to_its_own_core():
+    """client="local": one worker per core, each pinned to a distinct single core before any JAX work
+    (sp_ode.core.cpu_pool: a one-thread XLA pool cannot deadlock in jaxlib 0.10.2's batched LAPACK)."""
+    from sp_ode.core.cpu_pool import available_cores
+    from sp_ode.sweeps._dask import _connect
+
+    client, cluster = _connect("local", 10.0)
+    try:
+        seen = client.run(lambda: sorted(os.sched_getaffinity(0)))
+    finally:
+        client.close()
+        cluster.close()
+    cores = available_cores()
+    assert len(seen) == len(cores)
+    assert all(len(v) == 1 for v in seen.values())
+    assert sorted(v[0] for v in seen.values()) == cores

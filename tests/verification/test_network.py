@@ -1,0 +1,141 @@
+"""sp_ode.verification.network and `sp-ode verify` on reaction-network models: the identity by independent
+routes (sparse solver vs the attractor of the frozen fast flow), the certificate slopes, negative controls."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from sp_ode.cli import main
+from sp_ode.networks.models import get_network_model
+from sp_ode.networks.network import ReactionNetwork
+from sp_ode.networks.system import NetworkSystem
+from sp_ode.verification.network import network_identity, sparse_attractor, verify_network
+
+STATUS = ("ok", "FAIL", "skipped")
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _system(name, eps=1e-2, **kw):
+    m = get_network_model(name, **kw)
+    return m, NetworkSystem(m.network, m.space(), m.slow, eps=eps, name=name)
+
+
+def _split():
+    """A reducible network: X → Y or X → Z (both absorbing), an mRNA M besides: two closed classes."""
+    net = ReactionNetwork("X -> Y, k*y; X -> Z, 1; 0 -> M, 5; M -> 0, 1", parameters={"k": 1.0}, slow=["y"],
+                          name="split")
+    return NetworkSystem(net, net.state_space({"M": 20}, initial={"X": 1}), {"y": "-y*E[Y]"}, eps=1e-2)
+
+
+def _check_lines(lines):
+    return [ln for ln in lines if ln.startswith(("(1)", "(2) identity:", "(3)", "verify "))]
+
+
+def test_verdict_passes_on_the_telegraph_model(tmp_path):
+    # telegraph, N = 40 (n = 82), t ∈ [0, 2], ε = 10^-1.5 … 10^-3.5 (6 values).  Measured (this machine):
+    # identity max difference 1.3e-15 (tolerance ~3e-12), slope |y − y_reduced| 0.996 ± 0.001,
+    # slope |y − y_corrected| 1.998 ± 0.000 (6 points each); ~3 s.
+    m, s = _system("telegraph", N=40)
+    v = verify_network(s, (0.0, 2.0), m.y0, out=tmp_path)
+    assert v.passed, v.format()
+    assert v.checks == {"paths": "ok", "identity": "ok", "rate_reduced": "ok", "rate_corrected": "ok"}
+    ident = v.identity
+    assert ident.independent and {meth.kind for meth in ident.methods} == {"linear solve", "attractor"}
+    assert len(ident.points) == 5 and ident.max_error <= 1e-12
+    lo, hi = v.visited
+    assert [r["y"][0] for r in ident.points] == pytest.approx(np.linspace(lo[0], hi[0], 5).tolist())
+    assert abs(v.fits["reduced"].slope - 1) <= 0.05 and abs(v.fits["corrected"].slope - 2) <= 0.05
+    assert v.fits["reduced"].n_points >= 4 and v.fits["corrected"].n_points >= 4
+    assert np.all(v.errors["corrected"] < v.errors["reduced"])
+    lines = v.summary()
+    checks = _check_lines(lines)
+    assert len(checks) == 5 and all(ln.rstrip().endswith(STATUS) for ln in checks)
+    assert lines[-1] == "verify PASSED: paths ok, identity ok, rate_reduced ok, rate_corrected ok"
+    for name in ("marginals.png", "convergence.png"):
+        assert (tmp_path / name).read_bytes()[:8] == PNG
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["kind"] == "network" and report["passed"] is True
+    assert report["slope_corrected"] == pytest.approx(v.fits["corrected"].slope)
+    # the figure's markers are the full solve at the largest ε, close to p_st (O(ε) apart)
+    assert v.full_eps == pytest.approx(10 ** -1.5)
+    assert np.abs(v.full_marginals["M"] - v.marginals["M"]).max() < 0.05
+
+
+def test_identity_fails_on_a_deliberately_wrong_p():
+    m, s = _system("telegraph", N=30)
+    ys = np.array([[0.6], [0.9]])
+    p_true = np.stack([s.stationary(y)[0] for y in ys])
+    good = network_identity(s, ys, p=p_true)                      # the control: the right answer passes
+    assert good.status == "ok" and good.max_error <= 1e-12
+    wrong = p_true * (1 + 1e-6 * np.sin(np.arange(s.n)))           # a relative error of 1e-6
+    wrong /= wrong.sum(axis=1, keepdims=True)
+    bad = network_identity(s, ys, p=wrong)
+    assert bad.status == "FAIL" and "differ by" in bad.message
+    assert 1e-9 < bad.max_error < 1e-5 and all(r["status"] == "FAIL" for r in bad.points)
+
+
+def test_attractor_that_has_not_settled_is_a_fail():
+    m, s = _system("telegraph", N=30)
+    att = sparse_attractor(s.Q(m.y0), [0, s.n - 1], max_steps=64)
+    assert not att.converged and att.steps == 64
+    r = network_identity(s, [m.y0], max_steps=64)
+    assert r.status == "FAIL" and "did not settle" in r.message
+
+
+def test_reducible_network_generator_is_reported_not_passed():
+    s = _split()
+    r = network_identity(s, [[1.0], [0.5]])
+    assert r.status == "FAIL" and "reducible" in r.message and "2 closed" in r.message
+    # the attractor alone also refuses it: the starts end in different closed classes
+    att = sparse_attractor(s.Q(np.array([1.0])), [0, s.n - 1])
+    assert not att.converged and att.spread > 0.01 and att.steps < 2**18
+    v = verify_network(s, (0.0, 1.0), [1.0], smoke=True)
+    assert not v.passed and v.checks["paths"] == "FAIL"
+    assert v.checks["identity"] == "FAIL" and "reducible" in v.messages["identity"]
+    assert all(ln.rstrip().endswith(STATUS) for ln in _check_lines(v.summary())[:-1])
+
+
+def test_cli_smoke_json_on_a_catalogue_network(tmp_path, capsys):
+    rc = main(["verify", "--system", "network:cascade", "--smoke", "--json", "--out", str(tmp_path)])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["passed"] is True and out["failure"] is None and out["kind"] == "network"
+    methods = out["identity_methods"]
+    assert len(methods) == 2 and {m["kind"] for m in methods} == {"linear solve", "attractor"}
+    assert out["identity_independent"] is True and any("no linear solve" in m["note"] for m in methods)
+    assert out["identity_max_error"] <= out["identity_tolerance"] <= 1e-9
+    assert abs(out["slope_reduced"] - 1) <= 0.15 and abs(out["slope_corrected"] - 2) <= 0.15
+    assert len(out["eps_values"]) == 5
+    for name in ("marginals.png", "convergence.png"):
+        path = tmp_path / name
+        assert path.stat().st_size > 1000 and path.read_bytes()[:8] == PNG
+    assert json.loads((tmp_path / "report.json").read_text())["checks"] == out["checks"]
+
+
+def test_cli_user_file_network_system_and_exit_codes(tmp_path, capsys):
+    path = tmp_path / "net.py"
+    path.write_text(
+        "from sp_ode.networks.models import get_network_model\n"
+        "from sp_ode.networks.system import NetworkSystem\n"
+        "m = get_network_model('birth_death', N=30)\n"
+        "SYSTEM = NetworkSystem(m.network, m.space(), m.slow, eps=0.01, name='mine')\n"
+        "def factory():\n    return SYSTEM\n")
+    # a bare NetworkSystem needs --y0 and --t-span (usage error, exit 2); --x0 is refused
+    assert main(["verify", "--system", f"{path}:SYSTEM", "--out", str(tmp_path)]) == 2
+    assert main(["verify", "--system", f"{path}:SYSTEM", "--t-span", "0", "2", "--y0", "0.5", "--x0", "1",
+                 "--out", str(tmp_path)]) == 2
+    capsys.readouterr()
+    rc = main(["verify", "--system", f"{path}:factory", "--t-span", "0", "2", "--y0", "0.5", "--smoke",
+               "--out", str(tmp_path)])
+    text = capsys.readouterr().out
+    assert rc == 0, text
+    assert "verify PASSED: paths ok, identity ok, rate_reduced ok, rate_corrected ok" in text
+    assert all(ln.rstrip().endswith(STATUS) for ln in _check_lines(text.splitlines())[:-1])
+    # y0 = 1 is an equilibrium of the catalogue birth–death model: nothing to measure — skipped, exit 1
+    rc = main(["verify", "--system", "network:birth_death", "--smoke", "--out", str(tmp_path)])
+    cap = capsys.readouterr()
+    assert rc == 1 and "rate_reduced skipped" in cap.out and cap.err.startswith("sp-ode verify: a check was skipped")
+    # --set goes to the network builder (integers stay integers); unknown names are usage errors
+    assert main(["verify", "--system", "network:telegraph", "--set", "Q=3", "--out", str(tmp_path)]) == 2
+    assert "not a parameter" in capsys.readouterr().err
