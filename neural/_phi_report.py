@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
+from sp_ode.core.reporting import figures
+
 MAX_COMPONENTS_2D = 4  # heatmap columns; larger n shows the first four states
 
 
@@ -144,7 +146,6 @@ FORMATS = ("png", "pdf", "svg")
 
 def write_figures(fit, held, extra, out: Path, *, fmt: str = "png", dpi: int = 150) -> list[Path]:
     """All figures for `fit` under `out` as ``*.{fmt}`` at `dpi`; returns their paths."""
-    from sp_ode.core.reporting import figures
 
     plt = figures()
     out.mkdir(parents=True, exist_ok=True)

@@ -20,7 +20,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sp_ode.core.files import load_object
 from sp_ode.core.validation import check_finite_array, check_positive_int
+from sp_ode.markov.families import FAMILIES, GeneratorFamily
+from sp_ode.markov.generator import NotIrreducibleError, check_generator, closed_classes, is_irreducible
+from sp_ode.markov.spectral import group_inverse
+from sp_ode.markov.stationary import stationary_distribution
 
 
 @dataclass(frozen=True)
@@ -112,8 +117,6 @@ def resolve_system(system="cycle3", domain=None, *, d: int | None = None) -> Phi
         Unknown family name, missing or malformed `domain`, mismatched d, or a
         Q(centre) that is not square.
     """
-    from sp_ode.core.files import load_object
-    from sp_ode.markov.families import FAMILIES, GeneratorFamily
 
     if isinstance(system, str):
         if ":" in system:
@@ -141,7 +144,7 @@ def resolve_system(system="cycle3", domain=None, *, d: int | None = None) -> Phi
 
 def _fast_slow(obj):
     """`obj` as an sp_ode.FastSlowSystem (a catalogue entry unwrapped to its ``.system``), or None."""
-    from sp_ode.systems.system import FastSlowSystem
+    from sp_ode.systems.system import FastSlowSystem  # imports jax (1 s): only when a system object is passed
 
     inner = getattr(obj, "system", None)
     obj = inner if isinstance(inner, FastSlowSystem) else obj
@@ -158,8 +161,7 @@ def _from_family(name: str, family, domain, d: int | None) -> PhiSystem:
 
 def _from_system(system, domain, d: int | None, spec: str | None = None) -> PhiSystem:
     """A MasterEquationSystem's generator family; any other FastSlowSystem is a TypeError."""
-    from sp_ode.markov.families import GeneratorFamily
-    from sp_ode.systems.system import MasterEquationSystem
+    from sp_ode.systems.system import MasterEquationSystem  # imports jax (1 s): only for a system object
 
     where = f" ({spec})" if spec is not None else ""
     if not isinstance(system, MasterEquationSystem):
@@ -213,7 +215,6 @@ def generators_at(system: PhiSystem, ys: np.ndarray, *, skip_invalid: bool = Fal
     """
     import scipy.sparse as sp
 
-    from sp_ode.markov.generator import NotIrreducibleError, check_generator, closed_classes, is_irreducible
 
     Qs, keep = [], np.ones(len(ys), dtype=bool)
     for k, y in enumerate(ys):
@@ -287,8 +288,6 @@ def sample(system: PhiSystem, ys, *, with_p: bool = True, with_ginv: bool = True
     ValueError, NotIrreducibleError
         As :func:`generators_at`, naming the offending y.
     """
-    from sp_ode.markov.spectral import group_inverse
-    from sp_ode.markov.stationary import stationary_distribution
 
     ys = np.asarray(ys, dtype=np.float64).reshape(-1, system.d)
     Qs, keep = generators_at(system, ys, skip_invalid=skip_invalid)

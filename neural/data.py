@@ -41,6 +41,7 @@ import torch
 
 from neural.sources import check_regime_stack
 from sp_ode.core.validation import check_positive_int
+from sp_ode.markov.generator import require_irreducible
 
 __all__ = [
     "VOCAB_SIZE",
@@ -159,7 +160,6 @@ class MarkovSource:
 
     def __post_init__(self) -> None:
         import sp_ode
-        from sp_ode.markov.generator import require_irreducible
 
         Qs = check_regime_stack(self.alphabet, self.generators, "generators")
         check_positive_int("block", self.block)

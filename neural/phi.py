@@ -49,7 +49,10 @@ from neural._phi_system import (
     sigma_min_on_complement,
     training_points,
 )
+from sp_ode.core.reporting import progress
 from sp_ode.core.validation import check_choice, check_finite_array, check_positive, check_positive_int
+from sp_ode.markov.generator import check_generator
+from sp_ode.markov.spectral import group_inverse
 
 EPS = np.finfo(np.float64).eps
 ACTIVATIONS = {"tanh": torch.nn.Tanh, "silu": torch.nn.SiLU, "gelu": torch.nn.GELU}
@@ -143,7 +146,7 @@ class PhiMLP(torch.nn.Module):
         compilations by the function's identity); any in-place update of a parameter
         (an optimiser step, ``load_state_dict``) bumps its version and gives a fresh copy.
         """
-        from neural.phi_jax import phi_to_jax
+        from neural.phi_jax import phi_to_jax  # jax (1 s to import) only when a JAX copy is asked for
 
         versions = tuple((id(t), t._version) for t in list(self.parameters()) + list(self.buffers()))
         cached = getattr(self, "_jax_fn_cache", None)
@@ -228,8 +231,6 @@ def phi_certificate(Q, q) -> PhiCertificate:
     sp_ode.NotIrreducibleError
         Q reducible (p_st, hence the bound, is then not defined).
     """
-    from sp_ode.markov.generator import check_generator
-    from sp_ode.markov.spectral import group_inverse
 
     Q = check_generator(Q)
     Q = Q.toarray() if hasattr(Q, "toarray") else Q
@@ -480,7 +481,6 @@ def fit_phi(system="cycle3", *, loss: str = "kl", domain=None, width: int = 32, 
 
 def _fit(system, loss, domain, width, depth, activation, steps, optimizer, lr, n_train, seed, record_every,
          monitor, n_monitor, show_progress) -> PhiFit:
-    from sp_ode.core.reporting import progress
 
     t0 = time.perf_counter()
     loss = check_choice("loss", loss, LOSSES)

@@ -58,7 +58,8 @@ from neural.checkpoint import (
 )
 from neural.config import ConfigDict, ModelConfig
 from neural.data import ByteCorpus, eval_starts, get_batch, load_corpus, windows
-from sp_ode.core.files import write_json
+from neural.model import FastSlowLM
+from sp_ode.core.files import atomic_write_bytes, write_json
 from sp_ode.core.reporting import figures, progress
 from sp_ode.core.validation import check_choice, check_nonnegative, check_positive, check_positive_int
 
@@ -335,7 +336,6 @@ def train(model_config: ModelConfig, train_config: TrainConfig, *, data: ByteCor
         If the checkpoint to resume is missing or unreadable; its subclass
         ``CheckpointMismatchError`` if it was written with other settings.
     """
-    from neural.model import FastSlowLM
 
     if not isinstance(model_config, ModelConfig):
         raise TypeError(f"`model_config` must be a neural.ModelConfig; got {type(model_config).__name__}.")
@@ -589,7 +589,6 @@ def _read_metrics(path: Path) -> list[dict]:
 
 
 def _write_metrics(path: Path, records: list[dict]) -> None:
-    from sp_ode.core.files import atomic_write_bytes
 
     atomic_write_bytes(path, "".join(json.dumps(_jsonable(r)) + "\n" for r in records).encode())
 

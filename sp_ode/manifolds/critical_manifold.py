@@ -32,6 +32,7 @@ import numpy as np
 from sp_ode.core.precision import in_float64
 from sp_ode.core.validation import check_choice, check_finite_array, check_positive_int
 from sp_ode.manifolds.newton import as_points, fast_dim, guesses, is_master, map_chunks, require_system, system_kernels
+from sp_ode.markov.spectral import spectral_gap
 
 __all__ = [
     "critical_manifold",
@@ -327,7 +328,6 @@ def normal_hyperbolicity(system, x, y) -> Hyperbolicity:
         kind = "non-hyperbolic"
     gap = None
     if is_master(system):
-        from sp_ode.markov.spectral import spectral_gap
 
         try:
             gap = spectral_gap(np.asarray(system.Q(jnp.asarray(y1)), dtype=np.float64))

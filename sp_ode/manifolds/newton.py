@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from sp_ode.core.validation import check_finite_array
+from sp_ode.systems.system import FastSlowSystem, MasterEquationSystem
 
 _MAXITER = 50
 # Newton stops once a step is below _STEP_TOL·(1 + ‖x‖∞) and calls the root
@@ -26,7 +27,6 @@ _CONVERGED_TOL = 1e-9
 # --- system access ----------------------------------------------------------------
 
 def require_system(system, name: str = "system"):
-    from sp_ode.systems.system import FastSlowSystem
 
     if not isinstance(system, FastSlowSystem):
         raise TypeError(f"`{name}` must be an sp_ode.FastSlowSystem (or MasterEquationSystem); "
@@ -35,7 +35,6 @@ def require_system(system, name: str = "system"):
 
 
 def is_master(system) -> bool:
-    from sp_ode.systems.system import MasterEquationSystem
 
     return isinstance(system, MasterEquationSystem)
 

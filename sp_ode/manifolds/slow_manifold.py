@@ -54,6 +54,7 @@ from sp_ode.manifolds.newton import (
 
 # one direction only: reduced.py never imports this module (the import contracts forbid cycles)
 from sp_ode.manifolds.reduced import ReducedSystem, critical_manifold_fn, simulate_reduced
+from sp_ode.systems.simulation import check_system
 
 __all__ = ["slow_manifold", "SlowManifold", "METHODS", "MAX_ORDER"]
 
@@ -315,7 +316,6 @@ def slow_manifold(system, order: int = 1, *, method: str = "series", x_guess=Non
         `order` out of range; unknown `method`; "closed_form" on a system that is
         not a master equation or with k > 1; `x_guess` of the wrong shape.
     """
-    from sp_ode.systems.simulation import check_system
 
     system = require_system(check_system(system))
     order = check_order(order)

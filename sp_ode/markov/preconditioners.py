@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from sp_ode.markov._sparse import quiet_stdout
+
 __all__ = ["air_adjoint_preconditioner"]
 
 
@@ -36,7 +38,6 @@ def air_adjoint_preconditioner(Ak):
     import scipy.sparse as sp
 
     from sp_ode.markov._air import AIR_OPTIONS, AirCycles
-    from sp_ode.markov._sparse import quiet_stdout
 
     if not sp.issparse(Ak):
         raise TypeError(f"`Ak` must be a scipy.sparse matrix; got {type(Ak).__name__}.")

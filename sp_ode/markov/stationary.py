@@ -41,9 +41,11 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from sp_ode.core.precision import in_float64
+from sp_ode.core.precision import float64, in_float64
 from sp_ode.core.validation import check_choice
+from sp_ode.markov._banded_gth import band_plan, banded_gth
 from sp_ode.markov._gth import gth_componentwise_bound, gth_solve
+from sp_ode.markov._sparse import sparse_stationary
 from sp_ode.markov.bounds import ConvergenceError, posterior_bound
 from sp_ode.markov.generator import check_generator, closed_classes, require_irreducible
 
@@ -70,7 +72,6 @@ def _gth(Q: np.ndarray, *, log: bool = False, **_) -> tuple[np.ndarray, dict]:
 
 
 def _banded(Q, *, log: bool = False, **_) -> tuple[np.ndarray, dict]:
-    from sp_ode.markov._banded_gth import band_plan, banded_gth
 
     Q = sp.csr_array(Q)
     perm, b, nbytes = band_plan(Q)
@@ -180,7 +181,6 @@ def _jax(Q: np.ndarray, **_) -> tuple[np.ndarray, dict]:
 
 
 def _sparse(Q, *, tol: float, maxiter: int | None, **_) -> tuple[np.ndarray, dict]:
-    from sp_ode.markov._sparse import sparse_stationary
 
     return sparse_stationary(sp.csr_array(Q), bound_tol=tol, maxiter=maxiter)
 
@@ -216,7 +216,6 @@ def stationary_jax(Q):
     import jax
     import jax.numpy as jnp
 
-    from sp_ode.core.precision import float64
 
     if not isinstance(Q, jax.core.Tracer):  # called eagerly: compute in float64 whatever the user's setting
         with float64():

@@ -34,6 +34,8 @@ import time
 import numpy as np
 import scipy.sparse.linalg as spla
 
+from sp_ode.markov.preconditioners import air_adjoint_preconditioner
+
 try:
     from threadpoolctl import threadpool_limits
 except ImportError:  # pragma: no cover
@@ -117,7 +119,6 @@ class WarmStationary:
     def _build_ml(self, Ak):
         import pyamg
 
-        from sp_ode.markov.preconditioners import air_adjoint_preconditioner
 
         Ak = Ak.tocsr(copy=True)
         Ak.eliminate_zeros()

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from sp_ode.core.validation import check_choice
 from sp_ode.networks.network import ReactionNetwork, StateSpace
 
 __all__ = ["NetworkModel", "NETWORK_MODELS", "get_network_model", "telegraph", "birth_death",
@@ -172,7 +173,6 @@ def get_network_model(name: str, **kwargs) -> NetworkModel:
     ValueError
         Unknown name (the message lists the valid ones).
     """
-    from sp_ode.core.validation import check_choice
 
     check_choice("name", name, NETWORK_MODELS)
     return NETWORK_MODELS[name](**kwargs)

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from sp_ode.markov.generator import check_generator
 from sp_ode.networks._rates import NetworkSyntaxError, Reaction, parse_rate, parse_reactions
 
 __all__ = ["ReactionNetwork", "Reaction", "StateSpace", "parse_rate", "TruncationReport", "NetworkError", "NetworkSyntaxError",
@@ -478,7 +479,6 @@ class ReactionNetwork:
         PropensityError, NegativeCountError
             Named reaction and state.
         """
-        from sp_ode.markov.generator import check_generator
 
         y = self._y(y)
         a = self.propensities(space.states, y)

@@ -36,9 +36,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from sp_ode.core.validation import check_positive
+from sp_ode.markov.stationary import stationary_distribution
 from sp_ode.markov.warm_start import SOLVERS, WarmStationary
 from sp_ode.networks._sparse_generator import PatternedGenerator
-from sp_ode.networks.network import NetworkError, ReactionNetwork, StateSpace
+from sp_ode.networks.network import NetworkError, ReactionNetwork, StateSpace, parse_rate
+from sp_ode.systems.system import MasterEquationSystem
 
 __all__ = ["NetworkSystem", "NetworkPath", "ManifoldTable", "padded_range"]
 
@@ -136,7 +138,6 @@ class NetworkSystem:
 
     def __init__(self, network: ReactionNetwork, space: StateSpace, slow: Mapping[str, str], *, eps: float,
                  solver: str = "direct", name: str | None = None):
-        from sp_ode.networks.network import parse_rate
 
         if not isinstance(network, ReactionNetwork):
             raise TypeError(f"`network` must be a ReactionNetwork; got {type(network).__name__}.")
@@ -258,7 +259,6 @@ class NetworkSystem:
         Dense GTH (componentwise accurate, docs/theory.md §7.2) for n ≤ 2000, the sparse solver
         above; info carries its residual and bound, and the FSP outflow rate (§7.6).
         """
-        from sp_ode.markov.stationary import stationary_distribution
 
         a = self.gen.propensities(y)
         Q = self.gen.Q(y, a)
@@ -465,7 +465,6 @@ class NetworkSystem:
         """This system as an :class:`sp_ode.MasterEquationSystem` (dense JAX Q(y); n ≤ 4096)."""
         import jax.numpy as jnp
 
-        from sp_ode.systems.system import MasterEquationSystem
 
         if self._F_depends_on_y:
             raise NotImplementedError("observables E[·] that depend on y are not supported by the dense bridge yet; "

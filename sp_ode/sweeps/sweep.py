@@ -37,7 +37,10 @@ from sp_ode.core.reporting import progress
 from sp_ode.core.validation import check_finite_array, check_positive, check_positive_int
 from sp_ode.manifolds.slow_manifold import MAX_ORDER
 from sp_ode.sweeps import _paths as paths
-from sp_ode.sweeps._dask import SweepClusterError
+from sp_ode.sweeps._dask import (
+    SweepClusterError,
+    run_chunks,  # imports dask only when asked
+)
 from sp_ode.systems.simulation import check_state, check_system, check_t_span, check_ts
 from sp_ode.systems.system import FastSlowSystem, MasterEquationSystem
 
@@ -414,7 +417,6 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
                 record(res)
                 bar.update(res["points"].size)
         else:
-            from sp_ode.sweeps._dask import run_chunks  # imports dask only when asked
 
             for res in run_chunks(client, plan, [chunk_input(i) for i in todo], connect_timeout):
                 record(res)

@@ -19,6 +19,7 @@ import numpy as np
 import sympy
 
 from sp_ode.core.validation import check_positive_int
+from sp_ode.markov.generator import NotIrreducibleError
 
 
 class SignUndecidableError(ValueError):
@@ -159,7 +160,6 @@ def parse_generator(Q: Any, name: str = "Q", *, assume_nonnegative: bool = False
         graph = csr_array((np.ones(len(edges)), (ij[:, 0], ij[:, 1])), shape=(n, n))
         n_classes, labels = connected_components(graph, directed=True, connection="strong")
         if n_classes > 1:
-            from sp_ode.markov.generator import NotIrreducibleError
 
             leaves = {labels[i] for i, j in edges if labels[i] != labels[j]}
             closed = [np.flatnonzero(labels == c) for c in range(n_classes) if c not in leaves]

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sp_ode.symbolic.generator import parse_generator
+from sp_ode.symbolic.stationary import MAX_TREES, symbolic_stationary
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,6 @@ def detailed_balance(Q: Any, *, assume_nonnegative: bool = False, max_trees: int
     Raises as `symbolic_stationary`.
     """
     start = time.perf_counter()
-    from sp_ode.symbolic.stationary import MAX_TREES, symbolic_stationary
 
     result = symbolic_stationary(Q, assume_nonnegative=assume_nonnegative, max_trees=max_trees or MAX_TREES)
     G, w = result._G, result.weights

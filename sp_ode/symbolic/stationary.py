@@ -45,6 +45,8 @@ from typing import Any
 import numpy as np
 import sympy
 
+from sp_ode.core.validation import check_finite, check_finite_array, check_positive
+from sp_ode.markov.stationary import stationary_distribution
 from sp_ode.symbolic.generator import (
     GeneratorData,
     as_entry,
@@ -516,8 +518,6 @@ def numeric_bridge(
     TypeError, ValueError
         Bad `y`, `grid` (non-finite, wrong shape) or missing parameter values.
     """
-    from sp_ode.core.validation import check_finite, check_finite_array, check_positive
-    from sp_ode.markov.stationary import stationary_distribution
 
     if not isinstance(result, SymbolicStationary):
         result = symbolic_stationary(result)

@@ -23,6 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from sp_ode.core.precision import float64
+from sp_ode.systems.system import FastSlowSystem, MasterEquationSystem
 from sp_ode.systems.vector_field import as_vector_field
 
 __all__ = ["ModelCheck", "as_vector_field", "check_model"]
@@ -103,8 +105,6 @@ def check_model(system: Any, x0: Any, y0: Any, *, args: Any = None, t0: float = 
     import jax.numpy as jnp
     import numpy as np
 
-    from sp_ode.core.precision import float64
-    from sp_ode.systems.system import FastSlowSystem, MasterEquationSystem
 
     if not isinstance(system, FastSlowSystem):
         raise TypeError(

@@ -33,7 +33,7 @@ from sp_ode.core.cache import LRUCache
 from sp_ode.core.precision import in_float64
 from sp_ode.core.validation import check_positive, check_positive_int
 from sp_ode.markov.families import GeneratorFamily
-from sp_ode.markov.generator import ROW_SUM_C
+from sp_ode.markov.generator import ROW_SUM_C, check_generator
 from sp_ode.markov.stationary import stationary_jax
 from sp_ode.systems.vector_field import as_vector_field
 
@@ -386,7 +386,6 @@ class MasterEquationSystem(FastSlowSystem):
         ValueError
             Naming `Q_of_y`, y, and the rule violated (negative rate, row sums).
         """
-        from sp_ode.markov.generator import check_generator
 
         y = np.asarray(y, dtype=np.float64)
         try:

@@ -56,7 +56,10 @@ from pathlib import Path
 import numpy as np
 
 from sp_ode.core.precision import in_float64
+from sp_ode.core.reporting import figures, progress
 from sp_ode.core.validation import check_choice, check_finite, check_finite_array, check_positive, check_positive_int
+from sp_ode.manifolds.critical_manifold import normal_hyperbolicity
+from sp_ode.manifolds.newton import is_master
 
 __all__ = ["convergence_certificate", "ConvergenceCertificate", "DEFAULT_PS", "fit_rate", "RateFit",
            "GivenManifold", "MIN_POINTS"]
@@ -297,7 +300,6 @@ class ConvergenceCertificate:
     def plot(self, path, *, title: str | None = None) -> Path:
         """Log–log distances against ε, fitted lines over the points used, left-out points hollow;
         the title carries the verdict.  Returns the path."""
-        from sp_ode.core.reporting import figures
 
         plt = figures()
         path = Path(path)
@@ -425,9 +427,6 @@ def convergence_certificate(system, Ps=DEFAULT_PS, *, order: int = 1, t_span=Non
         φ not attracting at y0 (pass `t0_layer` to measure anyway).
     Solver failures do not raise: they fail the certificate with a message.
     """
-    from sp_ode.core.reporting import progress
-    from sp_ode.manifolds.critical_manifold import normal_hyperbolicity
-    from sp_ode.manifolds.newton import is_master
     from sp_ode.manifolds.reduced import simulate_reduced
     from sp_ode.manifolds.slow_manifold import SlowManifold, check_order, slow_manifold
     from sp_ode.systems.simulation import check_system, check_t_span, simulate

@@ -56,7 +56,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sp_ode.core.precision import in_float64
-from sp_ode.manifolds.newton import is_master
+from sp_ode.core.validation import check_positive
+from sp_ode.manifolds.critical_manifold import continue_manifold, critical_manifold
+from sp_ode.manifolds.newton import as_points, is_master, require_system
+from sp_ode.markov.generator import check_generator
+from sp_ode.markov.reference import exact_stationary
+from sp_ode.markov.stationary import stationary_distribution
 
 __all__ = ["attractor_distribution", "frozen_flow_attractor", "identity_check", "Attractor", "IdentityCheck",
            "IdentityMethod", "IDENTITY_TOL", "FLOW_TOL"]
@@ -117,8 +122,6 @@ def attractor_distribution(Q, *, tol: float = 1e-13) -> Attractor:
     TypeError, ValueError
         `Q` is not a generator (stack), or `tol` is not positive.
     """
-    from sp_ode.core.validation import check_positive
-    from sp_ode.markov.generator import check_generator
 
     tol = check_positive("tol", tol)
     Q = check_generator(Q, batch=True)
@@ -328,8 +331,6 @@ def identity_check(system, ys, *, x0=None, phi=None, phi_name: str = "the suppli
     """
     import jax.numpy as jnp
 
-    from sp_ode.manifolds.critical_manifold import continue_manifold, critical_manifold
-    from sp_ode.manifolds.newton import as_points, require_system
 
     require_system(system)
     ys, _ = as_points(system, ys, "ys")
@@ -339,7 +340,6 @@ def identity_check(system, ys, *, x0=None, phi=None, phi_name: str = "the suppli
     tols: dict[tuple, np.ndarray] = {}
     master = is_master(system)
     if master:
-        from sp_ode.markov.stationary import stationary_distribution
 
         Qs = np.stack([np.asarray(system.Q(jnp.asarray(y)), dtype=np.float64) for y in ys])
         n = Qs.shape[-1]
@@ -359,7 +359,6 @@ def identity_check(system, ys, *, x0=None, phi=None, phi_name: str = "the suppli
             tols[(attractor.name, other.name)] = radius + IDENTITY_TOL
         tols[(gth.name, newton.name)] = np.full(N, IDENTITY_TOL)
         if exact_points and n <= EXACT_MAX_N:
-            from sp_ode.markov.reference import exact_stationary
 
             pick = np.unique(np.linspace(0, N - 1, min(exact_points, N)).astype(int))
             vals = np.full((N, n), np.nan)

@@ -47,7 +47,11 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from sp_ode.core.files import write_json
+from sp_ode.core.reporting import figures
 from sp_ode.core.validation import check_positive, check_positive_int
+from sp_ode.markov.generator import closed_classes, communicating_classes
+from sp_ode.markov.stationary import stationary_distribution
 from sp_ode.networks.system import NetworkSystem, padded_range
 from sp_ode.verification.certificate import MIN_POINTS, RateFit, fit_rate
 from sp_ode.verification.identity import IDENTITY_TOL, IdentityMethod
@@ -238,8 +242,6 @@ def network_identity(system: NetworkSystem, ys, *, p=None, tol: float = ATTRACTO
     -------
     NetworkIdentity
     """
-    from sp_ode.markov.generator import closed_classes, communicating_classes
-    from sp_ode.markov.stationary import stationary_distribution
 
     if not isinstance(system, NetworkSystem):
         raise TypeError(f"`system` must be a NetworkSystem; got {type(system).__name__}.")
@@ -465,7 +467,6 @@ class NetworkVerdict:
         """Marginals of p_st(y(t)) per fast species at four times (lines), the full solve's x(t) (markers)."""
         from matplotlib.lines import Line2D
 
-        from sp_ode.core.reporting import figures
 
         plt = figures()
         # the species with the widest support first (a two-state gene last): at most four panels
@@ -502,7 +503,6 @@ class NetworkVerdict:
 
     def plot_convergence(self, path) -> Path:
         """|y − y_path| against ε (log-log) for both paths, fitted lines, slopes ± SE in the legend."""
-        from sp_ode.core.reporting import figures
 
         plt = figures()
         fig, ax = plt.subplots(figsize=(5.6, 4.2))
@@ -535,7 +535,6 @@ class NetworkVerdict:
 
     def write(self, out) -> list[str]:
         """Write ``marginals.png``, ``convergence.png`` (when drawn) and ``report.json`` under `out`."""
-        from sp_ode.core.files import write_json
 
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)

@@ -36,6 +36,14 @@ from types import SimpleNamespace
 import numpy as np
 
 from sp_ode.core.precision import in_float64
+from sp_ode.manifolds.critical_manifold import (
+    continue_manifold,
+    critical_manifold,
+    locate_loss_of_hyperbolicity,
+    max_real_part,
+    normal_hyperbolicity,
+)
+from sp_ode.manifolds.newton import is_master, system_kernels
 
 __all__ = ["visited_region", "VisitedRegion", "MARGIN"]
 
@@ -138,8 +146,6 @@ def _reduced_path(system, t_span, y0, x_start, ts, phi=None):
     import jax.numpy as jnp
     from scipy.integrate import solve_ivp
 
-    from sp_ode.manifolds.critical_manifold import max_real_part
-    from sp_ode.manifolds.newton import system_kernels
 
     k = system_kernels(system)
     g, args = _jit_g(system.g), system.args
@@ -204,13 +210,6 @@ def visited_region(system, t_span, x0, y0, *, phi=None, x_guess=None, num_times:
     -------
     VisitedRegion
     """
-    from sp_ode.manifolds.critical_manifold import (
-        continue_manifold,
-        critical_manifold,
-        locate_loss_of_hyperbolicity,
-        normal_hyperbolicity,
-    )
-    from sp_ode.manifolds.newton import is_master
     from sp_ode.systems.simulation import simulate
 
     master = is_master(system)
@@ -226,7 +225,6 @@ def visited_region(system, t_span, x0, y0, *, phi=None, x_guess=None, num_times:
         x_start = np.asarray(phi(jnp.asarray(y0)), dtype=np.float64).reshape(-1)
     else:
         x_start = critical_manifold(system, y0, x_guess=guess)
-    from sp_ode.manifolds.critical_manifold import max_real_part
 
     mr0 = max_real_part(system, x_start, y0)
     if not mr0 < 0:
