@@ -18,21 +18,14 @@ import os
 import sys
 import traceback
 
-from sp_ode.cli.common import EXIT_FAILED, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, UsageError
+from sp_ode import __version__
+from sp_ode.cli.common import BUILTIN, BUILTIN_HELP, EXIT_FAILED, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, UsageError
+from sp_ode.core.cpu_pool import pin_to_one_core
 
 ONE_CORE_COMMANDS = frozenset({"sweep"})  # commands run pinned to one core by program()
 
 __all__ = ["main", "program", "UsageError", "commands", "EXIT_OK", "EXIT_FAILED", "EXIT_USAGE", "EXIT_RUNTIME"]
 
-# sp_ode's own subcommands: name -> module.
-BUILTIN: dict[str, str] = {
-    "demo": "sp_ode.cli.demo",
-    "verify": "sp_ode.cli.verify",
-    "stationary": "sp_ode.cli.stationary",
-    "prove": "sp_ode.cli.prove",
-    "symbolic": "sp_ode.cli.symbolic",
-    "sweep": "sp_ode.cli.sweep",
-}
 ENTRY_POINT_GROUP = "sp_ode.commands"
 
 
@@ -63,7 +56,6 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _version() -> str:
-    from sp_ode import __version__
 
     return f"sp-ode {__version__}"
 
@@ -88,7 +80,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def _help_line(module_name: str) -> str:
-    """The module's HELP without importing it when it is sp_ode's own (cheap); else import it."""
+    """The module's HELP: from ``BUILTIN_HELP`` for sp_ode's own (no import), else imported."""
+    own = {module: name for name, module in BUILTIN.items()}
+    if module_name in own:
+        return BUILTIN_HELP[own[module_name]]
     try:
         return importlib.import_module(module_name).HELP
     except Exception as exc:  # a broken plugin must not break `sp-ode --help`
@@ -105,7 +100,6 @@ def program() -> int:
     """
     command = next((a for a in sys.argv[1:] if not a.startswith("-")), None)
     if command in ONE_CORE_COMMANDS:
-        from sp_ode.core.cpu_pool import pin_to_one_core
 
         pin_to_one_core(0)
     return main()

@@ -16,7 +16,17 @@ from pathlib import Path
 
 import numpy as np
 
-HELP = "the main job on its built-in default (p_st(y) and the manifold identity)"
+from sp_ode.cli.common import BUILTIN_HELP
+from sp_ode.cli.verify import DEMO_SYSTEM
+from sp_ode.core.files import dumps, write_json
+from sp_ode.core.reporting import figures
+from sp_ode.markov.families import DEFAULT_FAMILY, get_family
+from sp_ode.markov.spectral import spectral_gap
+from sp_ode.markov.stationary import stationary_distribution, stationary_residual
+from sp_ode.systems.catalogue import get_system
+from sp_ode.verification.report import verify
+
+HELP = BUILTIN_HELP["demo"]
 
 
 def add_arguments(parser) -> None:
@@ -31,9 +41,6 @@ def add_arguments(parser) -> None:
 
 def stationary_table(family, ys: np.ndarray) -> dict:
     """p_st(y), the residuals and the spectral gaps of `family` over the grid `ys` (N, d)."""
-    from sp_ode.markov.spectral import spectral_gap
-    from sp_ode.markov.stationary import stationary_distribution, stationary_residual
-
     Qs = family.batch(ys)
     P = stationary_distribution(Qs)
     residuals = np.array([stationary_residual(Q, p) for Q, p in zip(Qs, P)])
@@ -43,8 +50,6 @@ def stationary_table(family, ys: np.ndarray) -> dict:
 
 
 def plot_stationary(table: dict, path: Path) -> Path:
-    from sp_ode.core.reporting import figures
-
     plt = figures()
     fig, ax = plt.subplots(figsize=(6, 3.6))
     y = np.asarray(table["y"])[:, 0]
@@ -61,9 +66,6 @@ def plot_stationary(table: dict, path: Path) -> Path:
 
 
 def run(args) -> int:
-    from sp_ode.core.files import dumps, write_json
-    from sp_ode.markov.families import DEFAULT_FAMILY, get_family
-
     family = get_family(args.family or DEFAULT_FAMILY)
     if family.d != 1:
         raise ValueError(f"`--family` must have a scalar y for the demo table; {family.name!r} has d = {family.d}.")
@@ -77,25 +79,25 @@ def run(args) -> int:
     stationary_ok = table["residual_max"] <= tol
     report = {**table, "residual_tolerance": tol, "passed": stationary_ok, "figures": [str(figure)],
               "checks": {"stationary": "ok" if stationary_ok else "FAIL"}}
-    verify = None
+    verify_record = None
     if not args.skip_verify:
         # the manifold verification of issue 3 on the default fast–slow system (me3, a master
         # equation over cycle3): φ = p_st by root-finding, and the O(ε)/O(ε²) certificate
-        from sp_ode.cli.verify import DEMO_SYSTEM, resolve_system, verify_report
-
-        verify = verify_report(resolve_system(DEMO_SYSTEM), smoke=args.smoke, out=out / "verify",
-                               show_progress=not args.json)
-        write_json(out / "verify" / "report.json", verify)
-        report["verify"] = verify
-        report["figures"] += verify["figures"] + [str(out / "verify" / "report.json")]
-        report["checks"].update(verify["checks"])
-        report["passed"] = bool(report["passed"] and verify["passed"])
+        # (the demo owns out/demo: a re-run replaces its own earlier result)
+        verdict = verify(get_system(DEMO_SYSTEM), smoke=args.smoke, out=out / "verify", overwrite=True,
+                         show_progress=not args.json)
+        verify_text = verdict.format()
+        verify_record = verdict.to_dict()
+        report["verify"] = verify_record
+        report["figures"] += verify_record["figures"]
+        report["checks"].update(verify_record["checks"])
+        report["passed"] = bool(report["passed"] and verify_record["passed"])
     write_json(out / "report.json", report)
     if args.json:
         summary = {k: report[k] for k in ("family", "n", "residual_max", "residual_tolerance",
                                           "spectral_gap_min", "checks", "passed")}
-        if verify is not None:
-            summary["verify"] = {k: verify[k] for k in ("system", "checks", "identity_methods", "identity_max_error",
+        if verify_record is not None:
+            summary["verify"] = {k: verify_record[k] for k in ("system", "checks", "identity_methods", "identity_max_error",
                                                          "slope_manifold", "slope_corrected", "slope_slow",
                                                          "failure", "passed")}
         print(dumps(summary))
@@ -109,17 +111,15 @@ def run(args) -> int:
             print(f"{table['y'][k, 0]:7.3f}  {row}  {table['spectral_gap'][k]:.4f}")
         print(f"max residual ‖Qᵀp‖∞ = {table['residual_max']:.2e} (tolerance {tol:.1e}); "
               f"min spectral gap {table['spectral_gap_min']:.4f}")
-        if verify is not None:
-            from sp_ode.cli.verify import format_report
-
+        if verify_record is not None:
             print()
-            print(format_report(verify))
+            print(verify_text)
         print()
         print(f"check stationary  max residual {table['residual_max']:.1e} ≤ {tol:.1e}  "
               f"{report['checks']['stationary']}")
-        if verify is not None:
+        if verify_record is not None:
             for name in ("hyperbolicity", "identity", "certificate"):
-                print(f"check {name}  {verify['messages'][name]}  {verify['checks'][name]}")
+                print(f"check {name}  {verify_record['messages'][name]}  {verify_record['checks'][name]}")
         print(f"demo {'PASSED' if report['passed'] else 'FAILED'}")
         print(f"wrote {out / 'report.json'}, " + ", ".join(report["figures"]))
     return 0 if report["passed"] else 1

@@ -15,13 +15,18 @@ import sys
 import time
 from pathlib import Path
 
+from sp_ode.cli.common import BUILTIN_HELP, UsageError
+from sp_ode.core.claims import ClaimResult, format_table
+from sp_ode.core.files import dumps, write_json
+from sp_ode.core.reporting import progress
+
 PROOFS = Path(__file__).resolve().parents[2] / "proofs"
 # The order of proof.md; any other check_*.py follows alphabetically.
 ORDER = ("check_tree_theorem", "check_uniqueness", "check_group_inverse", "check_slow_manifold",
          "check_rates", "check_certificate")
 
 
-HELP = "run every machine check of proofs/proof.md"
+HELP = BUILTIN_HELP["prove"]
 
 
 def add_arguments(parser) -> None:
@@ -34,7 +39,6 @@ def add_arguments(parser) -> None:
 
 def load_claim_sets(folder: Path) -> list:
     """Import every ``check_*.py`` in `folder` (sorted) and return their ``claims`` objects."""
-    from sp_ode.cli.common import UsageError
 
     rank = {name: k for k, name in enumerate(ORDER)}
     scripts = sorted(folder.glob("check_*.py"), key=lambda p: (rank.get(p.stem, len(ORDER)), p.stem))
@@ -54,15 +58,11 @@ def load_claim_sets(folder: Path) -> list:
 
 
 def run(args) -> int:
-    from sp_ode.core.claims import ClaimResult, format_table
-    from sp_ode.core.files import dumps, write_json
-    from sp_ode.core.reporting import progress
 
     start = time.perf_counter()
     sets = load_claim_sets(Path(args.proofs))
     chosen = [(s, cid) for s in sets for cid in s.ids if args.only is None or args.only in cid]
     if not chosen:
-        from sp_ode.cli.common import UsageError
 
         raise UsageError(f"`--only` {args.only!r} matches no claim id.")
     results: list[tuple[str, ClaimResult]] = []

@@ -22,9 +22,14 @@ from pathlib import Path
 
 import numpy as np
 
-from sp_ode.cli.common import EXIT_FAILED, EXIT_OK, UsageError
+from sp_ode.cli.common import BUILTIN_HELP, EXIT_FAILED, EXIT_OK, UsageError
+from sp_ode.core.files import dumps
+from sp_ode.markov.bounds import ConvergenceError
+from sp_ode.markov.generator import from_rates
+from sp_ode.markov.spectral import spectral_gap
+from sp_ode.markov.stationary import stationary_distribution
 
-HELP = "stationary distribution of a generator stored in a file, with its error bound"
+HELP = BUILTIN_HELP["stationary"]
 
 
 def add_arguments(parser) -> None:
@@ -46,7 +51,6 @@ def load_generator(path: str | Path):
     """Read a generator from .npy / .npz / .json; shape and file errors are usage errors (exit 2)."""
     import scipy.sparse as sp
 
-    from sp_ode.markov.generator import from_rates
 
     path = Path(path)
     if not path.is_file():
@@ -119,10 +123,6 @@ def _stdout_to_stderr():
 
 
 def run(args) -> int:
-    from sp_ode.core.files import dumps
-    from sp_ode.markov.bounds import ConvergenceError
-    from sp_ode.markov.spectral import spectral_gap
-    from sp_ode.markov.stationary import stationary_distribution
 
     out = _check_out(args.out)
     Q = load_generator(args.file)

@@ -30,9 +30,13 @@ from pathlib import Path
 
 import numpy as np
 
-from sp_ode.cli.common import EXIT_FAILED, EXIT_OK, UsageError, default_out
+from sp_ode.cli.common import BUILTIN_HELP, EXIT_FAILED, EXIT_OK, UsageError, default_out
+from sp_ode.core.files import load_object, write_json
+from sp_ode.sweeps.sweep import STATUS_FAILED, sweep
+from sp_ode.systems.catalogue import SYSTEMS, get_system, master_equation_entry
+from sp_ode.systems.system import FastSlowSystem
 
-HELP = "parameter sweep: each point by the cheapest corrected reduced path that meets tol, else the full solve"
+HELP = BUILTIN_HELP["sweep"]
 
 KEYS = {"system", "params", "t_span", "ts", "x0", "y0", "tol", "out", "seed", "chunk_size", "validate_fraction",
         "max_order", "safety", "client"}
@@ -103,9 +107,6 @@ def param_values(name: str, spec, rng) -> np.ndarray:
 
 def resolve_system(spec: str):
     """(system, entry or None) from a catalogue name, "family:NAME" or "file.py:OBJECT"."""
-    from sp_ode.core.files import load_object
-    from sp_ode.systems.catalogue import SYSTEMS, get_system, master_equation_entry
-    from sp_ode.systems.system import FastSlowSystem
 
     if not isinstance(spec, str) or not spec:
         raise UsageError(f"`system` must be a catalogue name, 'family:NAME' or path/file.py:OBJECT; got {spec!r}.")
@@ -129,8 +130,6 @@ def resolve_system(spec: str):
 
 
 def run(args) -> int:
-    from sp_ode.core.files import write_json
-    from sp_ode.sweeps.sweep import STATUS_FAILED, sweep
 
     config = load_config(args.config)
     seed = config.get("seed", 0)

@@ -20,9 +20,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sp_ode.cli.common import EXIT_FAILED, EXIT_OK, UsageError, default_out
+from sp_ode.cli.common import BUILTIN_HELP, EXIT_FAILED, EXIT_OK, UsageError, default_out
+from sp_ode.core.files import atomic_write_bytes, dumps, write_json
+from sp_ode.symbolic.io import GeneratorFileError, read_claim, read_generator
+from sp_ode.symbolic.reversibility import detailed_balance, kolmogorov_criterion
+from sp_ode.symbolic.stationary import MAX_TREES, symbolic_stationary, verify_stationary
 
-HELP = "exact p_st of a generator with symbolic rates, a claimed formula checked, reversibility"
+HELP = BUILTIN_HELP["symbolic"]
 
 
 def add_arguments(parser) -> None:
@@ -55,9 +59,6 @@ def _out_target(out: str | None) -> tuple[Path | None, Path | None]:
 def run(args) -> int:
     import sympy
 
-    from sp_ode.core.files import atomic_write_bytes, dumps, write_json
-    from sp_ode.symbolic.io import GeneratorFileError, read_claim, read_generator
-    from sp_ode.symbolic.stationary import MAX_TREES, symbolic_stationary, verify_stationary
 
     json_path, tex_path = _out_target(args.out)
     try:
@@ -90,7 +91,6 @@ def run(args) -> int:
         record["claim"] = {"file": str(args.claim), "p": [str(x) for x in claim], **ccert.to_dict()}
         passed = passed and ccert.passed
     if args.reversibility:
-        from sp_ode.symbolic.reversibility import detailed_balance, kolmogorov_criterion
 
         db = detailed_balance(gen.Q)
         kc = kolmogorov_criterion(gen.Q)

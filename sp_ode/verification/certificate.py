@@ -56,136 +56,20 @@ from pathlib import Path
 import numpy as np
 
 from sp_ode.core.precision import in_float64
-from sp_ode.core.reporting import figures, progress
+from sp_ode.core.reporting import progress
 from sp_ode.core.validation import check_choice, check_finite, check_finite_array, check_positive, check_positive_int
 from sp_ode.manifolds.critical_manifold import normal_hyperbolicity
 from sp_ode.manifolds.newton import is_master
+from sp_ode.verification.plotting import plot_certificate
+from sp_ode.verification.rates import MIN_POINTS, fit_rate
 
-__all__ = ["convergence_certificate", "ConvergenceCertificate", "DEFAULT_PS", "fit_rate", "RateFit",
+__all__ = ["convergence_certificate", "ConvergenceCertificate", "DEFAULT_PS",
            "GivenManifold", "MIN_POINTS"]
 
 DEFAULT_PS = tuple(2**k for k in range(2, 13))   # 4, 8, …, 4096
 QUANTITIES = ("manifold", "corrected", "slow")
-MIN_POINTS = 4          # a fit through fewer points never passes
-SETTLE = 0.1            # local slopes within this of the later ones: in the asymptotic regime
-CONFIDENCE = 0.95
 EXTEND_ROUNDS = 2
 LABELS = {"manifold": "|x - phi(y)|", "corrected": "|x - h_eps(y)|", "slow": "|y - y_red|"}
-
-
-# --- the fit ------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class RateFit:
-    """One fitted rate (module docstring): slope, its standard error and 95 % interval, and the verdict.
-
-    Attributes
-    ----------
-    slope, stderr : float (NaN with fewer than 3 points);  interval : (lo, hi).
-    expected, tol : float;  n_points : int — points in the fit.
-    used : ndarray (K,) bool — which points were fitted.
-    dropped : list of dict — ``{"P", "eps", "distance", "reason"}`` for each point left out.
-    passed : bool;  reason : str — why it failed ("" when it passed).
-    """
-
-    slope: float
-    stderr: float
-    interval: tuple
-    expected: float
-    tol: float
-    n_points: int
-    used: np.ndarray
-    dropped: list
-    passed: bool
-    reason: str
-
-    def to_dict(self) -> dict:
-        return {"slope": self.slope, "stderr": self.stderr, "interval": list(self.interval),
-                "expected": self.expected, "tolerance": self.tol, "n_points": self.n_points,
-                "used": self.used, "dropped": self.dropped, "passed": self.passed, "reason": self.reason}
-
-
-def _local_slopes(le: np.ndarray, ld: np.ndarray) -> np.ndarray:
-    return np.diff(ld) / np.diff(le)
-
-
-def fit_rate(eps, d, floor: float, *, expected: float, tol: float = 0.15, Ps=None,
-             min_points: int = MIN_POINTS) -> RateFit:
-    """Fit d ≈ C ε^p on the points in the asymptotic range, with statistics (module docstring).
-
-    Parameters
-    ----------
-    eps : ndarray (K,) decreasing (P increasing);  d : ndarray (K,) — distances (NaN: solve failed).
-    floor : float — the solver's error floor.
-    expected, tol : float — the theory's slope and the admitted deviation.
-    Ps : ndarray (K,), optional — for the messages (default 1/ε).
-
-    Returns
-    -------
-    RateFit
-    """
-    from scipy import stats
-
-    eps, d = np.asarray(eps, dtype=np.float64), np.asarray(d, dtype=np.float64)
-    Ps = np.rint(1.0 / eps).astype(int) if Ps is None else np.asarray(Ps)
-    dropped = []
-
-    def drop(i, reason):
-        dropped.append({"P": int(Ps[i]), "eps": float(eps[i]), "distance": float(d[i]), "reason": reason})
-
-    keep = []
-    for i in range(len(d)):
-        if not np.isfinite(d[i]):
-            drop(i, "no measurement (the solve failed)")
-        elif d[i] <= floor:
-            drop(i, f"at or below the solver's error floor {floor:.1e}")
-        else:
-            keep.append(i)
-    le, ld = np.log(eps), np.log(np.where(d > 0, d, np.nan))
-    # before the asymptotic regime: from the large-ε end while the first local slope has not settled
-    while len(keep) >= 3:
-        s = _local_slopes(le[keep], ld[keep])
-        later = float(np.median(s[1:]))
-        if abs(s[0] - later) <= SETTLE:
-            break
-        drop(keep[0], f"before the asymptotic regime: local slope {s[0]:.2f}, later ones {later:.2f}")
-        keep = keep[1:]
-    # bending into the floor at the small-ε end
-    while len(keep) >= 3 and d[keep[-1]] <= 10 * floor:
-        s = _local_slopes(le[keep], ld[keep])
-        earlier = float(np.median(s[:-1]))
-        if abs(s[-1] - earlier) <= SETTLE:
-            break
-        drop(keep[-1], f"within 10x of the solver's error floor and bending: local slope {s[-1]:.2f}, "
-                       f"earlier ones {earlier:.2f}")
-        keep = keep[:-1]
-    used = np.zeros(len(d), dtype=bool)
-    used[keep] = True
-    N = len(keep)
-    slope = stderr = float("nan")
-    interval = (float("nan"), float("nan"))
-    if N >= 2:
-        x, y = le[keep], ld[keep]
-        fit = stats.linregress(x, y)
-        slope = float(fit.slope)
-        if N >= 3:
-            stderr = float(fit.stderr)
-            half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, N - 2)) * stderr
-            interval = (slope - half, slope + half)
-    dropped.sort(key=lambda r: r["P"])
-    lo, hi = expected - tol, expected + tol
-    if N < min_points:
-        reason = (f"only {N} point(s) in the asymptotic range (at least {min_points} needed)"
-                  + (f"; slope {slope:.3f}" if np.isfinite(slope) else ""))
-    elif not (interval[1] >= lo and interval[0] <= hi):
-        reason = (f"slope {slope:.3f} ± {stderr:.3f} (95 % interval [{interval[0]:.3f}, {interval[1]:.3f}]) "
-                  f"does not meet {expected:g} ± {tol:g}")
-    elif interval[1] - interval[0] > 2 * tol:
-        reason = (f"inconclusive: 95 % interval [{interval[0]:.3f}, {interval[1]:.3f}] is wider than the "
-                  f"tolerance band {expected:g} ± {tol:g}")
-    else:
-        reason = ""
-    return RateFit(slope, stderr, interval, float(expected), float(tol), N, used, dropped, not reason, reason)
 
 
 # --- a manifold given term by term -----------------------------------------------------------
@@ -299,46 +183,8 @@ class ConvergenceCertificate:
 
     def plot(self, path, *, title: str | None = None) -> Path:
         """Log–log distances against ε, fitted lines over the points used, left-out points hollow;
-        the title carries the verdict.  Returns the path."""
-
-        plt = figures()
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig, ax = plt.subplots(figsize=(6.4, 4.4))
-        labels = {"manifold": r"$\|x-\varphi(y)\|_\infty$",
-                  "corrected": rf"$\|x-h_\varepsilon(y)\|_\infty$ (k={self.order})",
-                  "slow": r"$\|y-y_{\mathrm{red}}\|_\infty$"}
-        any_dropped = False
-        for q, marker in zip(QUANTITIES, "osd"):
-            f, d = self.fits[q], self.distances[q]
-            color = f"C{QUANTITIES.index(q)}"
-            ok = np.isfinite(d) & (d > 0)
-            ax.loglog(self.eps[f.used], d[f.used], marker, color=color, ms=5,
-                      label=f"{labels[q]}: slope {f.slope:.3f} ± {f.stderr:.3f} (expected {f.expected:g}) "
-                            f"{'ok' if f.passed else 'FAIL'}")
-            out = ok & ~f.used
-            if out.any():
-                any_dropped = True
-                ax.loglog(self.eps[out], d[out], marker, color=color, ms=6, mfc="none")
-            if f.used.sum() >= 2:
-                c = np.polyfit(np.log(self.eps[f.used]), np.log(d[f.used]), 1)
-                e = self.eps[f.used]
-                ax.loglog(e, np.exp(np.polyval(c, np.log(e))), "-", color=color, lw=1)
-        if any_dropped:
-            ax.plot([], [], "o", color="0.4", mfc="none", label="left out of the fit (hollow)")
-        ax.axhline(self.floor, color="0.6", ls=":", lw=0.8, label="solver error floor")
-        from matplotlib.ticker import NullFormatter
-
-        ax.xaxis.set_minor_formatter(NullFormatter())   # minor labels collide on a short log axis
-        ax.set_xlabel(r"$\varepsilon = 1/P$")
-        ax.set_ylabel(r"max distance for $t \geq t_0$")
-        verdict = "certificate passed" if self.passed else "certificate FAILED"
-        ax.set_title(title or f"{self.system}: {verdict}", fontsize=10)
-        ax.legend(fontsize=7, loc="best")
-        fig.tight_layout()
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
-        return path
+        the title carries the verdict (`sp_ode.verification.plotting.plot_certificate`).  Returns the path."""
+        return plot_certificate(self, path, title=title)
 
 
 def check_Ps(Ps, min_points: int = MIN_POINTS) -> np.ndarray:

@@ -48,13 +48,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from sp_ode.core.files import write_json
-from sp_ode.core.reporting import figures
 from sp_ode.core.validation import check_positive, check_positive_int
 from sp_ode.markov.generator import closed_classes, communicating_classes
 from sp_ode.markov.stationary import stationary_distribution
 from sp_ode.networks.system import NetworkSystem, padded_range
-from sp_ode.verification.certificate import MIN_POINTS, RateFit, fit_rate
 from sp_ode.verification.identity import IDENTITY_TOL, IdentityMethod
+from sp_ode.verification.plotting import plot_network_convergence, plot_network_marginals
+from sp_ode.verification.rates import MIN_POINTS, RateFit, fit_rate
 
 __all__ = ["verify_network", "network_identity", "sparse_attractor", "NetworkVerdict", "NetworkIdentity",
            "SparseAttractor", "DEFAULT_EPS", "SMOKE_EPS"]
@@ -459,79 +459,14 @@ class NetworkVerdict:
     def format(self) -> str:
         return "\n".join(self.summary())
 
-    # --- figures -------------------------------------------------------------------------------------------
-    def _title(self) -> str:
-        return f"{self.name}: verify {'passed' if self.passed else 'FAILED'}"
-
+    # --- figures (drawn in sp_ode.verification.plotting) --------------------------------------------------
     def plot_marginals(self, path) -> Path:
         """Marginals of p_st(y(t)) per fast species at four times (lines), the full solve's x(t) (markers)."""
-        from matplotlib.lines import Line2D
-
-
-        plt = figures()
-        # the species with the widest support first (a two-state gene last): at most four panels
-        species = sorted((s for s in self.species if s in self.marginals),
-                         key=lambda s: -self.marginals[s].shape[1])[:4]
-        if not species:
-            raise ValueError("no marginals to draw: the reduced path did not run.")
-        fig, axes = plt.subplots(1, len(species), figsize=(3.4 * len(species) + 0.6, 4.2), squeeze=False)
-        for ax, s in zip(axes[0], species):
-            P = self.marginals[s]
-            X = self.full_marginals.get(s)
-            k = np.arange(P.shape[1])
-            for j, (t, y) in enumerate(zip(self.marginal_times, self.marginal_ys)):
-                color = f"C{j}"
-                ax.plot(k, P[j], "-", color=color, lw=1.2, label=f"t = {t:.3g} (y = {y[0]:.3g})")
-                if X is not None:
-                    ax.plot(k, X[j], "o", color=color, ms=3, mfc="none")
-            if len(k) <= 6:
-                ax.set_xticks(k)
-            ax.set_xlabel(f"copy number of {s}")
-            ax.set_ylabel("probability")
-            ax.set_title(f"marginal of {s}", fontsize=9)
-        h, lab = axes[0][0].get_legend_handles_labels()
-        h += [Line2D([], [], color="k", lw=1.2, label="line: p_st(y(t)) (solver)")]
-        if self.full_marginals:
-            h += [Line2D([], [], color="k", marker="o", ls="none", mfc="none", ms=4,
-                         label=f"markers: full solve x(t), ε = {self.full_eps:.2g}")]
-        fig.legend(handles=h, fontsize=7, loc="lower center", ncol=3, frameon=False)
-        fig.suptitle(f"{self._title()} — fast marginals along the reduced path", fontsize=9)
-        fig.tight_layout(rect=(0, 0.12, 1, 1))
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        return Path(path)
+        return plot_network_marginals(self, path)
 
     def plot_convergence(self, path) -> Path:
         """|y − y_path| against ε (log-log) for both paths, fitted lines, slopes ± SE in the legend."""
-
-        plt = figures()
-        fig, ax = plt.subplots(figsize=(5.6, 4.2))
-        eps = np.asarray(self.eps_values)
-        for j, key in enumerate(("reduced", "corrected")):
-            fit, d = self.fits.get(key), np.asarray(self.errors.get(key, []))
-            if fit is None or not len(d):
-                continue
-            color = f"C{j}"
-            ok = np.isfinite(d) & (d > 0)
-            ax.loglog(eps[fit.used], d[fit.used], "o", color=color)
-            ax.loglog(eps[ok & ~fit.used], d[ok & ~fit.used], "o", color=color, mfc="none")
-            if np.isfinite(fit.slope) and fit.used.any():
-                e = eps[fit.used]
-                c = np.exp(np.mean(np.log(d[fit.used]) - fit.slope * np.log(e)))
-                ax.loglog(e, c * e ** fit.slope, "-", color=color, lw=1,
-                          label=f"|y − y_{key}|: slope {fit.slope:.3f} ± {fit.stderr:.3f} "
-                                f"(expected {fit.expected:g}) {'ok' if fit.passed else 'FAIL'}")
-        ax.set_xlabel("ε")
-        ax.set_ylabel("max over save times of |y(t) − y_path(t)|")
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7, loc="lower right", title="open: left out of the fit", title_fontsize=7)
-        else:
-            ax.text(0.5, 0.5, "no slope fitted", transform=ax.transAxes, ha="center", fontsize=9)
-        ax.set_title(self._title(), fontsize=9)
-        fig.tight_layout()
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        return Path(path)
+        return plot_network_convergence(self, path)
 
     def write(self, out) -> list[str]:
         """Write ``marginals.png``, ``convergence.png`` (when drawn) and ``report.json`` under `out`."""

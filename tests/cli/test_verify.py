@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from sp_ode.cli import UsageError, main
-from sp_ode.cli.verify import format_report, parse_overrides, resolve_system
+from sp_ode.cli.verify import parse_overrides, resolve_system
+from sp_ode.verification.report import format_report
 
 STATUS = ("ok", "FAIL", "skipped")
 
@@ -75,7 +76,7 @@ def test_fitzhugh_nagumo_fold_outside_passes(tmp_path, capsys):
 
 def test_failed_check_exits_1_and_names_it(tmp_path, capsys, monkeypatch):
     # a certificate that fails (tolerance impossible to meet) → exit 1; the first line names the rate
-    import sp_ode.verification.certificate as certificate
+    import sp_ode.verification.report as certificate  # where verify looks the certificate up
 
     real = certificate.convergence_certificate
     monkeypatch.setattr(certificate, "convergence_certificate",
@@ -138,3 +139,19 @@ def test_resolve_user_file(tmp_path):
     with pytest.raises(TypeError, match="FastSlowSystem"):
         resolve_system(f"{path}:NOT_A_SYSTEM")
     assert float(np.asarray(resolve_system("fitzhugh_nagumo", overrides={"I": 0.5}).system.args["I"])) == 0.5
+
+
+def test_an_earlier_report_is_never_replaced_silently(tmp_path, capsys):
+    # a smoke run into a folder that holds a report must not replace it (exit 2, before any work)
+    earlier = tmp_path / "report.json"
+    earlier.write_text('{"system": "mine", "passed": true}')
+    assert main(["verify", "--smoke", "--out", str(tmp_path)]) == 2
+    assert "already holds a verify report" in capsys.readouterr().err
+    assert earlier.read_text() == '{"system": "mine", "passed": true}'
+    # the library refuses the same way
+    import sp_ode
+
+    with pytest.raises(FileExistsError, match="overwrite=True"):
+        sp_ode.verify(sp_ode.get_system("me3"), smoke=True, out=tmp_path)
+    assert main(["verify", "--smoke", "--overwrite", "--out", str(tmp_path)]) == 0
+    assert json.loads(earlier.read_text())["system"] == "me3"

@@ -14,8 +14,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import sp_ode
 from sp_ode.markov.bounds import ConvergenceError, hitting_time_bound, posterior_bound

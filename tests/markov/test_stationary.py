@@ -5,8 +5,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 import sp_ode
 from sp_ode.markov._gth import gth_batched, gth_blocked, gth_reference

@@ -4,8 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from scipy import integrate
-from scipy.stats import beta as beta_dist
-from scipy.stats import binom, poisson
+from scipy.stats import beta as beta_dist, binom, poisson
 
 import sp_ode
 from sp_ode.networks.models import NETWORK_MODELS, get_network_model, poisson_beta_pmf

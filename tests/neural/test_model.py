@@ -21,8 +21,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import neural

@@ -7,8 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from sp_ode.markov.families import FAMILIES
 from sp_ode.systems.system import FastSlowSystem, MasterEquationSystem

@@ -9,7 +9,8 @@ import pytest
 
 import sp_ode
 from sp_ode.core.files import dumps
-from sp_ode.verification.certificate import DEFAULT_PS, GivenManifold, convergence_certificate, fit_rate
+from sp_ode.verification.certificate import DEFAULT_PS, GivenManifold, convergence_certificate
+from sp_ode.verification.rates import fit_rate
 
 PS = (64, 128, 256, 512, 1024, 2048, 4096)
 

@@ -133,7 +133,7 @@ def test_cli_user_file_network_system_and_exit_codes(tmp_path, capsys):
     assert "verify PASSED: paths ok, identity ok, rate_reduced ok, rate_corrected ok" in text
     assert all(ln.rstrip().endswith(STATUS) for ln in _check_lines(text.splitlines())[:-1])
     # y0 = 1 is an equilibrium of the catalogue birth–death model: nothing to measure — skipped, exit 1
-    rc = main(["verify", "--system", "network:birth_death", "--smoke", "--out", str(tmp_path)])
+    rc = main(["verify", "--system", "network:birth_death", "--smoke", "--out", str(tmp_path / "bd")])
     cap = capsys.readouterr()
     assert rc == 1 and "rate_reduced skipped" in cap.out and cap.err.startswith("sp-ode verify: a check was skipped")
     # --set goes to the network builder (integers stay integers); unknown names are usage errors

@@ -1,0 +1,423 @@
+"""`sp_ode.verify`: one verdict on a fast–slow reduction, for general, master-equation and network systems.
+
+Steps (docs/theory.md §3, §3.5, §7.3, §7.7), each reported as ``ok``, ``FAIL`` or ``skipped``:
+
+1. **Normal hyperbolicity on the visited region** (`sp_ode.verification.region.visited_region`):
+   the reduced path (stopped at a loss of hyperbolicity) and the full trajectory at the
+   system's ε give the y-range visited; φ must be attracting there (plus a 2 % margin).
+   A fold or gap closing *outside* is a note.  When the visited range *reaches* one, the
+   verdict stops at once — no identity check, no certificate — and says where and when.
+2. **Identity** (`sp_ode.verification.identity.identity_check`): φ computed by methods
+   that solve different problems — for a master equation p_st by GTH, φ by Newton on the
+   bordered system (the same linear system: not counted as independent), the attractor of
+   the frozen fast flow by uniformised powers with a certified bracket, and exact rational
+   elimination at sampled y; for a general system Newton continuation, the frozen-flow
+   attractor by RK4 and the catalogue's closed form.  Passes only when two methods that do
+   not solve the same linear system agree within the stated tolerance.
+3. **Certificate** (`sp_ode.convergence_certificate`): slopes with standard errors and 95 %
+   intervals over ≥ 4 points in the asymptotic range (P = 4, 8, …, 4096).
+
+A reaction-network system (a `NetworkSystem`, or a `NetworkModel` of the catalogue) is
+verified by `sp_ode.verification.network.verify_network` instead (paths; the identity by
+the sparse solver against the attractor of the frozen fast flow; the slopes of the reduced
+and corrected paths against full sparse stiff solves) and reported the same way.
+
+The result is a `VerifyReport`: every check with its status, numbers and reason, the
+overall verdict, ``to_dict()``/``to_json()`` (the JSON record), ``format()`` (the text the
+command line prints) and ``write(out)`` (figures and ``report.json``).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sp_ode.core.files import dumps, write_json
+from sp_ode.core.validation import check_choice, check_positive_int
+from sp_ode.manifolds.slow_manifold import check_order, slow_manifold
+from sp_ode.markov.families import GeneratorFamily
+from sp_ode.networks.models import NetworkModel
+from sp_ode.networks.system import NetworkSystem
+from sp_ode.systems.model import check_model
+from sp_ode.systems.system import FastSlowSystem, MasterEquationSystem
+from sp_ode.verification.certificate import DEFAULT_PS, check_Ps, convergence_certificate
+from sp_ode.verification.identity import identity_check
+from sp_ode.verification.network import verify_network
+from sp_ode.verification.plotting import plot_manifold
+from sp_ode.verification.rates import MIN_POINTS
+from sp_ode.verification.region import MARGIN, visited_region
+
+__all__ = ["verify", "VerifyReport", "STATUSES", "SMOKE_PS", "NETWORK_EPS", "NETWORK_T_SPAN"]
+
+STATUSES = ("ok", "FAIL", "skipped")
+SMOKE_PS = (16, 32, 64, 128, 256, 512)
+DEFAULT_NUM = 41              # grid points in y for the identity check of a general / master system
+SMOKE_NUM = 9
+NETWORK_T_SPAN = (0.0, 2.0)   # a catalogue network's default time span (slow clock)
+NETWORK_EPS = 1e-2            # a catalogue network's ε (the corrected path of step 1)
+CHECKS = ("hyperbolicity", "identity", "certificate")
+BACKENDS = ("diffrax", "scipy")
+
+
+# --- the report -----------------------------------------------------------------------------------------
+
+@dataclass
+class VerifyReport:
+    """What `verify` found.
+
+    Attributes
+    ----------
+    system : str — the system's name;  kind : "general", "master" or "network".
+    description : str
+    checks : dict name -> "ok" | "FAIL" | "skipped" — ``hyperbolicity``, ``identity``,
+        ``certificate`` (networks: ``paths``, ``identity``, ``rate_reduced``, ``rate_corrected``).
+    messages : dict name -> str — one line per check: its numbers, or why it failed or was skipped.
+    passed : bool — every check ``ok``.
+    failure : str or None — the message of the first failed check.
+    record : dict — every number, JSON-ready (``to_dict``).
+    figures : list of str — files written by `write`.
+    """
+
+    system: str
+    kind: str
+    description: str
+    checks: dict
+    messages: dict
+    passed: bool
+    failure: str | None
+    record: dict
+    figures: list = field(default_factory=list)
+    _parts: dict = field(default_factory=dict, repr=False)   # region, identity, certificate or network verdict
+
+    def __getitem__(self, key: str) -> Any:
+        """``report["checks"]`` etc.: the fields of the JSON record (``to_dict()``)."""
+        return self.to_dict()[key]
+
+    def to_dict(self) -> dict:
+        """The JSON record: every number printed, and more."""
+        return {**self.record, "system": self.system, "kind": self.kind, "description": self.description,
+                "checks": self.checks, "messages": self.messages, "passed": self.passed, "failure": self.failure,
+                "figures": list(self.figures)}
+
+    def to_json(self) -> str:
+        return dumps(self.to_dict())
+
+    def format(self) -> str:
+        """The human-readable summary: every check line ends in ``ok``, ``FAIL`` or ``skipped``."""
+        if self.kind == "network":
+            return self._parts["network"].format()
+        return format_report(self.to_dict())
+
+    __str__ = format
+
+    def write(self, out, *, overwrite: bool = False) -> list[str]:
+        """Figures and ``report.json`` under the folder `out`; returns the files written.
+
+        Raises
+        ------
+        FileExistsError
+            `out` already holds a ``report.json`` and `overwrite` is False (an earlier result is
+            never replaced silently).
+        """
+        out = Path(out)
+        if (out / "report.json").exists() and not overwrite:
+            raise FileExistsError(f"`out` {str(out)!r} already holds a verify report (report.json); choose another "
+                                  "folder or pass overwrite=True (command line: --overwrite).")
+        out.mkdir(parents=True, exist_ok=True)
+        if self.kind == "network":
+            self.figures = [f for f in self._parts["network"].write(out) if not f.endswith("report.json")]
+        else:
+            self.figures = self._write_figures(out)
+        write_json(out / "report.json", self.to_dict())
+        self.figures.append(str(out / "report.json"))
+        return list(self.figures)
+
+    def _write_figures(self, out: Path) -> list[str]:
+        region, ident, cert = (self._parts.get(k) for k in ("region", "identity", "certificate"))
+        written = [str(plot_manifold(self._parts["case"], region, ident, self.to_dict(), out / "manifold.png"))]
+        stale = out / "convergence.png"
+        if cert is not None:
+            verdict = "verify passed" if self.passed else "verify FAILED"
+            written.append(str(cert.plot(stale, title=f"{self.system}: {verdict} "
+                                                      f"(certificate {'ok' if cert.passed else 'FAIL'})")))
+        elif stale.exists():
+            stale.unlink()   # a figure from an earlier run must not stand beside this verdict
+        return written
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text and text.strip() else ""
+
+
+def format_report(report: dict) -> str:
+    """The summary of a general or master-equation report (its ``to_dict()`` or report.json)."""
+    checks, msgs = report["checks"], report["messages"]
+    lines = [f"sp-ode verify: {report['system']} — {report['description']}"]
+    if report["failure"]:
+        lines.insert(0, _first_line(report["failure"]))
+    body = msgs["hyperbolicity"].removeprefix("normal hyperbolicity: ")
+    lines.append(f"(1) normal hyperbolicity on the visited region: {body}  {checks['hyperbolicity']}")
+    for note in report["region"]["notes"]:
+        lines.append(f"      note: {note}")
+    if report["identity_methods"]:
+        lines.append("(2) identity φ(y) = p_st(y), methods:" if report["identity_reference"] and
+                     "p_st" in str(report["identity_comparisons"]) else "(2) identity, methods:")
+        for m in report["identity_methods"]:
+            lines.append(f"      {m['name']} [{m['kind']}]" + (f" — {m['note']}" if m["note"] else ""))
+        for c in report["identity_comparisons"]:
+            lines.append(f"      {c['a']} vs {c['b']}: {c['max_error']:.1e} (tolerance {c['tolerance']:.1e}"
+                         f"{'' if c['independent'] else '; same linear system, not counted'})  "
+                         f"{'ok' if c['passed'] else 'FAIL'}")
+    lines.append(f"(2) identity: {msgs['identity']}  {checks['identity']}")
+    if report["table_text"]:
+        lines.append("(3) " + report["table_text"])
+    lines.append(f"(3) certificate: {msgs['certificate']}  {checks['certificate']}")
+    lines.append(f"verify {'PASSED' if report['passed'] else 'FAILED'}: "
+                 + ", ".join(f"{k} {v}" for k, v in checks.items()))
+    return "\n".join(lines)
+
+
+# --- what is verified -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Case:
+    """A system with the initial data and horizon of its verdict (`resolve_case`); `verify` accepts one."""
+
+    system: Any
+    name: str
+    t_span: tuple
+    x0: np.ndarray | None
+    y0: np.ndarray
+    phi: Any = None
+    description: str = ""
+    network: bool = False
+
+
+def resolve_case(system, *, t_span=None, x0=None, y0=None, description: str | None = None) -> Case:
+    """`system` (a FastSlowSystem, a catalogue entry, a NetworkSystem or a NetworkModel) with its data.
+
+    A catalogue entry (anything with ``.system``, ``.t_span``, ``.x0``, ``.y0``) supplies the
+    defaults and its closed-form φ.  A NetworkModel becomes a NetworkSystem on its projection
+    with ε = ``NETWORK_EPS``, its own y0 and t_span ``NETWORK_T_SPAN`` unless given; a network
+    verdict starts on the critical manifold x0 = p_st(y0), so `x0` is refused there.
+
+    Raises
+    ------
+    TypeError
+        `system` is none of the above.
+    ValueError
+        Missing `t_span`, `x0` or `y0`; a `y0` of the wrong length for a network.
+    """
+    if isinstance(system, Case):
+        return system
+    if isinstance(system, (NetworkSystem, NetworkModel)):
+        return _network_case(system, t_span=t_span, x0=x0, y0=y0, description=description)
+    if isinstance(system, FastSlowSystem):
+        entry = None
+    elif isinstance(getattr(system, "system", None), FastSlowSystem):
+        system, entry = system.system, system
+    else:
+        raise TypeError(f"`system` must be a FastSlowSystem, a catalogue entry (sp_ode.get_system), a NetworkSystem "
+                        f"or a NetworkModel; got {type(system).__name__}.")
+    t_span = t_span if t_span is not None else getattr(entry, "t_span", None)
+    x0 = x0 if x0 is not None else getattr(entry, "x0", None)
+    y0 = y0 if y0 is not None else getattr(entry, "y0", None)
+    missing = [n for n, v in (("t_span", t_span), ("x0", x0), ("y0", y0)) if v is None]
+    if missing:
+        raise ValueError(f"system {system.name!r} has no default {', '.join(missing)}: pass "
+                         + ", ".join(f"`{n}`" for n in missing) + ".")
+    system = check_model(system, x0, y0).system   # f, g, Q traced once; m, d recorded
+    return Case(system, system.name, tuple(float(t) for t in t_span), np.asarray(x0, float), np.asarray(y0, float),
+                getattr(entry, "phi", None), description if description is not None else getattr(entry, "description", ""))
+
+
+def _network_case(obj, *, t_span, x0, y0, description) -> Case:
+    if x0 is not None:
+        raise ValueError("`x0` does not apply to a network model: its verdict starts on the critical manifold "
+                         "x0 = p_st(y0).")
+    if isinstance(obj, NetworkModel):
+        system = NetworkSystem(obj.network, obj.space(), obj.slow, eps=NETWORK_EPS, name=obj.name)
+        y0 = obj.y0 if y0 is None else y0
+        t_span = NETWORK_T_SPAN if t_span is None else t_span
+        description = description or f"network model {obj.name}"
+    else:
+        system = obj
+        y0 = getattr(obj, "y0", None) if y0 is None else y0
+        t_span = getattr(obj, "t_span", None) if t_span is None else t_span
+        description = description or f"NetworkSystem {system.name}"
+    missing = [n for n, v in (("t_span", t_span), ("y0", y0)) if v is None]
+    if missing:
+        raise ValueError(f"network system {system.name!r} has no default {', '.join(missing)}: pass "
+                         + ", ".join(f"`{n}`" for n in missing) + ".")
+    y0 = np.asarray(y0, float).reshape(-1)
+    if y0.shape != (system.d,):
+        raise ValueError(f"`y0` must give {system.d} value(s) for {system.name!r}; got {y0.tolist()}.")
+    return Case(system, system.name, tuple(float(t) for t in t_span), None, y0, None, description, network=True)
+
+
+def identity_grid(case: Case, region, num: int) -> np.ndarray:
+    """The family's domain for a master equation over a GeneratorFamily (T1 is claimed there); else the
+    visited range (d = 1) or points along the reduced path (d > 1)."""
+    Q_of_y = getattr(case.system, "Q_of_y", None)
+    if isinstance(Q_of_y, GeneratorFamily):
+        return Q_of_y.grid(num if Q_of_y.d == 1 else max(3, int(round(num ** (1 / Q_of_y.d)))))
+    if case.system.d == 1 or region.reduced.y.shape[1] == 1:
+        return np.linspace(region.lower[0], region.upper[0], num)[:, None]
+    ys = region.reduced.y
+    return ys[np.linspace(0, len(ys) - 1, num).astype(int)]
+
+
+# --- the verdict ----------------------------------------------------------------------------------------
+
+def verify(system, *, t_span=None, x0=None, y0=None, phi=None, Ps=None, order: int = 1, backend: str = "diffrax",
+           num: int | None = None, smoke: bool = False, out=None, overwrite: bool = False,
+           show_progress: bool = False, description: str | None = None) -> VerifyReport:
+    """Verify the reduction of `system` where it actually goes (module docstring).
+
+    Parameters
+    ----------
+    system : FastSlowSystem, catalogue entry (`sp_ode.get_system`), NetworkSystem or NetworkModel
+    t_span : (t0, t1), optional — default: the entry's (required for a bare system).
+    x0 : array (m,), optional;  y0 : array (d,), optional — the initial state (a network starts at
+        x0 = p_st(y0) and takes only `y0`).
+    phi : callable y (d,) -> (m,), optional — a closed-form critical manifold of a general system,
+        compared with Newton's (default: the catalogue entry's, if any).
+    Ps : sequence of int, optional — block sizes P (ε = 1/P) of the certificate, at least 4
+        (networks: at least 5); default 4, 8, …, 4096 (networks: ε = 10^-1.5 … 10^-3.5).
+    order : int — k of the slow manifold h_ε (default 1).
+    backend : {"diffrax", "scipy"} — the integrator of the full solves.
+    num : int, optional — grid points in y of the identity check (default 41; networks 5).
+    smoke : bool — a small, fast version (6 values of P, 9 grid points, smaller network projections
+        are the caller's choice).
+    out : path, optional — write the figures and ``report.json`` there (see `VerifyReport.write`).
+    overwrite : bool — allow `out` to hold an earlier report.
+    show_progress : bool — a progress bar over the certificate's solves.
+
+    Returns
+    -------
+    VerifyReport
+
+    Raises
+    ------
+    TypeError, ValueError
+        A bad `system`, missing initial data, bad `Ps`/`order`/`num`/`backend` (each named).
+    FileExistsError
+        `out` holds an earlier report and `overwrite` is False (checked before any work).
+    """
+    backend = check_choice("backend", backend, BACKENDS)
+    case = resolve_case(system, t_span=t_span, x0=x0, y0=y0, description=description)
+    if phi is not None:
+        case = replace(case, phi=phi)
+    if out is not None and (Path(out) / "report.json").exists() and not overwrite:
+        raise FileExistsError(f"`out` {str(out)!r} already holds a verify report (report.json); choose another "
+                              "folder or pass overwrite=True (command line: --overwrite).")
+    report = _verify_network(case, Ps=Ps, num=num, smoke=smoke) if case.network else \
+        _verify_general(case, Ps=Ps, order=order, backend=backend, num=num, smoke=smoke, show_progress=show_progress)
+    if out is not None:
+        report.write(out, overwrite=True)
+    return report
+
+
+def _verify_network(case: Case, *, Ps, num, smoke) -> VerifyReport:
+    eps_values = None
+    if Ps is not None:
+        eps_values = [1.0 / P for P in check_Ps(Ps, min_points=MIN_POINTS + 1)]
+    verdict = verify_network(case.system, case.t_span, case.y0, eps_values=eps_values, num=num, smoke=smoke)
+    record = verdict.to_dict()
+    record["description"] = case.description
+    return VerifyReport(case.name, "network", case.description, verdict.checks, verdict.messages, verdict.passed,
+                        verdict.failure, record, _parts={"network": verdict, "case": case})
+
+
+def _check_num(num, smoke: bool) -> int:
+    if num is None:
+        return SMOKE_NUM if smoke else DEFAULT_NUM
+    num = check_positive_int("num", num)
+    if num < 2:
+        raise ValueError(f"`num` must be >= 2 (grid points of the identity check); got {num}.")
+    return num
+
+
+def _verify_general(case: Case, *, Ps, order, backend, num, smoke, show_progress) -> VerifyReport:
+    order = check_order(order)
+    num = _check_num(num, smoke)
+    Ps = tuple(check_Ps(Ps)) if Ps is not None else (SMOKE_PS if smoke else DEFAULT_PS)  # before any work
+    master = isinstance(case.system, MasterEquationSystem)
+    num_times = 101 if smoke else 201
+    seconds: dict[str, float] = {}
+    checks = dict.fromkeys(CHECKS, "skipped")
+    messages: dict[str, str] = {}
+
+    start = time.perf_counter()
+    region = visited_region(case.system, case.t_span, case.x0, case.y0, phi=None if master else case.phi,
+                            num_times=num_times, backend=backend)
+    seconds["hyperbolicity"] = time.perf_counter() - start
+    checks["hyperbolicity"], messages["hyperbolicity"] = region.status, region.message
+    ident = cert = None
+    if region.reached:
+        messages["identity"] = messages["certificate"] = "skipped: the reduction does not hold on the path (step 1)"
+    else:
+        start = time.perf_counter()
+        ident = identity_check(case.system, identity_grid(case, region, num), x0=case.x0, phi=case.phi,
+                               phi_name="the catalogue's φ" if case.phi is not None else "φ",
+                               phi_kind="linear solve" if master else "closed form")
+        checks["identity"], messages["identity"] = ident.status, ident.message
+        seconds["identity"] = time.perf_counter() - start
+        if region.passed:
+            start = time.perf_counter()
+            cert = _certificate(case, Ps, order, backend, master, show_progress, num_times)
+            checks["certificate"] = "ok" if cert.passed else "FAIL"
+            messages["certificate"] = "rates O(ε), O(ε^{k+1}), O(ε) measured" if cert.passed else \
+                "certificate: " + cert.messages[0]
+            seconds["certificate"] = time.perf_counter() - start
+        else:
+            messages["certificate"] = "skipped: φ is not normally hyperbolic and attracting on the visited region"
+    passed = all(checks[k] == "ok" for k in CHECKS)
+    failure = next((messages[k] for k in CHECKS if checks[k] == "FAIL"), None)
+    record = _record(case, order, backend, region, ident, cert, seconds)
+    return VerifyReport(case.name, "master" if master else "general", case.description, checks, messages, passed,
+                        failure, record, _parts={"case": case, "region": region, "identity": ident,
+                                                 "certificate": cert})
+
+
+def _certificate(case: Case, Ps, order, backend, master, show_progress, num_times):
+    guess = None if case.phi is not None else case.x0
+    manifold = slow_manifold(case.system, order, x_guess=None if master else guess,
+                             phi=None if master else case.phi)
+    return convergence_certificate(case.system, Ps, order=order, t_span=case.t_span, x0=case.x0, y0=case.y0,
+                                   backend=backend, manifold=manifold, show_progress=show_progress,
+                                   num_times=num_times)
+
+
+def _record(case: Case, order, backend, region, ident, cert, seconds) -> dict:
+    """The numbers of each step, JSON-ready (the keys of report.json)."""
+    head = ident.independent_comparison() if ident is not None else None
+    record = {
+        "order": order, "backend": backend,
+        "region": region.to_dict(), "hyperbolicity_margin": MARGIN,
+        "loss_of_hyperbolicity": ({"y": region.y_star, "t": region.t_star, "kind": region.kind,
+                                   "reached": region.reached} if region.y_star is not None else None),
+        "weakest_attraction": region.weakest_attraction,
+        "identity_checked": ident is not None and ident.status != "skipped",
+        "identity_methods": ([{"name": m.name, "kind": m.kind, "points": int(len(m.points)), "note": m.note}
+                              for m in ident.methods.values()] if ident is not None else []),
+        "identity_comparisons": ident.comparisons if ident is not None else [],
+        "identity_reference": head["b"] if head else None,
+        "identity_max_error": max((c["max_error"] for c in ident.comparisons if c["independent"]), default=None)
+        if ident is not None else None,
+        "identity_tolerance": head["tolerance"] if head else None,
+        "identity_grid": ident.ys if ident is not None else None,
+        "seconds": seconds,
+    }
+    if cert is not None:
+        record.update({"slope_manifold": cert.slopes["manifold"], "slope_corrected": cert.slopes["corrected"],
+                       "slope_slow": cert.slopes["slow"], "slope_tolerance": cert.slope_tol,
+                       "constants": cert.constants, "final_constants": cert.final_constants,
+                       "certificate": cert.to_dict(), "table_text": cert.format_table()})
+    else:
+        record.update(dict.fromkeys(("slope_manifold", "slope_corrected", "slope_slow", "slope_tolerance",
+                                     "constants", "final_constants", "certificate", "table_text")))
+    return record
