@@ -20,6 +20,10 @@ from typing import TypeVar
 
 F = TypeVar("F", bound=Callable)
 
+UNIT_ROUNDOFF = 2.0 ** -53
+"""u: the relative rounding error of one float64 operation (half the machine epsilon); every error
+allowance of sp_ode (GTH's 8n³u, the bounds of `sp_ode.markov.bounds`, the attractor's ρ) is in these units."""
+
 
 def float64():
     """A context manager in which JAX creates and computes float64 arrays (the user's setting is restored on exit)."""

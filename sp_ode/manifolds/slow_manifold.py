@@ -72,8 +72,8 @@ def check_order(order) -> int:
     return int(order)
 
 
-def _taylor_coefficient(fun, j: int):
-    """ε ↦ fun(ε) ↦ (1/j!) dʲfun/dεʲ at ε = 0 (exact, by j nested forward derivatives)."""
+def taylor_coefficient(fun, j: int):
+    """(1/j!) dʲfun/dεʲ at ε = 0 of ε ↦ fun(ε), exactly, by j nested forward derivatives (the order-j term of a series in ε)."""
     deriv = fun
     for _ in range(j):
         deriv = jax.jacfwd(deriv)
@@ -97,7 +97,7 @@ def _series_terms_fn(k, g, master: bool, order: int, x_guess, phi_user):
                 r = eps * Dh_g - f(0.0, x, y, args)
                 return r.at[-1].set(0.0) if master else r  # bordered row: 1ᵀh_j = 0
 
-            c = _taylor_coefficient(residual, j)
+            c = taylor_coefficient(residual, j)
             x0 = lower[0](y, args)
             return jnp.linalg.solve(DF(x0, y, args), c)
         return h_j

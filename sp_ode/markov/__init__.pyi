@@ -1,4 +1,8 @@
 """Public names of `sp_ode.markov` (read by type checkers and by `sp_ode.core.lazy`)."""
+from .attractor import (
+    Attractor as Attractor,
+    attractor_distribution as attractor_distribution,
+)
 from .bounds import (
     ConvergenceError as ConvergenceError,
 )

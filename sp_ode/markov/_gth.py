@@ -40,6 +40,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from sp_ode.core.precision import UNIT_ROUNDOFF
+
 __all__ = ["gth_reference", "gth_blocked", "gth_batched", "gth_scaled", "gth_solve", "normalise_exponents",
            "elimination_is_exact_range", "GTH_BOUND_CONSTANT", "gth_componentwise_bound"]
 
@@ -47,7 +49,6 @@ __all__ = ["gth_reference", "gth_blocked", "gth_batched", "gth_scaled", "gth_sol
 #: (O'Cinneide 1993 proves a first-order bound of this form; 8 is a generous
 #: constant chosen here — the measured errors stay below 1e-3 of it, docs/bench/stationary.md).
 GTH_BOUND_CONSTANT = 8.0
-_U = 2.0**-53
 # Entries and products are trusted only while they stay this far inside the normal range.
 _LOW = 2.0**-960
 _HIGH_ROW_SUM = 2.0**60
@@ -55,7 +56,7 @@ _HIGH_ROW_SUM = 2.0**60
 
 def gth_componentwise_bound(n: int) -> float:
     """c·n³·u (docs/theory.md §7.2), inflated by 1/(1 − c·n³·u) for the second-order terms; inf once ≥ 1/2."""
-    b = GTH_BOUND_CONSTANT * float(n) ** 3 * _U
+    b = GTH_BOUND_CONSTANT * float(n) ** 3 * UNIT_ROUNDOFF
     return b / (1.0 - b) if b < 0.5 else float("inf")
 
 

@@ -34,9 +34,10 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
+from sp_ode.core.precision import UNIT_ROUNDOFF
+
 __all__ = ["ConvergenceError", "residual_l1_bound", "hitting_time_bound", "posterior_bound"]
 
-_U = 2.0**-53
 _U_LD = float(np.finfo(np.longdouble).eps) / 2
 
 
@@ -50,7 +51,7 @@ class ConvergenceError(RuntimeError):
         self.info = info or {}
 
 
-def _gamma(m: int, u: float = _U) -> float:
+def _gamma(m: int, u: float = UNIT_ROUNDOFF) -> float:
     mu = m * u
     return mu / (1.0 - mu) if mu < 0.5 else math.inf
 
@@ -80,7 +81,7 @@ def residual_l1_bound(Q, q: np.ndarray) -> float:
         r = Q.T @ q
         absr = np.abs(r - 2.0 * np.diagonal(Q) * q)
         g = _gamma(n + 2)
-        return float(np.abs(r).sum() * (1 + n * _U) + 2 * g * absr.sum() * (1 + n * _U)) * (1 + 4 * _U)
+        return float(np.abs(r).sum() * (1 + n * UNIT_ROUNDOFF) + 2 * g * absr.sum() * (1 + n * UNIT_ROUNDOFF)) * (1 + 4 * UNIT_ROUNDOFF)
     C = sp.coo_array(Q)
     off = C.row != C.col
     R = sp.csr_array((C.data[off].astype(np.longdouble), (C.row[off], C.col[off])), shape=(n, n))
@@ -89,7 +90,7 @@ def residual_l1_bound(Q, q: np.ndarray) -> float:
     out = np.asarray(R @ np.ones(n, dtype=np.longdouble)).ravel() * ql
     g = _gamma(_terms_per_column(Q), _U_LD)
     r = np.abs(inflow - out).sum() * (1 + n * _U_LD) + g * (inflow.sum() + out.sum()) * (1 + n * _U_LD)
-    return float(r) * (1 + 4 * _U)
+    return float(r) * (1 + 4 * UNIT_ROUNDOFF)
 
 
 def hitting_time_bound(Q, k: int, y_hat: np.ndarray) -> float:
@@ -112,10 +113,10 @@ def hitting_time_bound(Q, k: int, y_hat: np.ndarray) -> float:
     Gy = np.delete(-Qy, k)
     aGy = np.delete(Qy - 2.0 * d * y, k)
     s = np.abs(1.0 - Gy) + 2 * _gamma(_terms_per_column(Q)) * (np.abs(aGy) + 1.0)
-    smax = float(s.max()) * (1 + 4 * _U)
+    smax = float(s.max()) * (1 + 4 * UNIT_ROUNDOFF)
     if not smax < 1.0:
         return math.inf
-    return float(y_hat.max()) / (1.0 - smax) * (1 + 4 * _U)
+    return float(y_hat.max()) / (1.0 - smax) * (1 + 4 * UNIT_ROUNDOFF)
 
 
 def posterior_bound(Q, q: np.ndarray, k: int, y_hat: np.ndarray) -> tuple[float, float]:
@@ -130,6 +131,6 @@ def posterior_bound(Q, q: np.ndarray, k: int, y_hat: np.ndarray) -> tuple[float,
     total = math.fsum(q)
     if not total > 0:
         return math.inf, H
-    eta = abs(total - 1.0) + 2 * _U * total
-    bound = 2.0 * H * residual_l1_bound(Q, q) / total * (1 + 8 * _U) + eta
+    eta = abs(total - 1.0) + 2 * UNIT_ROUNDOFF * total
+    bound = 2.0 * H * residual_l1_bound(Q, q) / total * (1 + 8 * UNIT_ROUNDOFF) + eta
     return float(bound), H

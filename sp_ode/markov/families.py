@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sp_ode.core.validation import check_choice, check_finite_array, check_positive_int
+from sp_ode.core.catalogue import Catalogue
+from sp_ode.core.validation import check_finite_array, check_positive_int
 
 
 def array_namespace(y):
@@ -146,7 +147,7 @@ def _make_ring(n: int):
     return ring
 
 
-FAMILIES: dict[str, GeneratorFamily] = {
+FAMILIES: Catalogue[GeneratorFamily] = Catalogue("generator family", {
     f.name: f
     for f in [
         GeneratorFamily("cycle3", 3, 1, _cycle3, (-2.0,), (2.0,),
@@ -163,11 +164,11 @@ FAMILIES: dict[str, GeneratorFamily] = {
         GeneratorFamily("ring50", 50, 1, _make_ring(50), (-1.0,), (1.0,),
                         "50-state driven ring"),
     ]
-}
+}, builders=False)
 
 DEFAULT_FAMILY = "cycle3"
 
 
 def get_family(name: str = DEFAULT_FAMILY) -> GeneratorFamily:
     """The built-in family called `name` (see ``FAMILIES``)."""
-    return FAMILIES[check_choice("name", name, FAMILIES)]
+    return FAMILIES.lookup(name)

@@ -240,25 +240,54 @@ def birth_death(birth, death, *, sparse: bool = False):
     return Q if sparse else Q.toarray()
 
 
-def uniformize(Q, lam: float | None = None):
-    """Uniformisation: P = I + Q/λ with λ ≥ max_i |Q_ii| (default: that maximum).
+def uniformize(Q, lam: float | None = None, *, margin: float = 1.0):
+    """Uniformisation: P = I + Q/λ with λ ≥ max_i (exit rate of i) (default: `margin` times that maximum).
 
-    P is row-stochastic and has the same stationary distribution as Q.
+    P is row-stochastic and has the same stationary distribution as Q.  Its diagonal is
+    formed as 1 − (exit rate)/λ from the off-diagonal rates, never from the stored Q_ii:
+    no subtraction of nearly equal numbers.  With `margin` > 1 every P_ii ≥ 1 − 1/margin
+    > 0, so the chain is aperiodic (`sp_ode.markov.attractor` uses 1.125).  The one
+    uniformisation of sp_ode.
+
+    Parameters
+    ----------
+    Q : array_like (n, n) or (..., n, n), or scipy.sparse (n, n)
+    lam : float, optional — λ (a single generator only).
+    margin : float ≥ 1 — the default λ is margin·max exit rate (1 when every rate is 0).
 
     Returns
     -------
-    P : ndarray or csr_array (n, n)
-    lam : float
+    P : ndarray (..., n, n) or csr_array (n, n)
+    lam : float, or ndarray (...) for a stack
     """
-    Q = check_generator(Q)
-    qmax = float(np.max(-(Q.diagonal()))) if Q.shape[0] else 0.0
+    Q = check_generator(Q, batch=True)
+    margin = check_positive("margin", margin)
+    if margin < 1:
+        raise ValueError(f"`margin` must be >= 1 so that P = I + Q/λ is stochastic; got {margin}.")
+    if sp.issparse(Q):
+        off = Q.copy()
+        off.setdiag(0.0)
+        off.eliminate_zeros()
+        exit_rate = np.asarray(off.sum(axis=1)).ravel()
+    else:
+        off = np.where(np.eye(Q.shape[-1], dtype=bool), 0.0, Q)
+        exit_rate = off.sum(axis=-1)
+    qmax = np.max(exit_rate, axis=-1) if exit_rate.size else np.zeros(exit_rate.shape[:-1])
     if lam is None:
-        lam = qmax if qmax > 0 else 1.0
-    lam = check_positive("lam", lam)
-    if lam < qmax * (1 - 1e-12):
-        raise ValueError(f"`lam` must be >= max |Q_ii| = {qmax:.6g} so that P = I + Q/lam is stochastic; got {lam:.6g}.")
-    eye = sp.identity(Q.shape[0], format="csr") if sp.issparse(Q) else np.eye(Q.shape[0])
-    return eye + Q / lam, lam
+        lam = np.where(qmax > 0, margin * qmax, 1.0)
+    else:
+        if np.ndim(qmax):
+            raise ValueError("`lam` applies to one generator; for a stack leave it None.")
+        lam = check_positive("lam", lam)
+        if lam < float(qmax) * (1 - 1e-12):
+            raise ValueError(f"`lam` must be >= the largest exit rate {float(qmax):.6g} so that P = I + Q/lam is "
+                             f"stochastic; got {lam:.6g}.")
+    if sp.issparse(Q):
+        lam = float(lam)
+        return (off / lam + sp.diags_array(1.0 - exit_rate / lam)).tocsr(), lam
+    lam_arr = np.asarray(lam, dtype=np.float64)
+    P = off / lam_arr[..., None, None] + np.eye(Q.shape[-1]) * (1.0 - exit_rate / lam_arr[..., None])[..., None]
+    return P, (float(lam_arr) if lam_arr.ndim == 0 else lam_arr)
 
 
 def from_transition_matrix(P, lam: float = 1.0):

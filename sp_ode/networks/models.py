@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sp_ode.core.validation import check_choice
+from sp_ode.core.catalogue import Catalogue
 from sp_ode.networks.network import ReactionNetwork, StateSpace
 
 __all__ = ["NetworkModel", "NETWORK_MODELS", "get_network_model", "telegraph", "birth_death",
@@ -159,10 +159,10 @@ def cascade(N: int = 32) -> NetworkModel:
                         np.array([0.2]), {"means": means})
 
 
-NETWORK_MODELS: dict[str, Callable[..., NetworkModel]] = {
+NETWORK_MODELS: Catalogue[NetworkModel] = Catalogue("network model", {
     "telegraph": telegraph, "birth_death": birth_death, "michaelis_menten": michaelis_menten,
     "toggle_switch": toggle_switch, "cascade": cascade,
-}
+}, builders=True)
 
 
 def get_network_model(name: str, **kwargs) -> NetworkModel:
@@ -174,5 +174,4 @@ def get_network_model(name: str, **kwargs) -> NetworkModel:
         Unknown name (the message lists the valid ones).
     """
 
-    check_choice("name", name, NETWORK_MODELS)
-    return NETWORK_MODELS[name](**kwargs)
+    return NETWORK_MODELS.lookup(name, **kwargs)

@@ -42,7 +42,6 @@ cross-checked against `slow_manifold(..., method="series")` in tests/sweeps/test
 """
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -54,7 +53,7 @@ import numpy as np
 from sp_ode.core.cache import LRUCache
 from sp_ode.core.precision import in_float64
 from sp_ode.manifolds.reduced import ReducedSystem, simulate_reduced
-from sp_ode.manifolds.slow_manifold import slow_manifold
+from sp_ode.manifolds.slow_manifold import slow_manifold, taylor_coefficient
 from sp_ode.systems.simulation import simulate
 from sp_ode.systems.system import FastSlowSystem, MasterEquationSystem
 
@@ -153,14 +152,6 @@ def _lifted_phi(phi_eps):
     return _LIFTED_PHI.get_or_make(phi_eps, make)
 
 
-def _taylor_coefficient(fun, j: int):
-    """(1/j!) dʲfun/dεʲ at ε = 0, exactly, by j nested forward derivatives."""
-    deriv = fun
-    for _ in range(j):
-        deriv = jax.jacfwd(deriv)
-    return deriv(jnp.asarray(0.0)) / math.factorial(j)
-
-
 def _horner(terms, eps):
     """Σ_i εⁱ T_i by Horner's rule (differentiable in ε at 0, unlike ε ** arange)."""
     x = terms[-1]
@@ -193,7 +184,7 @@ def _next_term(system: FastSlowSystem, lower, j: int):
             r = eps * Dh_g - f(0.0, x, y, args)
             return r.at[-1].set(0.0) if master else r
 
-        c = _taylor_coefficient(residual, j)
+        c = taylor_coefficient(residual, j)
         A = jax.jacfwd(lambda x: f(0.0, x, y, args))(low[0])
         if master:
             A = A.at[-1].set(1.0)

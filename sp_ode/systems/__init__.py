@@ -27,7 +27,7 @@ _MOVED = {
     'fit_rate': 'sp_ode.verification.rates',
     'RateFit': 'sp_ode.verification.rates',
     'identity_check': 'sp_ode.verification.identity',
-    'attractor_distribution': 'sp_ode.verification.identity',
+    'attractor_distribution': 'sp_ode.markov.attractor',
     'IdentityCheck': 'sp_ode.verification.identity',
     'visited_region': 'sp_ode.verification.region',
     'VisitedRegion': 'sp_ode.verification.region',

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 import jax.numpy as jnp
 import numpy as np
 
+from sp_ode.core.catalogue import Catalogue
 from sp_ode.core.precision import float64_callable, in_float64
 from sp_ode.core.validation import check_choice, check_finite, check_positive
 from sp_ode.markov.families import FAMILIES
@@ -445,7 +446,7 @@ def _me_factory(family_name: str, name: str):
     return factory
 
 
-SYSTEMS: dict[str, Callable[..., CatalogueEntry]] = {
+SYSTEMS: Catalogue[CatalogueEntry] = Catalogue("system", {
     "toy": toy,
     "linear": linear,
     "averaging2": averaging2,
@@ -455,7 +456,7 @@ SYSTEMS: dict[str, Callable[..., CatalogueEntry]] = {
     "me3": _me_factory("cycle3", "me3"),
     "me10": _me_factory("ring10", "me10"),
     "me50": _me_factory("ring50", "me50"),
-}
+}, builders=True)
 
 
 @in_float64
@@ -474,11 +475,4 @@ def get_system(name: str = DEFAULT_SYSTEM, **overrides) -> CatalogueEntry:
     TypeError
         An override the system does not take (the message lists those it does).
     """
-    factory = SYSTEMS[check_choice("name", name, SYSTEMS)]
-    import inspect
-
-    params = [p for p in inspect.signature(factory).parameters]
-    unknown = sorted(set(overrides) - set(params))
-    if unknown:
-        raise TypeError(f"system {name!r} takes overrides {params}; got unknown {unknown}.")
-    return factory(**overrides)
+    return SYSTEMS.lookup(name, **overrides)

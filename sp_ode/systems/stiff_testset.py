@@ -28,11 +28,13 @@ to the size of the components: ``atol = atol_factor · rtol``.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import jax.numpy as jnp
 import numpy as np
 
+from sp_ode.core.catalogue import Catalogue
 from sp_ode.systems.system import FastSlowSystem
 
 __all__ = ["StiffProblem", "STIFF_PROBLEMS", "get_stiff_problem", "significant_digits"]
@@ -159,8 +161,20 @@ def _build() -> dict[str, StiffProblem]:
     }
 
 
-STIFF_PROBLEMS = ("vdpol", "rober", "orego", "hires")
-_CACHE: dict[str, StiffProblem] = {}
+@functools.cache
+def _problems() -> dict[str, StiffProblem]:
+    return _build()
+
+
+def _builder(name: str):
+    def build() -> StiffProblem:
+        return _problems()[name]   # built once, reused: compiled solves are cached on the system
+    build.__doc__ = f"The Test Set problem {name!r}."
+    return build
+
+
+STIFF_PROBLEMS: Catalogue[StiffProblem] = Catalogue(
+    "stiff problem", {name: _builder(name) for name in ("vdpol", "rober", "orego", "hires")}, builders=True)
 
 
 def get_stiff_problem(name: str) -> StiffProblem:
@@ -171,8 +185,4 @@ def get_stiff_problem(name: str) -> StiffProblem:
     ValueError
         Unknown `name` (the valid names are listed).
     """
-    if name not in STIFF_PROBLEMS:
-        raise ValueError(f"`name` must be one of {STIFF_PROBLEMS}; got {name!r}.")
-    if not _CACHE:
-        _CACHE.update(_build())
-    return _CACHE[name]
+    return STIFF_PROBLEMS.lookup(name)

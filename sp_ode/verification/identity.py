@@ -10,23 +10,11 @@ comparison marked independent or not.
 
 Generators: uniformised powers with a certified bracket
 --------------------------------------------------------
-With Λ = ``_UNIFORMISE``·max_i |Q_ii| (strictly above max |Q_ii|, so every P_ii > 0
-and the chain is aperiodic) the uniformised chain P = I + Q/Λ is stochastic,
-irreducible and has p_st as its unique stationary law: p_stᵀP = p_stᵀ.  Repeated
-squaring gives M = P^(2^j) without any solve; row i of M is the law at step 2^j
-started from vertex e_i (the uniform start gives the mean row).  Because
-p_stᵀM = p_stᵀ, every entry p_st,k = Σ_i p_st,i M_ik is a convex combination of
-the k-th column, hence
-
-    min_i M_ik ≤ p_st,k ≤ max_i M_ik.
-
-That bracket is the certificate: its half-width h_k bounds |p_st,k − m_k| for the
-midpoint m_k.  Squaring stops once max_k (max_i M_ik − min_i M_ik) ≤ ``tol`` (or
-stagnates at rounding level); it needs about log₂(Λ/γ) squarings, γ the spectral
-gap.  Rounding: each squaring of nonnegative matrices has entrywise relative error
-≤ γ_n = nu/(1 − nu), and an error in the rows is amplified at most while the chain
-has not yet mixed, i.e. over the ≈ 2^j steps counted; the allowance added to the
-radius is ρ = 4·2^j·n·u·max_k m_k (stated, not proved tighter).
+`sp_ode.markov.attractor.attractor_distribution`: repeated squaring of the uniformised
+chain P = I + Q/Λ gives M = P^(2^j) without any solve; since p_stᵀM = p_stᵀ, every
+entry of p_st lies between the smallest and the largest entry of its column of M — a
+certified bracket, whose radius (half-width plus a rounding allowance) bounds
+|p_st − midpoint| entrywise.
 
 General f: time integration
 ---------------------------
@@ -56,111 +44,19 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sp_ode.core.precision import in_float64
-from sp_ode.core.validation import check_positive
 from sp_ode.manifolds.critical_manifold import continue_manifold, critical_manifold
 from sp_ode.manifolds.newton import as_points, is_master, require_system
-from sp_ode.markov.generator import check_generator
+from sp_ode.markov.attractor import RADIUS_MAX, attractor_distribution
 from sp_ode.markov.reference import exact_stationary
 from sp_ode.markov.stationary import stationary_distribution
 
-__all__ = ["attractor_distribution", "frozen_flow_attractor", "identity_check", "Attractor", "IdentityCheck",
+__all__ = ["attractor_distribution", "frozen_flow_attractor", "identity_check", "IdentityCheck",
            "IdentityMethod", "IDENTITY_TOL", "FLOW_TOL"]
 
-_U = float(np.finfo(np.float64).eps) / 2
-_UNIFORMISE = 1.125        # Λ = 1.125·max|Q_ii| > max|Q_ii|: P_ii ≥ 1/9 > 0, aperiodic
-_MAX_SQUARINGS = 64        # 2^64 uniformised steps: beyond any chain float64 can resolve
 IDENTITY_TOL = 1e-12       # allowance for the rounding of a solve-based method at the sizes checked
-RADIUS_MAX = 1e-10         # a bracket wider than this is too loose to certify agreement
 FLOW_TOL = 1e-8            # comparison with a time-integrated attractor (rtol 1e-12, stop at 1e-11)
 EXACT_POINTS = 3           # sampled y for the rational check
 EXACT_MAX_N = 12           # the rational elimination is O(n³) big-rational operations
-
-
-@dataclass(frozen=True)
-class Attractor:
-    """The attractor of dp/dτ = Qᵀp by uniformised powers, with its certified bracket.
-
-    Attributes
-    ----------
-    p : ndarray (..., n) — the bracket's midpoint.
-    lower, upper : ndarray (..., n) — min_i and max_i of each column of P^(2^j).
-    radius : ndarray (...) — max_k half-width + rounding allowance ρ: |p_st − p| ≤ radius entrywise.
-    squarings : ndarray (...) int — j; the chain was run for 2^j uniformised steps.
-    converged : ndarray (...) bool — the spread reached `tol`, or stalled at rounding level below
-        ``RADIUS_MAX`` (a reducible chain, whose spread never closes, is never converged).
-    uniform : ndarray (..., n) — the image of the uniform start (the mean row).
-    """
-
-    p: np.ndarray
-    lower: np.ndarray
-    upper: np.ndarray
-    radius: np.ndarray
-    squarings: np.ndarray
-    converged: np.ndarray
-    uniform: np.ndarray
-
-
-@in_float64
-def attractor_distribution(Q, *, tol: float = 1e-13) -> Attractor:
-    """p_st of a generator as the attractor of the uniformised chain, with a bracket (module docstring).
-
-    No linear system is solved: this is the independent method of docs/theory.md §7.3.
-
-    Parameters
-    ----------
-    Q : array_like (n, n) or (N, n, n)
-        Generator(s), validated by `sp_ode.check_generator`.
-    tol : float
-        Stop squaring when the widest column spread max_i M_ik − min_i M_ik is ≤ tol.
-
-    Returns
-    -------
-    Attractor
-
-    Raises
-    ------
-    TypeError, ValueError
-        `Q` is not a generator (stack), or `tol` is not positive.
-    """
-
-    tol = check_positive("tol", tol)
-    Q = check_generator(Q, batch=True)
-    single = Q.ndim == 2
-    Qs = Q.reshape(-1, *Q.shape[-2:])
-    N, n = Qs.shape[0], Qs.shape[-1]
-    lam = _UNIFORMISE * np.max(np.abs(np.diagonal(Qs, axis1=1, axis2=2)), axis=1)
-    lam = np.where(lam > 0, lam, 1.0)
-    off = Qs * (1.0 - np.eye(n)) / lam[:, None, None]
-    M = off + np.eye(n) * (1.0 - off.sum(axis=2))[:, :, None]     # P = I + Q/Λ, rows sum to 1
-    j = np.zeros(N, dtype=int)
-    done = np.zeros(N, dtype=bool)
-    spread = np.max(M.max(axis=1) - M.min(axis=1), axis=1)
-    best = spread.copy()
-    stalled = np.zeros(N, dtype=int)
-    for _ in range(_MAX_SQUARINGS):
-        done |= spread <= tol
-        if done.all():
-            break
-        act = ~done
-        M2 = M[act] @ M[act]
-        M2 /= M2.sum(axis=2, keepdims=True)       # keep the rows stochastic against rounding drift
-        M[act] = M2
-        j[act] += 1
-        spread[act] = np.max(M2.max(axis=1) - M2.min(axis=1), axis=1)
-        # at rounding level the spread stops shrinking: three squarings without halving it
-        improved = spread < 0.5 * best
-        stalled = np.where(act & ~improved, stalled + 1, np.where(act, 0, stalled))
-        best = np.minimum(best, spread)
-        done |= act & (stalled >= 3) & (spread <= RADIUS_MAX)
-    lower, upper = M.min(axis=1), M.max(axis=1)
-    mid = 0.5 * (lower + upper)
-    rho = 4.0 * (2.0 ** j) * n * _U * mid.max(axis=1)
-    radius = 0.5 * (upper - lower).max(axis=1) + rho
-    out = Attractor(mid, lower, upper, radius, j, done, M.mean(axis=1))
-    if single:
-        return Attractor(*(np.asarray(a)[0] for a in (out.p, out.lower, out.upper, out.radius, out.squarings,
-                                                         out.converged, out.uniform)))
-    return out
 
 
 _RK4_CHUNK = 256          # RK4 steps between checkpoints

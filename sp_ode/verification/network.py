@@ -12,7 +12,7 @@ region the user's trajectory actually visits:
    * the sparse stationary solver ``stationary_distribution(Q, method="sparse")``
      (AMG-GMRES on the bordered system, escalating to banded/dense GTH — all of them
      *linear solves* of Qᵀp = 0, 1ᵀp = 1) with its error bound;
-   * the **attractor of the frozen fast flow** x' = Q(y)ᵀx (:func:`sparse_attractor`):
+   * the **attractor of the frozen fast flow** x' = Q(y)ᵀx (`sp_ode.markov.attractor.attractor_distribution` from a few starts):
      the uniformised chain P = I + Q/Λ applied to several starting laws (the uniform law
      and extreme states), sparse mat-vecs with a nonnegative matrix, **no linear system
      solved**, run for 16, 32, 64, … steps until the starts agree with each other and
@@ -49,6 +49,7 @@ import scipy.sparse as sp
 
 from sp_ode.core.files import write_json
 from sp_ode.core.validation import check_positive, check_positive_int
+from sp_ode.markov.attractor import MAX_STEPS, attractor_distribution
 from sp_ode.markov.generator import closed_classes, communicating_classes
 from sp_ode.markov.stationary import stationary_distribution
 from sp_ode.networks.system import NetworkSystem, padded_range
@@ -56,49 +57,15 @@ from sp_ode.verification.identity import IDENTITY_TOL, IdentityMethod
 from sp_ode.verification.plotting import plot_network_convergence, plot_network_marginals
 from sp_ode.verification.rates import MIN_POINTS, RateFit, fit_rate
 
-__all__ = ["verify_network", "network_identity", "sparse_attractor", "NetworkVerdict", "NetworkIdentity",
-           "SparseAttractor", "DEFAULT_EPS", "SMOKE_EPS"]
+__all__ = ["verify_network", "network_identity", "NetworkVerdict", "NetworkIdentity", "DEFAULT_EPS", "SMOKE_EPS"]
 
-_U = float(np.finfo(np.float64).eps) / 2
-_UNIFORMISE = 1.125          # Λ = 1.125·max exit rate: every P_ii ≥ 1/9 > 0 (aperiodic), as identity.py
 ATTRACTOR_TOL = 1e-12        # stop when the starts agree and the last doubling moved nothing by more
-SETTLED_MAX = 1e-10          # a radius above this is too loose to call the attractor found
-MAX_STEPS = 2 ** 18          # uniformised steps (τ = steps/Λ) before giving up
 DEFAULT_EPS = tuple(10.0 ** np.linspace(-1.5, -3.5, 6))   # ε ≈ 3.2e-2 … 3.2e-4
 SMOKE_EPS = tuple(10.0 ** np.linspace(-1.5, -3.0, 5))     # ε ≈ 3.2e-2 … 1e-3
 FULL_RTOL, FULL_ATOL = 1e-11, 1e-14       # the full stiff solves
 PATH_RTOL, PATH_ATOL = 1e-12, 1e-14       # the reduced and corrected paths
 STATUSES = ("ok", "FAIL", "skipped")
 _RATES = {"reduced": 1.0, "corrected": 2.0}
-
-
-# --- the attractor of the frozen fast flow -----------------------------------------------------------------
-
-@dataclass(frozen=True)
-class SparseAttractor:
-    """Where x' = Q(y)ᵀx goes from several starts, by the uniformised chain (no linear solve).
-
-    Attributes
-    ----------
-    p : ndarray (n,) — the image of the uniform start after ``steps`` uniformised steps.
-    radius : float — max(spread of the starts' images, change over the last doubling) plus the
-        rounding allowance ``steps·m·u`` (m = most nonzeros in a row of P): an error *indicator*
-        (all n vertices would be needed for the certified bracket of docs/theory.md §7.3).
-    spread, change : float — the two parts of the radius.
-    steps : int;  tau : float — fast time reached, steps/Λ.
-    converged : bool — radius ≤ ``SETTLED_MAX`` and spread, change ≤ `tol` (or stalled at
-        rounding level); a reducible chain, whose starts never agree, is never converged.
-    starts : int — number of starting laws.
-    """
-
-    p: np.ndarray
-    radius: float
-    spread: float
-    change: float
-    steps: int
-    tau: float
-    converged: bool
-    starts: int
 
 
 def _extreme_starts(space, n: int, limit: int = 8) -> list[int]:
@@ -114,76 +81,6 @@ def _extreme_starts(space, n: int, limit: int = 8) -> list[int]:
         if i not in out:
             out.append(i)
     return out[:limit]
-
-
-def sparse_attractor(Q, vertices=None, *, tol: float = ATTRACTOR_TOL, max_steps: int = MAX_STEPS) -> SparseAttractor:
-    """The attractor of the frozen fast flow x' = Qᵀx by the uniformised chain applied to vectors.
-
-    With Λ = 1.125·max_i Σ_{j≠i} Q_ij, P = I + Q/Λ is stochastic with P_ii ≥ 1/9 (aperiodic),
-    and its diagonal is formed as 1 − (exit rate)/Λ from the off-diagonal rates (never from the
-    stored Q_ii).  The starts — the uniform law and e_i for each i in `vertices` — are advanced
-    together, X ← PᵀX, a sparse product with nonnegative entries: no linear system is solved.
-    Checkpoints at 16, 32, 64, … steps; it stops when the starts agree (spread ≤ `tol`) and none
-    moved by more than `tol` since the last checkpoint, or when three doublings fail to halve
-    the spread while it is below ``SETTLED_MAX`` (rounding level).  When the starts have stopped moving
-    but still disagree (several closed classes), it stops unconverged.
-
-    Parameters
-    ----------
-    Q : sparse or dense (n, n) generator.
-    vertices : sequence of int, optional — vertex starts (default: the first and last state).
-    tol : float;  max_steps : int
-
-    Returns
-    -------
-    SparseAttractor
-    """
-    tol = check_positive("tol", tol)
-    max_steps = check_positive_int("max_steps", max_steps)
-    Q = sp.csr_array(Q, dtype=np.float64)
-    n = Q.shape[0]
-    off = Q.copy()
-    off.setdiag(0.0)
-    off.eliminate_zeros()
-    if off.nnz and off.data.min() < 0:
-        raise ValueError("`Q` has a negative off-diagonal rate: not a generator.")
-    exit_rate = np.asarray(off.sum(axis=1)).ravel()
-    lam = _UNIFORMISE * float(exit_rate.max()) if exit_rate.max() > 0 else 1.0
-    PT = (sp.csr_array(off.T) / lam + sp.diags_array(1.0 - exit_rate / lam)).tocsr()
-    m = int(np.diff(PT.indptr).max()) if n else 1
-    verts = sorted({0, n - 1}) if vertices is None else [int(v) for v in vertices]
-    X = np.zeros((n, 1 + len(verts)))
-    X[:, 0] = 1.0 / n
-    for k, v in enumerate(verts):
-        X[v, k + 1] = 1.0
-    steps, chunk = 0, 16
-    prev = X.copy()
-    best, stalled = np.inf, 0
-    spread = change = np.inf
-    converged = False
-    while steps < max_steps:
-        for _ in range(min(chunk, max_steps - steps)):
-            X = PT @ X
-        steps += min(chunk, max_steps - steps)
-        X /= X.sum(axis=0, keepdims=True)          # keep each column a law against rounding drift
-        spread = float(np.max(X.max(axis=1) - X.min(axis=1)))
-        change = float(np.max(np.abs(X - prev)))
-        prev = X.copy()
-        if spread <= tol and change <= tol:
-            converged = True
-            break
-        stalled = stalled + 1 if spread >= 0.5 * best else 0
-        best = min(best, spread)
-        if stalled >= 3 and max(spread, change) <= SETTLED_MAX:
-            converged = True
-            break
-        if stalled >= 3 and change <= tol:
-            break        # every start has stopped moving but they disagree: several closed classes
-        chunk = steps                                # doubling: τ = 16/Λ, 32/Λ, 64/Λ, …
-    rho = 1.01 * steps * m * _U                       # ℓ1 rounding of `steps` products, P is an ℓ1 contraction
-    radius = max(spread, change) + rho
-    return SparseAttractor(X[:, 0].copy(), float(radius), spread, change, int(steps), steps / lam,
-                           bool(converged and radius <= SETTLED_MAX), 1 + len(verts))
 
 
 # --- the identity at scale ------------------------------------------------------------------------------------
@@ -236,7 +133,7 @@ def network_identity(system: NetworkSystem, ys, *, p=None, tol: float = ATTRACTO
     p : ndarray (N, n) or callable y -> (n,), optional
         A claimed p_st used *in place of* the solver's answer (a negative control); it carries no
         bound, so the tolerance is the attractor's radius + 10⁻¹².
-    tol, max_steps : see :func:`sparse_attractor`.
+    tol, max_steps : see `sp_ode.markov.attractor.attractor_distribution` from a few starts.
 
     Returns
     -------
@@ -285,7 +182,7 @@ def network_identity(system: NetworkSystem, ys, *, p=None, tol: float = ATTRACTO
             rec["solver"] = "claimed"
         sol_vals[i] = q
         rec["solver_bound"] = bound
-        att = sparse_attractor(Q, starts, tol=tol, max_steps=max_steps)
+        att = attractor_distribution(Q, starts, tol=tol, max_steps=max_steps)
         rec.update(attractor_radius=att.radius, attractor_steps=att.steps, tau=att.tau)
         if not att.converged:
             rec["reason"] = (f"the attractor did not settle at y = {y.tolist()}: after {att.steps} uniformised steps "

@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 
 from sp_ode.cli import main
+from sp_ode.markov.attractor import attractor_distribution
 from sp_ode.networks.models import get_network_model
 from sp_ode.networks.network import ReactionNetwork
 from sp_ode.networks.system import NetworkSystem
-from sp_ode.verification.network import network_identity, sparse_attractor, verify_network
+from sp_ode.verification.network import network_identity, verify_network
 
 STATUS = ("ok", "FAIL", "skipped")
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -78,7 +79,7 @@ def test_identity_fails_on_a_deliberately_wrong_p():
 
 def test_attractor_that_has_not_settled_is_a_fail():
     m, s = _system("telegraph", N=30)
-    att = sparse_attractor(s.Q(m.y0), [0, s.n - 1], max_steps=64)
+    att = attractor_distribution(s.Q(m.y0), [0, s.n - 1], max_steps=64)
     assert not att.converged and att.steps == 64
     r = network_identity(s, [m.y0], max_steps=64)
     assert r.status == "FAIL" and "did not settle" in r.message
@@ -89,7 +90,7 @@ def test_reducible_network_generator_is_reported_not_passed():
     r = network_identity(s, [[1.0], [0.5]])
     assert r.status == "FAIL" and "reducible" in r.message and "2 closed" in r.message
     # the attractor alone also refuses it: the starts end in different closed classes
-    att = sparse_attractor(s.Q(np.array([1.0])), [0, s.n - 1])
+    att = attractor_distribution(s.Q(np.array([1.0])), [0, s.n - 1])
     assert not att.converged and att.spread > 0.01 and att.steps < 2**18
     v = verify_network(s, (0.0, 1.0), [1.0], smoke=True)
     assert not v.passed and v.checks["paths"] == "FAIL"
