@@ -9,6 +9,9 @@ from . import (
     systems as systems,
     verification as verification,
 )
+from .core.cache import (
+    use_compilation_cache as use_compilation_cache,
+)
 from .manifolds.critical_manifold import (
     ManifoldNotFoundError as ManifoldNotFoundError,
     continue_manifold as continue_manifold,

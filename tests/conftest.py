@@ -8,6 +8,9 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 os.environ.setdefault("MPLBACKEND", "Agg")
+# `sp-ode` run as a subprocess keeps compiled programs in ~/.cache/sp_ode: not from the tests
+# (tests/core/test_compile_cache.py checks that cache in a folder of its own)
+os.environ.setdefault("SP_ODE_NO_COMPILE_CACHE", "1")
 
 settings.register_profile(
     "ci", max_examples=40, deadline=None, derandomize=True,

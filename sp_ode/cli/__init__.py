@@ -20,6 +20,7 @@ import traceback
 
 from sp_ode import __version__
 from sp_ode.cli.common import BUILTIN, BUILTIN_HELP, EXIT_FAILED, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, UsageError
+from sp_ode.core.cache import use_compilation_cache
 from sp_ode.core.cpu_pool import pin_to_one_core
 
 ONE_CORE_COMMANDS = frozenset({"sweep"})  # commands run pinned to one core by program()
@@ -93,12 +94,18 @@ def _help_line(module_name: str) -> str:
 def program() -> int:
     """The ``sp-ode`` program (console script, ``python -m sp_ode``): :func:`main` in a process of its own.
 
-    Being the process's entry point, it may do what a library call must not: ``sp-ode sweep``
+    Being the process's entry point, it may do what a library call must not: it keeps compiled programs
+    on disk (`sp_ode.use_compilation_cache`, under ``~/.cache/sp_ode/jax``; ``SP_ODE_NO_COMPILE_CACHE=1``
+    turns that off), and ``sp-ode sweep``
     pins its process to one core before the first JAX computation (:mod:`sp_ode.core.cpu_pool`:
     jaxlib 0.10.2's batched LAPACK kernels can deadlock a multi-threaded XLA pool; the sweep is
     single-threaded, and its Dask workers get a core each).
     """
     command = next((a for a in sys.argv[1:] if not a.startswith("-")), None)
+    asks_help = bool({"-h", "--help", "--version"} & set(sys.argv[1:]))
+    if command is not None and not asks_help and os.environ.get("SP_ODE_NO_COMPILE_CACHE") != "1":
+        # a second run of the same model starts without compiling it (README "Time to a first answer")
+        use_compilation_cache()
     if command in ONE_CORE_COMMANDS:
 
         pin_to_one_core(0)

@@ -37,6 +37,7 @@ from sp_ode.systems.simulation import (
     check_system,
     finish,
     prepare_batch,
+    run_engines,
 )
 from sp_ode.systems.system import FastSlowSystem, MasterEquationSystem
 
@@ -282,11 +283,9 @@ def _reduced_problem(red: ReducedSystem) -> integration.Problem:
     g, manifold = red.g, red.manifold
 
     def make_rhs(args_static):
-        import equinox as eqx
-
         def rhs(t, y, dyn):
             eps, args_dyn = dyn  # ε is data: only a corrected manifold h_ε reads it
-            args = eqx.combine(args_dyn, args_static)
+            args = args_static.combine(args_dyn)
             x = manifold(y, eps, args)
             # a non-finite φ(y) (e.g. p_st undefined) leaves no reduced flow, even when g ignores x
             return jnp.where(jnp.all(jnp.isfinite(x)), g(t, x, y, args), jnp.nan)
@@ -299,10 +298,10 @@ _phi_eval_cache = LRUCache()
 
 
 @in_float64
-def simulate_reduced(system, t_span, y0, *, phi=None, x_guess=None, backend: str = "diffrax",
+def simulate_reduced(system, t_span, y0, *, phi=None, x_guess=None, backend: str = "auto",
                      method: str | None = None, rtol: float = 1e-8, atol: float = 1e-10, ts=None,
                      throw: bool = True, max_steps: int = DEFAULT_MAX_STEPS, args=None,
-                     batch_args: bool = False) -> Trajectory:
+                     batch_args: bool = False, escalate: bool = True) -> Trajectory:
     """Integrate the reduced flow dy/dt = g(t, φ(y), y, args) over `t_span`.
 
     The cost does not depend on ε (no ε appears).  Parameters and failure
@@ -354,8 +353,7 @@ def simulate_reduced(system, t_span, y0, *, phi=None, x_guess=None, backend: str
         red = system
     else:
         red = reduced_system(system, phi, x_guess=x_guess)
-    backend, method, rtol, atol, max_steps, (t0, t1), ts = check_solver_options(
-        backend, method, rtol, atol, max_steps, t_span, ts)
+    options, (t0, t1), ts = check_solver_options(backend, method, rtol, atol, max_steps, t_span, ts, escalate)
     y0 = check_state("y0", y0, red.d)
     args = red.args if args is None else args
     dummy = np.zeros(0)
@@ -373,10 +371,13 @@ def simulate_reduced(system, t_span, y0, *, phi=None, x_guess=None, backend: str
     if batched and ts is None:
         ts = np.array([t0, t1])
 
-    solve = integration.solve_diffrax if backend == "diffrax" else integration.solve_scipy
-    raw = solve(problem, y0, t0, t1, ts, eps=red.eps, args=args, rtol=rtol, atol=atol,
-                method=method, max_steps=max_steps, batched=batched, batch_args=bool(batch_args),
-                split=(args_dyn, args_static, static_key))
+    def diagnose(i, t_end, y_end):
+        args_i = jax.tree_util.tree_map(lambda a: np.asarray(a)[i], args) if batch_args else args
+        return diagnosis.diagnose(t_end, y_end, f=None, g=lambda t, y: red.rhs(t, jnp.asarray(y), args_i),
+                                  eps=1.0, m=None, span=t1 - t0, Q=red.Q_of_y, need_irreducible=True)
+
+    raw = run_engines(problem, y0, t0, t1, ts, eps=red.eps, args=args, options=options, batched=batched,
+                      batch_args=bool(batch_args), split=(args_dyn, args_static, static_key), diagnose=diagnose)
     # x = φ(y) (or h_ε(y)) along the reduced solution (inf where a failed solve left inf).
     ys = raw["z"]
     flat = ys.reshape(-1, ys.shape[-1])
@@ -394,23 +395,16 @@ def simulate_reduced(system, t_span, y0, *, phi=None, x_guess=None, backend: str
         xs = np.where(ok[:, None], xs, np.inf)
     xs = xs.reshape(ys.shape[:-1] + (xs.shape[-1],))
     raw["z"] = np.concatenate([xs, ys], axis=-1)
-
-    def diagnose(i, t_end, y_end):
-        args_i = jax.tree_util.tree_map(lambda a: np.asarray(a)[i], args) if batch_args else args
-        return diagnosis.diagnose(t_end, y_end, f=None, g=lambda t, y: red.rhs(t, jnp.asarray(y), args_i),
-                                   eps=1.0, m=None, span=t1 - t0, Q=red.Q_of_y, need_irreducible=True)
-    return finish(raw, xs.shape[-1], backend, method, t0, t1, max_steps, throw, batched, diagnose,
+    return finish(raw, xs.shape[-1], t0, t1, options.max_steps, throw, batched, diagnose,
                   name=red.name)  # the name is printed in the Trajectory's summary
 
 
 def _make_phi_eval(red: ReducedSystem, args_static) -> Callable:
     """jit: (ys (N, d), ε, args_dyn, rows) -> manifold points (N, m); rows: args_dyn has a leading N."""
-    import equinox as eqx
-
     manifold = red.manifold
 
     def one(y, eps, args_dyn):
-        return manifold(y, eps, eqx.combine(args_dyn, args_static))
+        return manifold(y, eps, args_static.combine(args_dyn))
 
     @jax.jit
     def shared(ys, eps, args_dyn):

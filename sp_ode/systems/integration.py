@@ -18,16 +18,16 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-DIFFRAX_METHODS = ("Kvaerno5", "Kvaerno4", "Kvaerno3", "Tsit5", "Dopri5", "Dopri8")
-SCIPY_METHODS = ("Radau", "BDF", "LSODA")
+from sp_ode.systems.options import controller_tolerances
+
 STATUS_OK, STATUS_MAX_STEPS, STATUS_STEP_FAILURE, STATUS_OTHER, STATUS_VECTOR_FIELD = 0, 1, 2, 3, 4
 
 # A solve without save times keeps every accepted step.  diffrax preallocates that buffer
@@ -38,6 +38,13 @@ STATUS_OK, STATUS_MAX_STEPS, STATUS_STEP_FAILURE, STATUS_OTHER, STATUS_VECTOR_FI
 STEP_CHUNK = 4096
 
 _CACHE_SIZE = 64
+
+# XLA options of the small programs the scipy engine calls once per step (the vector field, its
+# Jacobian, a Q(y) probe): at optimisation level 0 they compile in about half the time (5-state master
+# equation: 0.42 s against 0.81 s for f, 1.0 s against 1.6 s for its Jacobian, measured under load
+# ≈ 7 on 2 cores, bench/bench_first_answer.py) and run as fast per call at these sizes; the large
+# diffrax programs keep the default.
+SMALL_PROGRAM_OPTIONS = {"xla_backend_optimization_level": 0}
 
 
 @dataclass(frozen=True)
@@ -79,15 +86,42 @@ def _hashable(obj):
         return _ById(obj)
 
 
+def _is_data(leaf) -> bool:
+    """Array leaves and real numbers are data to a compiled solve; ints, bools, strings, callables are static
+    (they may set shapes or control flow in the user's f and g)."""
+    if isinstance(leaf, (jax.Array, np.ndarray, np.floating, np.complexfloating)):
+        return True
+    return isinstance(leaf, (float, complex)) and not isinstance(leaf, bool)
+
+
+@dataclass(frozen=True)
+class StaticArgs:
+    """The static part of ``args``: its tree structure and non-data leaves (None where a data leaf goes)."""
+
+    treedef: Any
+    leaves: tuple
+
+    def combine(self, dynamic) -> Any:
+        """``args`` again, from the data leaves `dynamic` (a tuple, in tree order)."""
+        it = iter(dynamic)
+        return jax.tree_util.tree_unflatten(self.treedef, [next(it) if leaf is _DATA else leaf
+                                                           for leaf in self.leaves])
+
+
+_DATA = object()   # placeholder of a data leaf in StaticArgs.leaves
+
+
 def split_args(args):
-    """Partition ``args`` into array leaves (data) and the rest (static, hashable key part)."""
-    dynamic, static = eqx.partition(args, eqx.is_array)
-    # NumPy leaves stay NumPy: the compiled call transfers them itself, and a jnp.asarray
-    # per leaf per call costs more than many short solves
-    dynamic = jax.tree_util.tree_map(lambda a: a if isinstance(a, (jax.Array, np.ndarray)) else jnp.asarray(a),
-                                     dynamic)
-    leaves, treedef = jax.tree_util.tree_flatten(static)
-    static_key = (treedef, tuple(_hashable(leaf) for leaf in leaves))
+    """Partition ``args`` into its data leaves (a tuple of arrays) and the static rest (`StaticArgs`), with a
+    hashable key of the static rest.  ε, array parameters and real numbers are data: changing them never
+    recompiles (docs/theory.md §9)."""
+    leaves, treedef = jax.tree_util.tree_flatten(args)
+    # NumPy leaves stay NumPy: the compiled call transfers them itself, and a jnp.asarray per leaf per
+    # call costs more than many short solves; Python floats become float64 arrays
+    dynamic = tuple(leaf if isinstance(leaf, (jax.Array, np.ndarray)) else np.asarray(leaf, dtype=np.float64)
+                    if isinstance(leaf, float) else np.asarray(leaf) for leaf in leaves if _is_data(leaf))
+    static = StaticArgs(treedef, tuple(_DATA if _is_data(leaf) else leaf for leaf in leaves))
+    static_key = (treedef, tuple("data" if leaf is _DATA else _hashable(leaf) for leaf in static.leaves))
     return dynamic, static, static_key
 
 
@@ -142,15 +176,6 @@ CHORD_KAPPA_MASTER = 1.0
 # factor exhausted 50 000 steps at ε = 1/512); there it is RTOL_FLOOR/rtol ≤ 1.
 TOL_FACTOR_GENERAL = 1e-2
 CHORD_KAPPA_GENERAL = CHORD_KAPPA / TOL_FACTOR_GENERAL  # = 1 in tightened units
-RTOL_FLOOR = 1e-13
-
-
-def controller_factor(tol_factor: float, rtol: float) -> float:
-    """The factor applied to (rtol, atol) in the controller: `tol_factor`, floored so that
-    rtol·factor ≥ RTOL_FLOOR, and never above 1 (a requested rtol is never loosened)."""
-    if tol_factor >= 1.0:
-        return 1.0
-    return float(min(1.0, max(tol_factor, RTOL_FLOOR / rtol)))
 
 
 def _diffrax_solver(method: str, kappa: float):
@@ -198,7 +223,12 @@ def _build_diffrax(problem, args_static, method, max_steps, save_steps, batch_ax
         # the t1 sub-save holds the last state reached, also after a failure
         (ts_out, tend), (zs, zend) = sol.ts, sol.ys
         stats = {k: sol.stats[k] for k in ("num_steps", "num_accepted_steps", "num_rejected_steps")}
-        return ts_out, zs, tend[-1], zend[-1], sol.result._value, stats
+        # the outcome as one of our status codes, by diffrax's public comparisons of its RESULTS
+        status = jnp.where(sol.result == diffrax.RESULTS.successful, STATUS_OK,
+                           jnp.where(sol.result == diffrax.RESULTS.max_steps_reached, STATUS_MAX_STEPS,
+                                     jnp.where(sol.result == diffrax.RESULTS.dt_min_reached, STATUS_STEP_FAILURE,
+                                               STATUS_OTHER)))
+        return ts_out, zs, tend[-1], zend[-1], status, stats
 
     if batch_axes is None:
         return one
@@ -207,12 +237,16 @@ def _build_diffrax(problem, args_static, method, max_steps, save_steps, batch_ax
 
 
 def solve_diffrax(problem: Problem, z0, t0, t1, ts, *, eps, args, rtol, atol, method, max_steps,
-                  batched: bool = False, batch_args: bool = False, split=None) -> dict:
+                  batched: bool = False, batch_args: bool = False, split=None, chunk: int | None = None) -> dict:
     """Integrate with diffrax; ``z0`` is (n,) or, when `batched`, (B, n).
 
     `split`, when given, is ``split_args(args)`` already computed by the caller.
     Without save times (single solve) the accepted steps are returned, computed in
     chunks of at most `STEP_CHUNK` steps so that memory never scales with `max_steps`.
+    With save times, a budget above `chunk` (the budget the program is compiled for; default
+    `max_steps`) is spent by continuing from the last state reached with the same compiled
+    program, so a larger budget costs no compilation (the escalation ladder of
+    `sp_ode.systems.options`).
 
     Returns a dict of NumPy arrays: t, z, t_end, z_end (last state reached), status,
     num_steps, num_rejected_steps (leading B axis when batched), and compile_time,
@@ -224,11 +258,61 @@ def solve_diffrax(problem: Problem, z0, t0, t1, ts, *, eps, args, rtol, atol, me
                                     method=method, max_steps=max_steps)
     if ts is None:
         ts = np.array([t0, t1])
+    ts = np.asarray(ts, dtype=np.float64)
     step_to_ts = method.startswith("Kvaerno")
-    budget = max_steps + (len(ts) if step_to_ts else 0)  # forced steps do not count against max_steps
-    return _run_diffrax(problem, z0, t0, t1, ts, eps=eps, split=split, rtol=rtol, atol=atol, method=method,
-                        max_steps=budget, save_steps=False, batched=batched, batch_args=batch_args,
-                        step_to_ts=step_to_ts)
+    chunk = max_steps if chunk is None else min(chunk, max_steps)
+    extra = len(ts) if step_to_ts else 0   # forced steps do not count against max_steps
+    kw = dict(eps=eps, split=split, rtol=rtol, atol=atol, method=method, max_steps=chunk + extra, save_steps=False,
+              batched=batched, batch_args=batch_args, step_to_ts=step_to_ts)
+    out = _run_diffrax(problem, z0, t0, t1, ts, **kw)
+    used = chunk
+    while used < max_steps and np.any(np.asarray(out["status"]) == STATUS_MAX_STEPS):
+        before = np.min(np.atleast_1d(out["t_end"]))
+        out = _continue_diffrax(problem, out, ts, t1, kw)
+        used += chunk
+        if np.min(np.atleast_1d(out["t_end"])) <= before:
+            break                      # no progress in a whole chunk: more of the same cannot help
+    return out
+
+
+def _continue_diffrax(problem: Problem, out: dict, ts: np.ndarray, t1: float, kw: dict) -> dict:
+    """Resume the solves that ran out of budget from their last state, with the same compiled program.
+
+    The save times not yet reached are passed first and padded with t1 to the compiled length; the
+    solves that had finished restart at t1 and return at once.
+    """
+    batched = kw["batched"]
+    status = np.atleast_1d(np.asarray(out["status"]))
+    t_end = np.atleast_1d(np.asarray(out["t_end"], dtype=np.float64))
+    z_end = np.asarray(out["z_end"], dtype=np.float64).reshape(status.size, -1)
+    # one restart time for the whole (vmapped) call, the earliest stopped solve's; every lane runs (the same
+    # batch shape: no recompilation) and only the stopped lanes' results are kept
+    stopped = status == STATUS_MAX_STEPS
+    t_restart = float(t_end[stopped].min())
+    z_all = np.array(out["z"], dtype=np.float64).reshape(status.size, len(ts), -1)
+    reached = ts <= t_restart
+    remaining = ts[~reached]
+    pad = np.concatenate([remaining, np.full(len(ts) - len(remaining), t1)])
+    lanes = np.flatnonzero(stopped)
+    nxt = _run_diffrax(problem, z_end if batched else z_end[0], t_restart, t1, pad, **kw)
+    z_new = np.asarray(nxt["z"], dtype=np.float64).reshape(status.size, len(ts), -1)[lanes]
+    z_all[lanes[:, None], np.flatnonzero(~reached)[None, :]] = z_new[:, :len(remaining)]
+    merged = dict(out)
+    merged["z"] = z_all if batched else z_all[0]
+    for key in ("t_end", "status", "solver_message", "num_steps", "num_rejected_steps"):
+        arr = np.array(np.atleast_1d(out[key]), dtype=object if key == "solver_message" else None)
+        new = np.atleast_1d(nxt[key])[lanes]
+        if key in ("num_steps", "num_rejected_steps"):
+            arr[lanes] = arr[lanes] + new
+        else:
+            arr[lanes] = new
+        merged[key] = arr if batched else arr[0]
+    ze = np.array(z_end)
+    ze[lanes] = np.asarray(nxt["z_end"], dtype=np.float64).reshape(status.size, -1)[lanes]
+    merged["z_end"] = ze if batched else ze[0]
+    merged["compile_time"] = out["compile_time"] + nxt["compile_time"]
+    merged["wall_time"] = out["wall_time"] + nxt["wall_time"]
+    return merged
 
 
 def _solve_diffrax_steps(problem, z0, t0, t1, *, eps, split, rtol, atol, method, max_steps) -> dict:
@@ -265,11 +349,10 @@ def _solve_diffrax_steps(problem, z0, t0, t1, *, eps, split, rtol, atol, method,
 
 def _run_diffrax(problem, z0, t0, t1, ts, *, eps, split, rtol, atol, method, max_steps, save_steps, batched,
                  batch_args, step_to_ts, dt0: float = 0.0) -> dict:
-    import diffrax
-
     args_dyn, args_static, static_key = split
-    factor = controller_factor(problem.tol_factor, rtol) if method.startswith("Kvaerno") else 1.0
-    scalars = np.array([t0, t1, rtol * factor, atol * factor, eps, dt0], dtype=np.float64)
+    factor = problem.tol_factor if method.startswith("Kvaerno") else None
+    rtol_c, atol_c = controller_tolerances(method, rtol, atol, factor)
+    scalars = np.array([t0, t1, rtol_c, atol_c, eps, dt0], dtype=np.float64)
     call = (np.asarray(z0, dtype=np.float64), scalars, np.asarray(ts, dtype=np.float64), args_dyn)
     batch_axes = (0, 0 if batch_args else None) if batched else None
     given_dt0 = dt0 > 0
@@ -288,18 +371,14 @@ def _run_diffrax(problem, z0, t0, t1, ts, *, eps, split, rtol, atol, method, max
     else:
         _diffrax_cache.move_to_end(key)
     start = time.perf_counter()
-    ts_out, zs, t_end, z_end, result, stats = jax.device_get(compiled(*call))  # waits for the result
+    ts_out, zs, t_end, z_end, status, stats = jax.device_get(compiled(*call))  # waits for the result
     wall_time = time.perf_counter() - start
 
-    result = np.asarray(result)
-    status = np.full(result.shape, STATUS_OTHER, dtype=np.int64)
-    status[result == diffrax.RESULTS.successful._value] = STATUS_OK
-    status[result == diffrax.RESULTS.max_steps_reached._value] = STATUS_MAX_STEPS
-    status[result == diffrax.RESULTS.dt_min_reached._value] = STATUS_STEP_FAILURE
-    messages = np.full(result.shape, "", dtype=object)
-    for i in np.ndindex(result.shape):
-        if result[i] != diffrax.RESULTS.successful._value:  # look up the failures only
-            messages[i] = diffrax.RESULTS._index_to_message[int(result[i])]
+    status = np.asarray(status).astype(np.int64)
+    messages = np.full(status.shape, "", dtype=object)
+    messages[status == STATUS_MAX_STEPS] = "the maximum number of solver steps was reached"
+    messages[status == STATUS_STEP_FAILURE] = "the step size fell below its minimum"
+    messages[status == STATUS_OTHER] = "the implicit stage equations did not converge (Newton/chord iteration)"
     out = {
         "t": ts_out, "z": zs, "t_end": t_end, "z_end": z_end, "status": status,
         "solver_message": messages,
@@ -320,24 +399,41 @@ def _run_diffrax(problem, z0, t0, t1, ts, *, eps, split, rtol, atol, method, max
 _scipy_cache: OrderedDict[Hashable, Any] = OrderedDict()
 
 
-def _scipy_functions(problem: Problem, args_static, static_key):
-    key = (problem.key, static_key)
-    pair = _scipy_cache.get(key)
-    if pair is None:
-        rhs = problem.make_rhs(args_static)
-        # Jacobian by forward-mode autodiff: exact, and square (n × n) so jacfwd is the right mode.
-        pair = (jax.jit(rhs), jax.jit(jax.jacfwd(rhs, argnums=1)), [True])
-        _scipy_cache[key] = pair
-        if len(_scipy_cache) > _CACHE_SIZE:
-            _scipy_cache.popitem(last=False)
-    return pair
+def _scipy_functions(problem: Problem, args_static, static_key, z0: np.ndarray, dyn) -> tuple:
+    """The vector field and its Jacobian, compiled ahead of time for exactly the types scipy passes
+    (t a float64 scalar, z a float64 (n,) array, the parameters `dyn`), cached per problem and types.
+
+    Returns (fun, jac, compile_seconds); compile_seconds is 0 when both came from the cache.  The two
+    programs are compiled concurrently (XLA's compiler releases the GIL): on two cores the first answer
+    waits for the slower of them, not their sum.
+    """
+    t_spec = jax.ShapeDtypeStruct((), jnp.float64)
+    z_spec = jax.ShapeDtypeStruct(np.shape(z0), jnp.float64)
+    dyn_spec = jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(np.shape(a), getattr(a, "dtype", None) or
+                                                                     np.result_type(a)), dyn)
+    key = (problem.key, static_key, tree_spec(dyn), np.shape(z0))
+    found = _scipy_cache.get(key)
+    if found is not None:
+        _scipy_cache.move_to_end(key)
+        return found[0], found[1], 0.0
+    start = time.perf_counter()
+    rhs = problem.make_rhs(args_static)
+    # Jacobian by forward-mode autodiff: exact, and square (n × n) so jacfwd is the right mode.
+    lowered = [jax.jit(fn).lower(t_spec, z_spec, dyn_spec) for fn in (rhs, jax.jacfwd(rhs, argnums=1))]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        fun, jac = pool.map(lambda low: low.compile(SMALL_PROGRAM_OPTIONS), lowered)
+    _scipy_cache[key] = (fun, jac)
+    if len(_scipy_cache) > _CACHE_SIZE:
+        _scipy_cache.popitem(last=False)
+    return fun, jac, time.perf_counter() - start
 
 
 def _scipy_one(fun, jac, z0, t0, t1, ts, rtol, atol, method, max_steps) -> dict:
     import scipy.integrate
 
     solver_cls = getattr(scipy.integrate, method)
-    solver = solver_cls(fun, t0, z0, t1, rtol=rtol, atol=atol, jac=jac)
+    rtol_c, atol_c = controller_tolerances(method, rtol, atol)
+    solver = solver_cls(fun, t0, z0, t1, rtol=rtol_c, atol=atol_c, jac=jac)
     t_list, z_list = ([t0], [np.array(z0)]) if ts is None else ([], [])
     next_i = 0
     if ts is not None:  # ts[0] may equal t0
@@ -392,26 +488,20 @@ def solve_scipy(problem: Problem, z0, t0, t1, ts, *, eps, args, rtol, atol, meth
     `split`, when given, is ``split_args(args)`` already computed by the caller.
     """
     args_dyn, args_static, static_key = split_args(args) if split is None else split
-    fun_jit, jac_jit, fresh = _scipy_functions(problem, args_static, static_key)
-    eps_arr = jnp.asarray(eps, dtype=jnp.float64)
     ts_np = None if ts is None else np.asarray(ts, dtype=np.float64)
     z0 = np.asarray(z0, dtype=np.float64)
     B = z0.shape[0] if batched else None
+    eps_arr = np.asarray(eps, dtype=np.float64)
+    lane_dyn = jax.tree_util.tree_map(lambda a: np.asarray(a)[0], args_dyn) if batch_args else args_dyn
+    fun_c, jac_c, compile_time = _scipy_functions(problem, args_static, static_key, z0[0] if batched else z0,
+                                                  (eps_arr, lane_dyn))
 
     def run(zi, args_i):
         dyn = (eps_arr, args_i)
-        fun = lambda t, z: np.asarray(fun_jit(t, z, dyn))
-        jac = lambda t, z: np.asarray(jac_jit(t, z, dyn))
+        fun = lambda t, z: np.asarray(fun_c(np.float64(t), z, dyn))
+        jac = lambda t, z: np.asarray(jac_c(np.float64(t), z, dyn))
         return _scipy_one(fun, jac, zi, float(t0), float(t1), ts_np, rtol, atol, method, max_steps)
 
-    compile_time = 0.0
-    if fresh[0]:  # first use of these jitted functions: time their compilation apart from the solve
-        start = time.perf_counter()
-        a0 = jax.tree_util.tree_map(lambda a: a[0], args_dyn) if batch_args else args_dyn
-        zz = jnp.asarray(z0[0] if batched else z0)
-        jax.block_until_ready((fun_jit(t0, zz, (eps_arr, a0)), jac_jit(t0, zz, (eps_arr, a0))))
-        compile_time = time.perf_counter() - start
-        fresh[0] = False
     start = time.perf_counter()
     if not batched:
         out = run(z0, args_dyn)

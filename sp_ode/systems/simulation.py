@@ -44,15 +44,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from sp_ode.core.precision import in_float64
-from sp_ode.core.validation import check_choice, check_finite_array, check_positive, check_positive_int
+from sp_ode.core.validation import check_finite_array
 from sp_ode.markov.generator import check_generator
 from sp_ode.systems import diagnosis, integration
+from sp_ode.systems.options import BACKENDS, DEFAULT_MAX_STEPS, ESCALATION_BUDGET, SolveOptions
 from sp_ode.systems.system import FastSlowSystem, MasterEquationSystem
 
 __all__ = ["simulate", "Trajectory", "SolverError", "BACKENDS"]
 
-BACKENDS = {"diffrax": integration.DIFFRAX_METHODS, "scipy": integration.SCIPY_METHODS}
-DEFAULT_MAX_STEPS = 50_000
 
 
 class SolverError(RuntimeError):
@@ -315,11 +314,9 @@ def _fast_slow_problem(system: FastSlowSystem, m: int) -> integration.Problem:
     f, g = system.f, system.g
 
     def make_rhs(args_static):
-        import equinox as eqx
-
         def rhs(t, z, dyn):
             eps, args_dyn = dyn
-            args = eqx.combine(args_dyn, args_static)
+            args = args_static.combine(args_dyn)
             x, y = z[:m], z[m:]
             return jnp.concatenate([f(t, x, y, args) / eps, g(t, x, y, args)])
         return rhs
@@ -362,25 +359,112 @@ def check_master_start(system: MasterEquationSystem, x0: np.ndarray, y0: np.ndar
 
 
 
-def check_solver_options(backend, method, rtol, atol, max_steps, t_span, ts):
-    """Validate the options shared by `simulate` and `simulate_reduced`; returns them checked.
-
-    `method` None picks the backend's default (the first of ``BACKENDS[backend]``).
-    """
-    backend = check_choice("backend", backend, BACKENDS)
-    if method is None:
-        method = BACKENDS[backend][0]
-    elif not isinstance(method, str) or method not in BACKENDS[backend]:
-        raise ValueError(f"`method` must be one of {BACKENDS[backend]} for backend {backend!r}; got {method!r}.")
-    rtol, atol = check_positive("rtol", rtol), check_positive("atol", atol)
-    max_steps = check_positive_int("max_steps", max_steps)
+def check_solver_options(backend, method, rtol, atol, max_steps, t_span, ts, escalate: bool = True):
+    """Validate the options shared by `simulate` and `simulate_reduced`: (SolveOptions, (t0, t1), ts)."""
+    options = SolveOptions.checked(backend, method, rtol, atol, max_steps, escalate)
     t0, t1 = check_t_span(t_span)
-    return backend, method, rtol, atol, max_steps, (t0, t1), check_ts(ts, t0, t1)
+    return options, (t0, t1), check_ts(ts, t0, t1)
+
+
+# --- the engines and the escalation ladder ------------------------------------------------------
+
+ESCALATE_ON = (integration.STATUS_MAX_STEPS, integration.STATUS_STEP_FAILURE, integration.STATUS_OTHER)
+
+
+def ladder(backend: str, method: str, max_steps: int, escalate: bool) -> list[tuple[str, str, int]]:
+    """The rungs (backend, method, step budget) a solve climbs on a budget, step-size or Newton failure:
+    the same method with ``ESCALATION_BUDGET``× the budget, then scipy Radau with that budget
+    (`sp_ode.systems.options`)."""
+    rungs = [(backend, method, max_steps)]
+    if escalate:
+        big = max_steps * ESCALATION_BUDGET
+        rungs.append((backend, method, big))
+        if (backend, method) != ("scipy", "Radau"):
+            rungs.append(("scipy", "Radau", big))
+    return rungs
+
+
+def run_engines(problem: integration.Problem, z0, t0: float, t1: float, ts, *, eps, args, options: SolveOptions,
+                batched: bool, batch_args: bool, split=None, diagnose: Callable | None = None) -> dict:
+    """Solve on the route `options` picks, climbing `ladder` while solves fail (module docstring).
+
+    A solve that ran out of budget retries the same method with the larger budget; one whose step size
+    or stage equations failed goes straight to scipy Radau (a larger budget cannot help it); the climb
+    stops when `diagnose` names a cause in the vector field itself, or when a retry made no progress in
+    t (a singularity: neither budget nor method helps).  Failed lanes of a batch climb alone.  Returns
+    the raw engine output with ``backend``, ``method``, ``route`` and ``escalations`` (a list of dicts).
+    """
+    split = integration.split_args(args) if split is None else split
+    dim = int(np.shape(z0)[-1])
+    backend, method, reason = options.route(batched=batched, dim=dim)
+    rungs = ladder(backend, method, options.max_steps, options.escalate)
+    escalations: list[dict] = []
+    raw, lanes, k, reached = None, None, 0, None
+    while True:
+        b, m, budget = rungs[k]
+        z_now = z0 if lanes is None else z0[lanes]
+        args_now = split[0] if lanes is None or not batch_args else tuple(np.asarray(a)[lanes] for a in split[0])
+        kw = dict(eps=eps, args=None, rtol=options.rtol, atol=options.atol, method=m, max_steps=budget,
+                  batched=batched, batch_args=batch_args, split=(args_now, split[1], split[2]))
+        if b == "diffrax":   # a larger budget continues with the program compiled for the first one
+            out = integration.solve_diffrax(problem, z_now, t0, t1, ts, chunk=options.max_steps, **kw)
+        else:
+            out = integration.solve_scipy(problem, z_now, t0, t1, ts, **kw)
+        raw = out if raw is None else (_merge_lanes(raw, out, lanes) if lanes is not None else _carry_stats(out, raw))
+        status = np.atleast_1d(np.asarray(raw["status"]))
+        failing = np.flatnonzero(np.isin(status, ESCALATE_ON))
+        if failing.size == 0:
+            break
+        first = int(failing[0])
+        t_first = float(np.atleast_1d(raw["t_end"])[first])
+        if diagnose is not None:
+            z_end = np.asarray(raw["z_end"]).reshape(status.size, -1)[first]
+            if diagnose(first, t_first, z_end) is not None:
+                break          # the vector field failed: a bigger budget or another method cannot help
+        stalled = reached is not None and t_first - reached <= 1e-9 * (t1 - t0)
+        if stalled:
+            break              # the retry got no further: a singularity, not a budget or a method
+        budget_only = status[first] == integration.STATUS_MAX_STEPS
+        nxt = k + 1 if budget_only else next((i for i in range(k + 1, len(rungs)) if rungs[i][:2] != (b, m)),
+                                              len(rungs))
+        if nxt >= len(rungs):
+            break
+        escalations.append({"from": f"{b}/{m}", "to": f"{rungs[nxt][0]}/{rungs[nxt][1]}",
+                            "budget": int(rungs[nxt][2]), "solves": int(failing.size),
+                            "reason": str(np.atleast_1d(raw["solver_message"])[first]) or "failed",
+                            "t_reached": t_first})
+        lanes = failing if batched else None
+        reached, k = t_first, nxt
+    final = escalations[-1]["to"].split("/") if escalations else (backend, method)
+    raw.update(backend=final[0], method=final[1], route=f"{backend}/{method}: {reason}", escalations=escalations,
+               budget=int(rungs[k][2]))
+    return raw
+
+
+def _carry_stats(new: dict, old: dict) -> dict:
+    """An unbatched retry replaces the result; the work of the failed attempt is added to its counts."""
+    for key in ("compile_time", "wall_time"):
+        new[key] = float(new.get(key, 0.0)) + float(old.get(key, 0.0))
+    return new
+
+
+def _merge_lanes(raw: dict, out: dict, lanes: np.ndarray) -> dict:
+    """The batch result with `lanes` replaced by their retry `out`."""
+    for key in ("z", "t_end", "z_end", "status", "solver_message", "num_steps", "num_rejected_steps"):
+        if key in raw and key in out:
+            target = np.array(raw[key], dtype=object if key == "solver_message" else None)
+            target[lanes] = np.asarray(out[key])
+            raw[key] = target
+    for key in ("compile_time", "wall_time"):
+        raw[key] = float(raw.get(key, 0.0)) + float(out.get(key, 0.0))
+    return raw
+
 
 @in_float64
-def simulate(system, t_span, x0, y0, *, backend: str = "diffrax", method: str | None = None,
+def simulate(system, t_span, x0, y0, *, backend: str = "auto", method: str | None = None,
              rtol: float = 1e-8, atol: float = 1e-10, ts=None, throw: bool = True,
-             max_steps: int = DEFAULT_MAX_STEPS, args=None, batch_args: bool = False) -> Trajectory:
+             max_steps: int = DEFAULT_MAX_STEPS, args=None, batch_args: bool = False,
+             escalate: bool = True) -> Trajectory:
     """Integrate ε dx/dt = f(t, x, y, args), dy/dt = g(t, x, y, args) over ``t_span``.
 
     Parameters
@@ -392,14 +476,19 @@ def simulate(system, t_span, x0, y0, *, backend: str = "diffrax", method: str | 
         Initial fast state(s); a leading axis B makes a batch.
     y0 : array (d,) or (B, d)
         Initial slow state(s).  A 1-D x0 or y0 is broadcast against the batch.
-    backend : {"diffrax", "scipy"}
+    backend : {"auto", "diffrax", "scipy"}
+        ``"auto"`` (default): scipy LSODA with the compiled vector field and Jacobian for one
+        solve of a small system (a first answer in about scipy's own time), diffrax Kvaerno5
+        for a batch or a large system (`sp_ode.systems.options`).  The choice and its reason
+        are in ``stats["backend"]``, ``stats["method"]``, ``stats["route"]``.
     method : str, optional
-        diffrax: "Kvaerno5" (default), "Kvaerno4", "Kvaerno3" (implicit, stiff),
-        "Tsit5", "Dopri5", "Dopri8" (explicit).  scipy: "Radau" (default), "BDF", "LSODA".
+        diffrax: "Kvaerno5" (its default), "Kvaerno4", "Kvaerno3" (implicit, stiff),
+        "Tsit5", "Dopri5", "Dopri8" (explicit).  scipy: "LSODA" (its default), "Radau", "BDF".
     rtol, atol : float
-        Requested tolerances (per component: atol + rtol·|z|).  With ``diffrax`` on a
-        general system the controller runs at a hundredth of them (never below
-        rtol 1e-13), so that the global error, not only the local one, meets them.
+        Requested tolerances on the *global* error (per component: atol + rtol·|z|).  Each
+        method's controller runs at a measured fraction of them (`CONTROLLER_FACTOR`: a
+        hundredth for LSODA, BDF and Kvaerno on a general system; Radau as asked), never
+        below rtol 1e-13, so that the error left at the end meets the request.
     ts : array (K,), optional
         Save times inside t_span.  None: the solver's accepted steps for a single
         solve, (t0, t1) for a batch.  The implicit diffrax solvers step to every save
@@ -409,9 +498,13 @@ def simulate(system, t_span, x0, y0, *, backend: str = "diffrax", method: str | 
     throw : bool
         Raise `SolverError` on failure (True) or return the status (False).
     max_steps : int
-        Step budget per solve.  Memory never scales with it: without `ts` the steps
-        are kept as they are taken (in chunks of `integration.STEP_CHUNK`), so a
-        generous budget costs nothing until it is used.
+        Step budget per solve (of the first attempt, see `escalate`).  Memory never scales with
+        it: without `ts` the steps are kept as they are taken (in chunks of
+        `integration.STEP_CHUNK`), so a generous budget costs nothing until it is used.
+    escalate : bool
+        On a budget, step-size or Newton failure, retry with 8× the budget, then with scipy
+        Radau (default True); each retry is recorded in ``stats["escalations"]``.  False keeps
+        `max_steps` a hard limit.
     args : pytree, optional
         Parameters for f and g; defaults to ``system.args``.  Array leaves are data
         (changing them does not recompile); other leaves are compile-time constants.
@@ -444,8 +537,7 @@ def simulate(system, t_span, x0, y0, *, backend: str = "diffrax", method: str | 
     Exceptions raised inside the user's f or g propagate unchanged.
     """
     system = check_system(system)
-    backend, method, rtol, atol, max_steps, (t0, t1), ts = check_solver_options(
-        backend, method, rtol, atol, max_steps, t_span, ts)
+    options, (t0, t1), ts = check_solver_options(backend, method, rtol, atol, max_steps, t_span, ts, escalate)
     x0 = check_state("x0", x0, system.m)
     y0 = check_state("y0", y0, system.d)
     args = system.args if args is None else args
@@ -454,13 +546,25 @@ def simulate(system, t_span, x0, y0, *, backend: str = "diffrax", method: str | 
     m, d = _checked_shapes(system, x0, y0, args, bool(batch_args), batched, t0)
     if isinstance(system, MasterEquationSystem):
         check_master_start(system, x0, y0, args)
+    return simulate_checked(system, (t0, t1), x0, y0, ts=ts, options=options, args=args,
+                            batch_args=bool(batch_args), throw=throw)
+
+
+def simulate_checked(system: FastSlowSystem, t_span: tuple[float, float], x0: np.ndarray, y0: np.ndarray, *,
+                     ts: np.ndarray | None, options: SolveOptions, args=None, batch_args: bool = False,
+                     throw: bool = False) -> Trajectory:
+    """`simulate` on input already checked: the validated core that sweeps, the certificate, the visited
+    region and the identity check call with one `SolveOptions` (no re-validation).
+
+    `x0` (m,) | (B, m) and `y0` (d,) | (B, d) are float64 arrays of the system's dimensions, broadcast to a
+    common batch (`prepare_batch`); `t_span` is (t0, t1) with t1 > t0 and `ts` inside it (or None).
+    """
+    t0, t1 = t_span
+    args = system.args if args is None else args
+    batched = x0.ndim == 2
+    m = x0.shape[-1]
     if batched and ts is None:
         ts = np.array([t0, t1])
-
-    z0 = np.concatenate([x0, y0], axis=-1)
-    solve = integration.solve_diffrax if backend == "diffrax" else integration.solve_scipy
-    raw = solve(_fast_slow_problem(system, m), z0, t0, t1, ts, eps=system.eps, args=args, rtol=rtol,
-                atol=atol, method=method, max_steps=max_steps, batched=batched, batch_args=bool(batch_args))
 
     def diagnose(i, t_end, z_end):
         args_i = jax.tree_util.tree_map(lambda a: np.asarray(a)[i], args) if batch_args else args
@@ -469,12 +573,15 @@ def simulate(system, t_span, x0, y0, *, backend: str = "diffrax", method: str | 
             t_end, z_end, f=lambda t, z: f(t, z[:m], z[m:], args_i), g=lambda t, z: g(t, z[:m], z[m:], args_i),
             eps=system.eps, m=m, span=t1 - t0,
             Q=system.Q if isinstance(system, MasterEquationSystem) else None)
-    return finish(raw, m, backend, method, t0, t1, max_steps, throw, batched, diagnose,
-                  name=getattr(system, "name", None))
+
+    z0 = np.concatenate([x0, y0], axis=-1)
+    raw = run_engines(_fast_slow_problem(system, m), z0, t0, t1, ts, eps=system.eps, args=args, options=options,
+                      batched=batched, batch_args=batch_args, diagnose=diagnose)
+    return finish(raw, m, t0, t1, options.max_steps, throw, batched, diagnose, name=getattr(system, "name", None))
 
 
-def finish(raw: dict, m: int, backend: str, method: str, t0: float, t1: float, max_steps: int,
-           throw: bool, batched: bool, diagnose: Callable | None = None, name: str | None = None) -> Trajectory:
+def finish(raw: dict, m: int, t0: float, t1: float, max_steps: int, throw: bool, batched: bool,
+           diagnose: Callable | None = None, name: str | None = None) -> Trajectory:
     """Package an engine's raw output as a Trajectory; raise SolverError when asked.
 
     `diagnose(i, t_end, z_end) -> str | None` names the cause of solve i's failure from its
@@ -492,8 +599,15 @@ def finish(raw: dict, m: int, backend: str, method: str, t0: float, t1: float, m
             status_arr[i] = integration.STATUS_VECTOR_FIELD
     raw["status"] = status_arr if batched else status_arr.reshape(np.shape(raw["status"]))
     status = raw["status"] if batched else int(status_arr[0])
-    message = failure_message(raw["status"], raw["t_end"], t0, t1, raw["solver_message"], max_steps, cause)
+    message = failure_message(raw["status"], raw["t_end"], t0, t1, raw["solver_message"],
+                              raw.pop("budget", max_steps), cause)
+    backend, method = raw.pop("backend"), raw.pop("method")
+    if message and raw.get("escalations"):
+        steps = " → ".join([raw["escalations"][0]["from"]] + [f"{e['to']} ({e['budget']} steps)"
+                                                              for e in raw["escalations"]])
+        message = f"{message} (after escalating {steps})"
     stats = {k: v for k, v in raw.items() if k not in ("t", "z", "z_end", "status", "solver_message")}
+    stats["backend"], stats["method"] = backend, method
     if not batched:
         stats = {k: (v.item() if isinstance(v, np.ndarray) and v.size == 1 else v) for k, v in stats.items()}
     traj = Trajectory(t=raw["t"], x=z[..., :m], y=z[..., m:], status=status, message=message,

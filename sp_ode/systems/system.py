@@ -35,6 +35,7 @@ from sp_ode.core.validation import check_positive, check_positive_int
 from sp_ode.markov.families import GeneratorFamily
 from sp_ode.markov.generator import ROW_SUM_C, check_generator
 from sp_ode.markov.stationary import stationary_jax
+from sp_ode.systems.integration import SMALL_PROGRAM_OPTIONS
 from sp_ode.systems.vector_field import as_vector_field
 
 __all__ = ["FastSlowSystem", "MasterEquationSystem"]
@@ -300,6 +301,7 @@ _P_TOL = float(np.sqrt(np.finfo(np.float64).eps))
 # One φ object per generator family, so repeated reduced solves reuse the compiled solve
 # (compiled solves are keyed on the identity of g and φ).
 _phi_cache = LRUCache()
+_Q_JIT = LRUCache()   # Q_of_y -> its compiled evaluation (door checks, diagnoses)
 
 
 class MasterEquationSystem(FastSlowSystem):
@@ -348,11 +350,18 @@ class MasterEquationSystem(FastSlowSystem):
     def Q(self, y):
         """The generator Q(y), shape (n, n), in the array namespace of `y`'s family.
 
-        A `GeneratorFamily` accepts NumPy or JAX y; a plain callable gets `y` as given.
+        A `GeneratorFamily` accepts NumPy or JAX y; a plain callable is evaluated compiled (one
+        small program per Q_of_y: evaluated op by op, a fresh process would compile every jnp
+        operation in it separately, ~20 programs for a 5-state ring).
         """
         if isinstance(self.Q_of_y, GeneratorFamily):
             return self.Q_of_y(y)
-        return self.Q_of_y(jnp.asarray(y, dtype=jnp.float64))
+        if isinstance(y, jax.core.Tracer):
+            return self.Q_of_y(y)
+        q = self.Q_of_y
+        fn = _Q_JIT.get_or_make(q, lambda: jax.jit(lambda v: jnp.asarray(q(v), jnp.float64),
+                                                   compiler_options=SMALL_PROGRAM_OPTIONS))
+        return fn(jnp.asarray(y, dtype=jnp.float64))
 
     @in_float64
     def check_shapes(self, x0, y0, args=None, t0: float = 0.0) -> tuple[int, int]:
