@@ -7,6 +7,12 @@ from . import sweeps as sweeps
 from . import symbolic as symbolic
 from . import systems as systems
 from . import verification as verification
+from .core.expressions import (
+    ExpressionSyntaxError as ExpressionSyntaxError,
+)
+from .core.memory import (
+    MemoryBudgetError as MemoryBudgetError,
+)
 from .manifolds.critical_manifold import (
     ManifoldNotFoundError as ManifoldNotFoundError,
 )
@@ -120,6 +126,12 @@ from .networks.sbml import (
 )
 from .networks.sbml import (
     from_sbml as from_sbml,
+)
+from .networks.state_space import (
+    StateSpace as StateSpace,
+)
+from .networks.state_space import (
+    TruncationReport as TruncationReport,
 )
 from .networks.system import (
     NetworkSystem as NetworkSystem,

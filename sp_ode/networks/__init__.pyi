@@ -27,13 +27,7 @@ from .network import (
     ReactionNetwork as ReactionNetwork,
 )
 from .network import (
-    StateSpace as StateSpace,
-)
-from .network import (
     TruncationError as TruncationError,
-)
-from .network import (
-    TruncationReport as TruncationReport,
 )
 from .network import (
     UnknownSymbolError as UnknownSymbolError,
@@ -49,6 +43,12 @@ from .sbml import (
 )
 from .sbml import (
     from_sbml as from_sbml,
+)
+from .state_space import (
+    StateSpace as StateSpace,
+)
+from .state_space import (
+    TruncationReport as TruncationReport,
 )
 from .system import (
     ManifoldTable as ManifoldTable,
