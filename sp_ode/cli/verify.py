@@ -297,13 +297,14 @@ def verify_report(case, *, Ps=None, order: int = 1, backend: str = "diffrax", nu
     from sp_ode.core.validation import check_positive_int
     from sp_ode.manifolds.slow_manifold import check_order, slow_manifold
     from sp_ode.verification.certificate import DEFAULT_PS, check_Ps, convergence_certificate
-    from sp_ode.verification.identity import identity_check
+    from sp_ode.verification.identity import check_identity_size, identity_check
     from sp_ode.verification.region import MARGIN, visited_region
 
     order = check_order(order)
     num = 9 if smoke else check_positive_int("--num", num)
     if num < 2:
         raise UsageError(f"`--num` must be >= 2; got {num}.")
+    check_identity_size(num, int(np.size(case.x0)), int(np.size(case.y0)))   # before any work or grid
     Ps = tuple(check_Ps(Ps)) if Ps is not None else (SMOKE_PS if smoke else DEFAULT_PS)  # before any work
     master = hasattr(case.system, "Q_of_y")
     num_times = 101 if smoke else 201

@@ -58,7 +58,7 @@ _TOKEN = re.compile(r"""
 """, re.VERBOSE)
 _UNICODE_OPS = {"−": "-", "×": "*", "·": "*", "÷": "/"}
 _COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
-_GRAMMAR = "numbers, names, + - * / ^, comparisons, parentheses and the functions of sp_ode.core.expressions"
+_GRAMMAR = "names, numbers, + - * / ^, comparisons, parentheses and the functions of sp_ode.core.expressions"
 
 
 class ExpressionSyntaxError(ValueError):
