@@ -149,7 +149,10 @@ def _need_number(value, what: str, where: str, token: str, position: int | None,
 
 def _need_condition(value, what: str, where: str, token: str, position: int | None, source: str | None):
     sympy = _sympy()
-    if not isinstance(value, (sympy.logic.boolalg.Boolean, bool)):
+    from sympy.logic.boolalg import BooleanAtom, BooleanFunction
+
+    # a Symbol is a sympy Boolean too; a condition here is a comparison, a logical combination or true/false
+    if not isinstance(value, (sympy.core.relational.Relational, BooleanFunction, BooleanAtom)):
         raise ExpressionSyntaxError(f"{where}: {what} must be a condition (a comparison such as x > 2), not "
                                     f"{value}.", token=token, position=position, text=source)
     return value

@@ -173,7 +173,7 @@ def enumerate_states(species: tuple[str, ...], bounds: np.ndarray, *, total: int
         n = box if total is None else _count_below_total(radix, int(total))
         # a filtered J is kept in blocks and concatenated at the end: twice its size at the peak
         check_memory((2 if filtered else 1) * state_space_nbytes(n, S, coded=filtered), remedy=remedy,
-                     what=f"the projection of {name!r} ({n:.3g} states × {S} species)", **kw)
+                     what=f"the projection of {name!r} ({n:.4g} states × {S} species)", **kw)
     per_code = 8 * (2 * S + (0 if laws is None else len(laws)) + 4)
     block = max(1024, _BLOCK_BYTES // per_code)
     shape = tuple(radix.tolist())

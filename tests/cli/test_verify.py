@@ -138,3 +138,13 @@ def test_resolve_user_file(tmp_path):
     with pytest.raises(TypeError, match="FastSlowSystem"):
         resolve_system(f"{path}:NOT_A_SYSTEM")
     assert float(np.asarray(resolve_system("fitzhugh_nagumo", overrides={"I": 0.5}).system.args["I"])) == 0.5
+
+
+def test_a_grid_too_large_for_memory_is_refused_before_any_work(tmp_path, capsys, monkeypatch):
+    import sp_ode.verification.region as region
+
+    monkeypatch.setattr(region, "visited_region", lambda *a, **k: pytest.fail("work started before the check"))
+    assert main(["verify", "--num", "1000000000000", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("sp-ode verify: error: the identity check on 1000000000000 grid points") and "\n" not in err
+    assert "needs an estimated" in err and "--num" in err
