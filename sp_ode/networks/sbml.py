@@ -24,8 +24,9 @@ a compartment of size ≠ 1 would need a volume conversion the model does not st
 so it is refused (named).  Parameters listed in ``slow`` become slow variables y.
 
 **Refused, each by name:** events, rules (assignment, rate, algebraic), constraints,
-initial assignments, boundary-condition species, non-integer or non-constant
-stoichiometry, reactions without a kinetic law, MathML the CME cannot use (``time``,
+initial assignments, boundary-condition species, constant species that a reaction
+changes, conversion factors, fast reactions, ``stoichiometryMath``, non-integer
+stoichiometry, a model without reactions, reactions without a kinetic law, MathML the CME cannot use (``time``,
 ``delay``, ``rateOf``; the list in :mod:`sp_ode.networks._sbml_math`), and any SBML error
 the reader reports.  Nothing is silently dropped.
 """
@@ -69,9 +70,23 @@ def _unsupported(model) -> list[str]:
         found.append(f"constraint {libsbml.formulaToL3String(c.getMath())!r}")
     for a in model.getListOfInitialAssignments():
         found.append(f"initial assignment to {a.getSymbol()!r}")
+    if model.isSetConversionFactor():
+        found.append(f"model conversion factor {model.getConversionFactor()!r}")
+    changed = {ref.getSpecies() for r in model.getListOfReactions()
+               for ref in (*r.getListOfReactants(), *r.getListOfProducts())}
     for s in model.getListOfSpecies():
         if s.getBoundaryCondition():
             found.append(f"boundary-condition species {s.getId()!r}")
+        elif s.getConstant() and s.getId() in changed:
+            found.append(f"constant species {s.getId()!r} changed by a reaction")
+        if s.isSetConversionFactor():
+            found.append(f"conversion factor {s.getConversionFactor()!r} of species {s.getId()!r}")
+    for r in model.getListOfReactions():
+        if r.isSetFast() and r.getFast():
+            found.append(f"fast reaction {r.getId()!r}")
+        for ref in (*r.getListOfReactants(), *r.getListOfProducts()):
+            if ref.isSetStoichiometryMath():
+                found.append(f"stoichiometryMath of {ref.getSpecies()!r} in reaction {r.getId()!r}")
     return found
 
 
@@ -147,6 +162,12 @@ def from_sbml(source: str | Path, *, slow: Sequence[str] = (), parameters: Mappi
         amount = s.getInitialAmount() if s.isSetInitialAmount() else s.getInitialConcentration() * size
         initial[sid] = int(round(amount)) if amount == amount else 0
 
+    for r in model.getListOfReactions():   # L3: a speciesReference id names its (constant) stoichiometry
+        for ref in (*r.getListOfReactants(), *r.getListOfProducts()):
+            if ref.isSetId():
+                values[ref.getId()] = ref.getStoichiometry() if ref.isSetStoichiometry() else 1.0
+    if model.getNumReactions() == 0:
+        raise NetworkError(f"SBML model {model.getId()!r} has no reactions: there is no chemical master equation.")
     reader = MathReader(libsbml, model.getListOfFunctionDefinitions())
     reactions = []
     for r in model.getListOfReactions():
@@ -166,7 +187,9 @@ def from_sbml(source: str | Path, *, slow: Sequence[str] = (), parameters: Mappi
             terms = []
             for ref in refs:
                 nu = ref.getStoichiometry() if ref.isSetStoichiometry() else 1.0
-                if not float(nu).is_integer() or nu <= 0 or (ref.isSetConstant() and not ref.getConstant()):
+                # constant="false" is harmless here: only rules, events and initial assignments (all
+                # refused above) could change a stoichiometry
+                if not float(nu).is_integer() or nu <= 0:
                     raise NetworkError(f"reaction {rid!r}: stoichiometry {nu!r} of {ref.getSpecies()!r} must be a "
                                        "constant positive integer for a CME.", reaction=rid, species=ref.getSpecies())
                 terms.append((ref.getSpecies(), int(nu)))

@@ -277,3 +277,27 @@ def test_parameter_overrides_use_scoped_names_and_unknown_ones_are_refused():
     assert net.parameters == {"k": 1.0, "Immigration.k": 4.0}
     with pytest.raises(NetworkError, match="sets 'Death.k', which is not a parameter"):
         from_sbml(doc, parameters={"Death.k": 4.0})
+
+
+def test_features_that_would_change_the_numbers_silently_are_refused():
+    # each was imported with wrong rates before (SBML test suite cases 01648–01650: conversion factors)
+    cf = _sbml().replace('<model id="bd">', '<model id="bd" conversionFactor="g">')
+    with pytest.raises(SBMLFeatureError, match="model conversion factor 'g'"):
+        from_sbml(cf, slow=["y"])
+    const = _sbml().replace('boundaryCondition="false" constant="false"', 'boundaryCondition="false" constant="true"')
+    with pytest.raises(SBMLFeatureError, match="constant species 'M' changed by a reaction"):
+        from_sbml(const, slow=["y"])
+    empty = _sbml().split("<listOfReactions>")[0] + "</model></sbml>"
+    with pytest.raises(NetworkError, match="has no reactions"):
+        from_sbml(empty)
+
+
+def test_stoichiometry_ids_and_non_constant_references_follow_sbml():
+    # DSMTS files mark speciesReferences constant="false"; nothing can change them once rules are refused
+    doc = _sbml().replace('species="M" stoichiometry="1" constant="true"/></listOfReactants>',
+                          'species="M" id="sM" stoichiometry="1" constant="false"/></listOfReactants>')
+    doc = doc.replace("<apply><times/><ci>g</ci><ci>M</ci></apply>", "<apply><times/><ci>sM</ci><ci>g</ci><ci>M</ci>"
+                      "</apply>")
+    net, _ = from_sbml(doc, slow=["y"])
+    assert net.parameters["sM"] == 1.0
+    np.testing.assert_allclose(net.propensities([[3]], [1.0])[:, 0], [4.0, 3.0])
