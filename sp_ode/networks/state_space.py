@@ -179,10 +179,11 @@ def enumerate_states(species: tuple[str, ...], bounds: np.ndarray, *, total: int
     shape = tuple(radix.tolist())
     target = None if not classed else laws @ x0
     if not filtered:
+        # the whole box: each column is its range broadcast over the others, written in place
         states = np.empty((box, S), dtype=np.int64)
-        for lo in range(0, box, block):
-            hi = min(box, lo + block)
-            states[lo:hi] = np.stack(np.unravel_index(np.arange(lo, hi, dtype=np.int64), shape), axis=1)
+        grid = states.reshape(*shape, S)
+        for s in range(S):
+            grid[..., s] = np.arange(shape[s]).reshape([-1 if k == s else 1 for k in range(S)])
         return StateSpace(tuple(species), states, bounds, None, None)
     kept_states, kept_codes, kept = [], [], 0
     for lo in range(0, box, block):
