@@ -384,7 +384,8 @@ class ReactionNetwork:
 
         Per state and reaction: the propensity (8), the source/target lists (16) and their
         concatenated COO copies and CSR (about 72); per state, the shifted targets (8·S) and the
-        diagonal (32).  An upper estimate, for :func:`sp_ode.core.memory.check_memory`.
+        diagonal (32).  An upper estimate, for :func:`sp_ode.core.memory.check_memory`: 432 B/state
+        for the 4-reaction cascade, whose measured peak at n = 10⁶ is 325 B/state (Q itself 64).
         """
         return int(space.n) * (96 * len(self.reactions) + 8 * len(self.species) + 32)
 
