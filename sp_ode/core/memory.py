@@ -126,8 +126,9 @@ def available_memory() -> tuple[int, str] | None:
     return min(candidates, key=lambda c: c[0]) if candidates else None
 
 
-def check_memory(nbytes: float, *, what: str, fraction: float = DEFAULT_FRACTION, remedy: str = "") -> int:
-    """Refuse `nbytes` (an estimate) when it exceeds `fraction` of :func:`available_memory`.
+def check_memory(nbytes: float, *, what: str, fraction: float = DEFAULT_FRACTION, remedy: str = "",
+                 limit: int | None = None) -> int:
+    """Refuse `nbytes` (an estimate) when it exceeds `fraction` of :func:`available_memory` (or `limit`).
 
     Parameters
     ----------
@@ -139,6 +140,8 @@ def check_memory(nbytes: float, *, what: str, fraction: float = DEFAULT_FRACTION
         Share of the available memory allowed.
     remedy : str
         What the caller can change, appended to the message.
+    limit : int, optional
+        A cap the caller was given (e.g. a ``max_bytes`` argument): it replaces the measured budget.
 
     Returns
     -------
@@ -156,16 +159,24 @@ def check_memory(nbytes: float, *, what: str, fraction: float = DEFAULT_FRACTION
         raise ValueError(f"`fraction` must lie in (0, 1]; got {fraction}.")
     if math.isnan(nbytes) or nbytes < 0:
         raise ValueError(f"`nbytes` must be a nonnegative estimate; got {nbytes}.")
+    need = format_bytes(nbytes) if math.isfinite(nbytes) else "more than any machine has"
+    needed = int(nbytes) if math.isfinite(nbytes) else -1
+    tail = "; nothing was allocated." + (f" {remedy}" if remedy else "")
+    if limit is not None:
+        if nbytes > limit:
+            raise MemoryBudgetError(f"{what} needs an estimated {need}, more than the limit {format_bytes(limit)} "
+                                    f"(`max_bytes`){tail}", needed=needed, budget=int(limit), available=int(limit),
+                                    source="max_bytes")
+        return int(math.ceil(nbytes))
     found = available_memory()
     if found is None:
         return int(math.ceil(nbytes)) if math.isfinite(nbytes) else 0
     available, source = found
     budget = int(fraction * available)
     if nbytes > budget:
-        need = format_bytes(nbytes) if math.isfinite(nbytes) else "more than any machine has"
         raise MemoryBudgetError(
             f"{what} needs an estimated {need}, more than {fraction:.0%} of the {format_bytes(available)} "
-            f"this process can use ({source}); nothing was allocated." + (f" {remedy}" if remedy else ""),
-            needed=int(nbytes) if math.isfinite(nbytes) else -1, budget=budget, available=available, source=source)
+            f"this process can use ({source}){tail}", needed=needed, budget=budget, available=available,
+            source=source)
     return int(math.ceil(nbytes))
 

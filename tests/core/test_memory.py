@@ -62,3 +62,11 @@ def test_an_address_space_cap_set_by_setrlimit_is_honoured():
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("refused a 4 GB array needs an estimated 4.29 GB") and "RLIMIT_AS" in out.stdout
+
+
+def test_an_explicit_limit_replaces_the_measured_budget(monkeypatch):
+    monkeypatch.setattr(memory, "available_memory", lambda: (10**3, "test limit"))
+    assert check_memory(10**6, what="x", limit=2 * 10**6) == 10**6         # the caller raised the cap
+    with pytest.raises(MemoryBudgetError, match=r"more than the limit 1 MB \(`max_bytes`\)") as exc:
+        check_memory(2 * 10**6, what="x", limit=10**6)
+    assert exc.value.source == "max_bytes"
