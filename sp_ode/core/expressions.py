@@ -230,6 +230,11 @@ def _pow(args, ctx):
     return _power(_need_number(args[0], "argument 1", *ctx), _need_number(args[1], "argument 2", *ctx), *ctx)
 
 
+def _hill(args, ctx):
+    s, vmax, k, h = (_need_number(a, f"argument {i + 1}", *ctx) for i, a in enumerate(args))
+    return vmax * _power(s, h, *ctx) / (_power(k, h, *ctx) + _power(s, h, *ctx))   # the guarded power
+
+
 #: name -> (fewest arguments, most arguments or None for any, builder(args, ctx)).
 FUNCTIONS: dict[str, tuple[int, int | None, Callable]] = {
     "exp": (1, 1, _numeric(lambda sp, x: sp.exp(x))),
@@ -256,7 +261,7 @@ FUNCTIONS: dict[str, tuple[int, int | None, Callable]] = {
     "not": (1, 1, _logical("not")),
     "xor": (1, None, _logical("xor")),
     "michaelis_menten": (3, 3, _numeric(lambda sp, s, vmax, km: vmax * s / (km + s))),
-    "hill": (4, 4, _numeric(lambda sp, s, vmax, k, h: vmax * s**h / (k**h + s**h))),
+    "hill": (4, 4, _hill),
 }
 for _alias, _name in (("Abs", "abs"), ("Min", "min"), ("Max", "max"), ("ceiling", "ceil"),
                       ("Heaviside", "heaviside")):
