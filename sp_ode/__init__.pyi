@@ -12,6 +12,12 @@ from . import (
 from .core.cache import (
     use_compilation_cache as use_compilation_cache,
 )
+from .core.expressions import (
+    ExpressionSyntaxError as ExpressionSyntaxError,
+)
+from .core.memory import (
+    MemoryBudgetError as MemoryBudgetError,
+)
 from .manifolds.critical_manifold import (
     ManifoldNotFoundError as ManifoldNotFoundError,
     continue_manifold as continue_manifold,
@@ -73,6 +79,10 @@ from .networks.network import (
 from .networks.sbml import (
     from_antimony as from_antimony,
     from_sbml as from_sbml,
+)
+from .networks.state_space import (
+    StateSpace as StateSpace,
+    TruncationReport as TruncationReport,
 )
 from .networks.system import (
     NetworkSystem as NetworkSystem,

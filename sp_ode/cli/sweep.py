@@ -18,6 +18,9 @@ CONFIG is a JSON or TOML file::
 
 Specs: ``{linspace = [a, b, n]}``, ``{logspace = [a, b, n]}`` (values 10^a … 10^b),
 ``{uniform = [lo, hi, n]}``, ``{loguniform = [lo, hi, n]}`` (random, from ``seed``).
+A value in a list or a spec bound may be a number or a string holding a closed
+arithmetic expression (``"1/4096"``, ``"2^-12"``), read by the grammar of
+:mod:`sp_ode.core.expressions` — parsed, never evaluated (docs/theory.md §9).
 Prints a short table (paths taken, validation, worst true/estimated error ratio),
 writes ``report.json`` and ``result.npz`` under ``out``.  Exit 0 every point within
 tol (after re-solves); 1 some full solve failed; 2 bad config; 3 runtime error.
@@ -31,7 +34,9 @@ from pathlib import Path
 import numpy as np
 
 from sp_ode.cli.common import BUILTIN_HELP, EXIT_FAILED, EXIT_OK, UsageError, default_out
+from sp_ode.core.expressions import ExpressionSyntaxError, parse_number
 from sp_ode.core.files import load_object, write_json
+from sp_ode.core.memory import check_memory
 from sp_ode.sweeps.sweep import STATUS_FAILED, sweep
 from sp_ode.systems.catalogue import SYSTEMS, get_system, master_equation_entry
 from sp_ode.systems.system import FastSlowSystem
@@ -78,8 +83,22 @@ def load_config(path) -> dict:
     return config
 
 
+def _numbers(field: str, value):
+    """`value` with every string read as a closed expression (nested lists kept); bad entries are usage errors."""
+    if isinstance(value, list):
+        return [_numbers(f"{field}[{k}]", v) for k, v in enumerate(value)]
+    if isinstance(value, str):
+        try:
+            return parse_number(value, where=f"`{field}`")
+        except ExpressionSyntaxError as exc:
+            raise UsageError(str(exc)) from None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise UsageError(f"`{field}` must be a number or an expression string; got {value!r}.")
+    return value
+
+
 def param_values(name: str, spec, rng) -> np.ndarray:
-    """A list, or one of the specs of SPECS, as a float64 array."""
+    """A list, or one of the specs of SPECS, as a float64 array (strings read by :func:`_numbers`)."""
     if isinstance(spec, dict):
         if len(spec) != 1 or next(iter(spec)) not in SPECS:
             raise UsageError(f"`params.{name}` must be a list or one of {{{' | '.join(SPECS)} = [a, b, n]}}; "
@@ -87,7 +106,9 @@ def param_values(name: str, spec, rng) -> np.ndarray:
         kind, triple = next(iter(spec.items()))
         if not (isinstance(triple, list) and len(triple) == 3 and isinstance(triple[2], int) and triple[2] > 0):
             raise UsageError(f"`params.{name}.{kind}` must be [a, b, n] with an integer n > 0; got {triple!r}.")
-        a, b, n = float(triple[0]), float(triple[1]), triple[2]
+        a, b = (float(v) for v in _numbers(f"params.{name}.{kind}", triple[:2]))
+        n = triple[2]
+        check_memory(8 * n, what=f"`params.{name}.{kind}` ({n} values)", remedy="Lower n.")
         if kind == "linspace":
             return np.linspace(a, b, n)
         if kind == "logspace":
@@ -98,6 +119,7 @@ def param_values(name: str, spec, rng) -> np.ndarray:
             raise UsageError(f"`params.{name}.loguniform` needs bounds > 0; got [{a}, {b}].")
         return np.exp(rng.uniform(np.log(a), np.log(b), n))
     if isinstance(spec, list):
+        spec = _numbers(f"params.{name}", spec)
         try:
             return np.asarray(spec, dtype=np.float64)
         except (TypeError, ValueError):

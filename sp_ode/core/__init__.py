@@ -5,5 +5,7 @@
 - :mod:`~sp_ode.core.files` — JSON records, atomic writes, loading a user's ``file.py:OBJECT``;
 - :mod:`~sp_ode.core.reporting` — progress bars and matplotlib figures without global state;
 - :mod:`~sp_ode.core.lazy` — lazy package namespaces;
-- :mod:`~sp_ode.core.claims` — the harness of machine-checked claims behind ``proofs/``.
+- :mod:`~sp_ode.core.claims` — the harness of machine-checked claims behind ``proofs/``;
+- :mod:`~sp_ode.core.expressions` — the one grammar every expression read from text goes through (never eval);
+- :mod:`~sp_ode.core.memory` — memory estimated before it is allocated, refused with the estimate.
 """

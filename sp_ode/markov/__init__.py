@@ -17,8 +17,8 @@ from sp_ode.core.lazy import lazy_namespace
 _MOVED = {
     'ReactionNetwork': 'sp_ode.networks.network',
     'Reaction': 'sp_ode.networks.network',
-    'StateSpace': 'sp_ode.networks.network',
-    'TruncationReport': 'sp_ode.networks.network',
+    'StateSpace': 'sp_ode.networks.state_space',
+    'TruncationReport': 'sp_ode.networks.state_space',
     'NetworkError': 'sp_ode.networks.network',
     'NetworkSyntaxError': 'sp_ode.networks.network',
     'UnknownSymbolError': 'sp_ode.networks.network',

@@ -89,6 +89,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
+from sp_ode.core.memory import available_memory
 from sp_ode.markov.bounds import posterior_bound
 
 try:  # optional: without it BLAS keeps its own thread count
@@ -238,11 +239,9 @@ def sparse_stationary(Q, *, tol: float | None = None, maxiter: int | None = None
 
 
 def _available_bytes() -> float:
-    """Free physical memory now (Linux ``SC_AVPHYS_PAGES``: page cache not counted, so conservative); +inf where unknown."""
-    try:
-        return float(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-Linux
-        return math.inf
+    """Memory this process may still use (sp_ode.core.memory: system, cgroup and rlimit headroom); +inf where unknown."""
+    found = available_memory()
+    return math.inf if found is None else float(found[0])
 
 
 def _restart_length(n1: int, maxiter: int, longest: int = _RESTART) -> int:

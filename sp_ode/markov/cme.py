@@ -22,11 +22,10 @@ leave the box are dropped (a reflecting truncation, so Q stays a generator).
 """
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import scipy.sparse as sp
 
+from sp_ode.core.memory import check_memory
 from sp_ode.core.validation import check_nonnegative, check_positive, check_positive_int
 
 __all__ = ["cme_two_species", "estimated_bytes"]
@@ -40,14 +39,6 @@ _BYTES_PER_STATE = 400
 def estimated_bytes(N: int) -> int:
     """Estimated peak memory (bytes) of :func:`cme_two_species` on the N×N grid: 400·N²."""
     return _BYTES_PER_STATE * int(N) ** 2
-
-
-def _default_max_bytes() -> int:
-    """Half the physical memory (os.sysconf), or 8 GB where it cannot be read."""
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")) // 2
-    except (ValueError, OSError, AttributeError):  # pragma: no cover
-        return 8 * 2**30
 
 
 def _pair(name: str, value) -> tuple[float, float]:
@@ -81,8 +72,9 @@ def cme_two_species(
         Hill constant K > 0 and coefficient h ≥ 0 of mutual repression; ``None``
         (default) means constant production (independent species, closed form above).
     max_bytes : int, optional
-        Refuse to build when :func:`estimated_bytes` exceeds this (default: half
-        the physical memory), instead of allocating until the process is killed.
+        Refuse to build when :func:`estimated_bytes` exceeds this (default: the memory
+        budget of :func:`sp_ode.core.memory.check_memory`), instead of allocating until the
+        process is killed.
 
     Returns
     -------
@@ -96,8 +88,9 @@ def cme_two_species(
         If `N` is not an integer or a rate is not a real number.
     ValueError
         If `N` < 2, a rate is not finite and positive, or `repression` is malformed.
-    MemoryError
-        If the estimated memory exceeds `max_bytes` (the message names N, n and the estimate).
+    MemoryBudgetError
+        If the estimated memory exceeds `max_bytes` or the budget (the message names N, n and the
+        estimate); a ValueError, not a MemoryError: nothing was allocated.
 
     Examples
     --------
@@ -108,13 +101,9 @@ def cme_two_species(
     N = check_positive_int("N", N)
     if N < 2:
         raise ValueError(f"`N` must be >= 2 (at least two copy numbers per species); got {N}.")
-    limit = _default_max_bytes() if max_bytes is None else check_positive_int("max_bytes", max_bytes)
-    need = estimated_bytes(N)
-    if need > limit:
-        raise MemoryError(f"`N` = {N} gives n = N² = {N * N:.3g} states; building Q needs about {need:.3g} bytes "
-                          f"({_BYTES_PER_STATE}·N²), more than the limit {limit:.3g} bytes "
-                          f"({'half the physical memory' if max_bytes is None else '`max_bytes`'}). "
-                          "Use a smaller N (or raise `max_bytes`).")
+    limit = None if max_bytes is None else check_positive_int("max_bytes", max_bytes)
+    check_memory(estimated_bytes(N), limit=limit, remedy="Use a smaller N (or raise `max_bytes`).",
+                 what=f"`N` = {N} (n = N² = {N * N:.3g} states, {_BYTES_PER_STATE}·N² bytes)")
     a1, a2 = _pair("production", N / 2 if production is None else production)
     d1, d2 = _pair("degradation", degradation)
     if repression is not None:

@@ -41,6 +41,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
+from sp_ode.core.memory import MemoryBudgetError, check_memory
 from sp_ode.core.precision import float64, in_float64
 from sp_ode.core.validation import check_choice
 from sp_ode.markov._banded_gth import band_plan, banded_gth
@@ -60,6 +61,12 @@ BANDED_GTH_MAX_BYTES = 2e9
 _BATCH_VECTORISE_MAX_N = 64
 
 
+def _check_dense(n: int, what: str) -> None:
+    """Refuse a dense copy of an n×n sparse Q before it is made: the copy and GTH's working copy, 16n² bytes."""
+    check_memory(16 * n * n, what=f"{what} (a dense {n}×{n} copy of Q and its elimination)",
+                 remedy="Use method='sparse' (or 'banded') on the sparse Q.")
+
+
 def _gth(Q: np.ndarray, *, log: bool = False, **_) -> tuple[np.ndarray, dict]:
     p, extra = gth_solve(Q, log=log, batch_max_n=_BATCH_VECTORISE_MAX_N)
     cw = gth_componentwise_bound(Q.shape[-1]) if extra["underflow_terms"] == 0 else math.inf
@@ -75,11 +82,18 @@ def _banded(Q, *, log: bool = False, **_) -> tuple[np.ndarray, dict]:
 
     Q = sp.csr_array(Q)
     perm, b, nbytes = band_plan(Q)
+    failure = None
     if nbytes > BANDED_GTH_MAX_BYTES:
+        failure = f"band array needs {nbytes / 1e9:.3g} GB (bandwidth {b}) > {BANDED_GTH_MAX_BYTES / 1e9:g} GB"
+    else:
+        try:
+            check_memory(nbytes, what=f"banded GTH (bandwidth {b})")
+        except MemoryBudgetError as exc:
+            failure = str(exc)
+    if failure is not None:
         return np.full(Q.shape[0], np.nan), {
-            "failure": f"band array needs {nbytes / 1e9:.3g} GB (bandwidth {b}) > {BANDED_GTH_MAX_BYTES / 1e9:g} GB",
-            "bound": math.inf, "algorithm": "banded GTH (not run)", "iterations": 0, "bandwidth": b,
-            "negatives_clipped": 0, "most_negative": 0.0}
+            "failure": failure, "bound": math.inf, "algorithm": "banded GTH (not run)", "iterations": 0,
+            "bandwidth": b, "negatives_clipped": 0, "most_negative": 0.0}
     p, extra = banded_gth(Q, perm, b, log=log)
     cw = gth_componentwise_bound(Q.shape[0]) if extra["reliable"] else math.inf
     failure = None if extra["reliable"] else "an eliminated entry left the range where no update can underflow"
@@ -316,7 +330,11 @@ def stationary_distribution(Q, method: str | None = None, *, tol: float | None =
         Q has more than one communicating class (the message names the closed
         classes; see :func:`stationary_distributions`).
     ConvergenceError
-        No method reached `tol`; the message names the bound, `tol` and what to try.
+        No method reached `tol`; the message names the bound, `tol` and what to try
+        (a dense or banded escalation that would not fit in memory is one of the attempts).
+    MemoryBudgetError
+        A dense method asked for on a sparse Q whose dense copy would not fit
+        (:mod:`sp_ode.core.memory`; estimated before the copy is made).
     """
     is_sparse = sp.issparse(Q)
     if not isinstance(log, (bool, np.bool_)):
@@ -340,6 +358,7 @@ def stationary_distribution(Q, method: str | None = None, *, tol: float | None =
         if n > DENSE_GTH_MAX:
             raise ValueError(f"`method` {method!r} needs a dense matrix; Q is sparse with n = {n} > "
                              f"{DENSE_GTH_MAX} — use method='sparse'.")
+        _check_dense(n, f"method {method!r}")
         Q = Q.toarray()
     if method in ("sparse", "banded") and not is_sparse:
         if Q.ndim != 2:
@@ -348,6 +367,11 @@ def stationary_distribution(Q, method: str | None = None, *, tol: float | None =
     escalations = []
     for m in [method, *_escalation(method, n)]:
         if m == "gth" and sp.issparse(Q):
+            try:
+                _check_dense(n, "escalation to dense GTH")
+            except MemoryBudgetError as exc:   # not run: recorded like any other failed escalation
+                escalations.append({"method": m, "bound": math.inf, "reason": str(exc)})
+                continue
             Q = Q.toarray()
         if log and m not in ("gth", "banded"):
             continue
@@ -390,8 +414,15 @@ def stationary_distributions(Q) -> tuple[list[np.ndarray], np.ndarray]:
     -------
     classes : list of ndarray of int — the closed classes
     P : ndarray (K, n) — row k is supported on ``classes[k]``
+
+    Raises
+    ------
+    MemoryBudgetError
+        A sparse Q whose dense copy would not fit in memory.
     """
     Q = check_generator(Q)
+    if sp.issparse(Q):
+        _check_dense(Q.shape[0], "stationary_distributions")
     Qd = Q.toarray() if sp.issparse(Q) else Q
     classes = closed_classes(Qd)
     P = np.zeros((len(classes), Qd.shape[0]))

@@ -1,9 +1,11 @@
 """Reaction networks: the chemical master equation on a finite state projection (docs/theory.md §7.6–7.7).
 
 Data flow: a `ReactionNetwork` is read from reaction strings (`sp_ode.networks.network`,
-rates parsed by a grammar that evaluates nothing), SBML or Antimony
-(`sp_ode.networks.sbml`) or taken from the model catalogue (`sp_ode.networks.models`);
-its `StateSpace` is the finite state projection with its truncation report; the
+rates parsed by a grammar that evaluates nothing, `sp_ode.core.expressions`), SBML or
+Antimony (`sp_ode.networks.sbml`, kinetic laws built from the MathML tree with each
+reaction's local parameters in scope) or taken from the model catalogue
+(`sp_ode.networks.models`); its `StateSpace` (`sp_ode.networks.state_space`) is the finite
+state projection, enumerated in blocks under a memory estimate, with its truncation report; the
 generator Q(y) over that space and the fast–slow `NetworkSystem` built on it
 (`sp_ode.networks.system`) give sparse reduced, corrected and full paths.
 """

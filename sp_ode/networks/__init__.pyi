@@ -11,9 +11,7 @@ from .network import (
     PropensityError as PropensityError,
     Reaction as Reaction,
     ReactionNetwork as ReactionNetwork,
-    StateSpace as StateSpace,
     TruncationError as TruncationError,
-    TruncationReport as TruncationReport,
     UnknownSymbolError as UnknownSymbolError,
     UnusedSlowVariableError as UnusedSlowVariableError,
 )
@@ -21,6 +19,10 @@ from .sbml import (
     SBMLFeatureError as SBMLFeatureError,
     from_antimony as from_antimony,
     from_sbml as from_sbml,
+)
+from .state_space import (
+    StateSpace as StateSpace,
+    TruncationReport as TruncationReport,
 )
 from .system import (
     ManifoldTable as ManifoldTable,

@@ -6,29 +6,36 @@ One reaction per ``;`` or line, optionally named::
     [name:] LHS => RHS, rate      rate is the whole propensity (any expression in counts)
 
 LHS and RHS are ``0`` / ``∅`` / empty, or ``2 A + B`` (also ``2A``, ``2*A``).  The
-rate is a sympy expression in species counts, parameters and slow variables
-(``^`` means power).  Every identifier becomes a plain sympy Symbol, so species
-named ``E``, ``S``, ``I`` or ``N`` are never taken for sympy's constants.
-The propensity conventions are those of docs/theory.md §7.6 (the CME on the
-lattice of copy numbers).
+rate is an expression in species counts, parameters and slow variables, read by
+the grammar of :mod:`sp_ode.core.expressions` (``^`` means power; a fixed table
+of functions; nothing is evaluated, docs/theory.md §9).  Every other identifier
+becomes a plain sympy Symbol, so species named ``E``, ``S``, ``I`` or ``N`` are
+never taken for sympy's constants.  The propensity conventions are those of
+docs/theory.md §7.6 (the CME on the lattice of copy numbers).
 """
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from sp_ode.core.expressions import ExpressionSyntaxError, parse_expression
 
 __all__ = ["Reaction", "NetworkSyntaxError", "parse_reactions", "parse_rate"]
 
-# Functions allowed in rate expressions; every other identifier is a symbol.
-_FUNCTIONS = ("exp", "log", "sqrt", "Abs", "Min", "Max", "tanh", "sin", "cos", "Piecewise", "Heaviside",
-              "floor", "ceiling")
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 _TERM = re.compile(r"^\s*(?:(\d+)\s*\*?\s*)?([A-Za-z_][A-Za-z_0-9]*)\s*$")
 _EMPTY = {"", "0", "∅", "Ø", "null", "NULL"}
 
 
-class NetworkSyntaxError(ValueError):
-    """A reaction string that cannot be parsed; the message names the reaction and the rule broken."""
+class NetworkSyntaxError(ExpressionSyntaxError):
+    """A reaction string or rate that cannot be parsed; the message names the reaction and the rule broken.
+
+    ``token`` and ``position`` locate the offending token in a rate (None for the reaction
+    syntax around it); ``reaction`` names the reaction (or None).
+    """
+
+    def __init__(self, message: str, *, reaction: str | None = None, **where):
+        super().__init__(message, **where)
+        self.reaction = reaction
 
 
 @dataclass(frozen=True)
@@ -46,6 +53,9 @@ class Reaction:
     mass_action : bool
         True for ``->`` (propensity = rate · Π_s C(x_s, ν_s)), False for ``=>``
         (rate is the propensity).
+    expression : sympy.Expr or None
+        The rate already built as a sympy tree (the SBML reader builds it from MathML);
+        None: it is read from `rate` by the grammar.  ``rate`` is then for display only.
     """
 
     name: str
@@ -53,6 +63,7 @@ class Reaction:
     products: tuple[tuple[str, int], ...]
     rate: str
     mass_action: bool = True
+    expression: object = field(default=None, compare=False, repr=False)
 
     def __str__(self) -> str:
         side = lambda terms: " + ".join(f"{c} {s}" if c != 1 else s for s, c in terms) or "0"
@@ -69,10 +80,11 @@ def _side(text: str, reaction: str) -> tuple[tuple[str, int], ...]:
         m = _TERM.match(term)
         if m is None:
             raise NetworkSyntaxError(f"reaction {reaction!r}: cannot read the term {term.strip()!r} in {text!r}; "
-                                     "write terms as `2 A`, `2*A` or `A`, joined by `+`.")
+                                     "write terms as `2 A`, `2*A` or `A`, joined by `+`.", reaction=reaction)
         coeff = int(m.group(1)) if m.group(1) else 1
         if coeff == 0:
-            raise NetworkSyntaxError(f"reaction {reaction!r}: coefficient 0 for {m.group(2)!r}; drop the term.")
+            raise NetworkSyntaxError(f"reaction {reaction!r}: coefficient 0 for {m.group(2)!r}; drop the term.",
+                                     reaction=reaction)
         counts[m.group(2)] = counts.get(m.group(2), 0) + coeff
     return tuple(counts.items())
 
@@ -105,43 +117,35 @@ def parse_reactions(text: str) -> list[Reaction]:
             arrow, mass_action = "=>", False
         else:
             raise NetworkSyntaxError(f"reaction {label!r} ({chunk!r}) has no arrow; write `A -> B, rate` "
-                                     "(mass action) or `A => B, propensity`.")
+                                     "(mass action) or `A => B, propensity`.", reaction=label)
         lhs, rest = chunk.split(arrow, 1)
         if "," not in rest:
             raise NetworkSyntaxError(f"reaction {label!r} ({chunk!r}) has no rate; write `{lhs.strip()} {arrow} "
-                                     f"{rest.strip()}, k`.")
+                                     f"{rest.strip()}, k`.", reaction=label)
         rhs, rate = rest.split(",", 1)
         if not rate.strip():
-            raise NetworkSyntaxError(f"reaction {label!r} ({chunk!r}) has an empty rate.")
+            raise NetworkSyntaxError(f"reaction {label!r} ({chunk!r}) has an empty rate.", reaction=label)
         if any(r.name == label for r in out):
-            raise NetworkSyntaxError(f"reaction name {label!r} is used twice.")
+            raise NetworkSyntaxError(f"reaction name {label!r} is used twice.", reaction=label)
         out.append(Reaction(label, _side(lhs, label), _side(rhs, label), rate.strip(), mass_action))
     if not out:
         raise NetworkSyntaxError("`reactions` contains no reaction; write e.g. `0 -> M, k; M -> 0, g`.")
     return out
 
 
-def parse_rate(rate: str, where: str):
-    """A sympy expression for `rate`, every identifier a plain Symbol (functions in ``_FUNCTIONS`` excepted).
+def parse_rate(rate: str, where: str, *, reaction: str | None = None):
+    """The sympy expression of `rate` under the grammar of :mod:`sp_ode.core.expressions`.
+
+    Every NAME not followed by ``(`` is a plain Symbol; nothing is evaluated.
 
     Raises
     ------
     NetworkSyntaxError
-        The expression does not parse; the message names `where` (the reaction).
+        The rate is outside the grammar; the message names `where` (the reaction) and the
+        offending token, which ``token`` and ``position`` hold.
     """
-    import sympy
-    from sympy.parsing.sympy_parser import convert_xor, parse_expr, standard_transformations
-
-    names = {m.group(0) for m in _IDENT.finditer(rate)}
-    local = {name: sympy.Symbol(name) for name in names if name not in _FUNCTIONS}
-    local.update({name: getattr(sympy, name) for name in names if name in _FUNCTIONS})
-    local.update({name: fn for name, fn in (("ln", sympy.log), ("pow", sympy.Pow)) if name in names})  # SBML L3
     try:
-        expr = parse_expr(rate, local_dict=local, global_dict={"Integer": sympy.Integer, "Float": sympy.Float,
-                                                                 "Rational": sympy.Rational, "Symbol": sympy.Symbol},
-                          transformations=standard_transformations + (convert_xor,))
-    except Exception as exc:  # sympy raises SyntaxError, TypeError, TokenError …
-        raise NetworkSyntaxError(f"{where}: cannot parse the rate {rate!r} ({type(exc).__name__}: {exc}).") from None
-    if not isinstance(expr, sympy.Expr):
-        raise NetworkSyntaxError(f"{where}: the rate {rate!r} is not a numeric expression.")
-    return expr
+        return parse_expression(rate, where=f"{where}: cannot parse the rate")
+    except ExpressionSyntaxError as exc:
+        raise NetworkSyntaxError(str(exc), reaction=reaction, token=exc.token, position=exc.position,
+                                 text=exc.text) from None

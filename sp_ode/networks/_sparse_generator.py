@@ -12,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from sp_ode.core.memory import check_memory
+
 __all__ = ["PatternedGenerator"]
 
 
@@ -38,10 +40,17 @@ class PatternedGenerator:
     Parameters
     ----------
     network : sp_ode.networks.network.ReactionNetwork
-    space : sp_ode.networks.network.StateSpace
+    space : sp_ode.networks.state_space.StateSpace
+
+    Raises
+    ------
+    MemoryBudgetError
+        The pattern would not fit (``network.generator_nbytes``, estimated before building it).
     """
 
     def __init__(self, network, space):
+        check_memory(network.generator_nbytes(space), what=f"the generator pattern of {network.name!r} on "
+                                                            f"{space.n} states")
         self.network, self.space, self.n = network, space, space.n
         n = space.n
         trans = network.transitions(space)

@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sp_ode.core.catalogue import Catalogue
-from sp_ode.networks.network import ReactionNetwork, StateSpace
+from sp_ode.networks.network import ReactionNetwork
+from sp_ode.networks.state_space import StateSpace
 
 __all__ = ["NetworkModel", "NETWORK_MODELS", "get_network_model", "telegraph", "birth_death",
            "michaelis_menten", "toggle_switch", "cascade", "poisson_beta_pmf"]

@@ -31,19 +31,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 
+from sp_ode.core.memory import check_memory
 from sp_ode.markov.generator import check_generator
 from sp_ode.networks._rates import NetworkSyntaxError, Reaction, parse_rate, parse_reactions
+from sp_ode.networks.state_space import StateSpace, TruncationReport, enumerate_states
 
-__all__ = ["ReactionNetwork", "Reaction", "StateSpace", "parse_rate", "TruncationReport", "NetworkError", "NetworkSyntaxError",
+__all__ = ["ReactionNetwork", "Reaction", "parse_rate", "NetworkError", "NetworkSyntaxError",
            "UnknownSymbolError", "NegativeCountError", "PropensityError", "TruncationError",
            "UnusedSlowVariableError"]
 
-_MAX_BOX = 2 * 10**9       # states enumerated before the conservation / total filter
+# States decoded before the conservation / total filter: a bound on enumeration *time*
+# (memory is estimated separately, sp_ode.networks.state_space).
+_MAX_BOX = 2 * 10**9
 _MAX_DENSE_JAX = 4096      # the JAX generator is dense: n² float64
 
 
@@ -78,94 +81,6 @@ class TruncationError(NetworkError):
 
 class UnusedSlowVariableError(NetworkError):
     """A declared slow variable appears in no rate."""
-
-
-# ---------------------------------------------------------------------------------------------
-# State space
-
-@dataclass(frozen=True, eq=False)
-class StateSpace:
-    """The states J of a finite state projection and the transitions between them.
-
-    Attributes
-    ----------
-    species : tuple of str
-    states : ndarray (n, S) int64
-        Copy numbers, one row per state, in lexicographic order (last species fastest).
-    bounds : ndarray (S,) int64
-        Per-species maximum counts (inclusive) of the enclosing box.
-    total : int or None
-        Bound on Σ_s x_s, if one was given.
-    codes : ndarray (n,) int64 or None
-        Mixed-radix codes of the states (sorted); None when J is the whole box (index = code).
-    """
-
-    species: tuple[str, ...]
-    states: np.ndarray
-    bounds: np.ndarray
-    total: int | None
-    codes: np.ndarray | None
-
-    @property
-    def n(self) -> int:
-        return int(self.states.shape[0])
-
-    @property
-    def strides(self) -> np.ndarray:
-        radix = self.bounds + 1
-        return np.concatenate([np.cumprod(radix[::-1])[::-1][1:], [1]]).astype(np.int64)
-
-    def contains(self, x: np.ndarray) -> np.ndarray:
-        """Boolean mask (m,) for rows of x (m, S) that lie in J."""
-        ok = np.all((x >= 0) & (x <= self.bounds), axis=1)
-        if self.total is not None:
-            ok &= x.sum(axis=1) <= self.total
-        if self.codes is not None:
-            code = np.where(ok, x @ self.strides, 0)
-            pos = np.minimum(np.searchsorted(self.codes, code), self.n - 1)
-            ok &= self.codes[pos] == code
-        return ok
-
-    def index(self, x: np.ndarray) -> np.ndarray:
-        """Indices (m,) of rows of x (m, S), which must lie in J."""
-        code = np.asarray(x, dtype=np.int64) @ self.strides
-        return code if self.codes is None else np.searchsorted(self.codes, code)
-
-    def marginal(self, p: np.ndarray, species: str) -> np.ndarray:
-        """Marginal law of one species' count under p (n,): array of length bound + 1."""
-        s = self.species.index(species)
-        return np.bincount(self.states[:, s], weights=p, minlength=int(self.bounds[s]) + 1)
-
-
-@dataclass(frozen=True)
-class TruncationReport:
-    """What the finite state projection costs (docs/theory.md §7.6).
-
-    Attributes
-    ----------
-    outflow_rate : float
-        Σ_i p_i·o_i: probability per unit time that the reflecting truncation suppresses
-        (an indicator of the stationary truncation error, not a bound).
-    leaked_mass : float or None
-        Sink-based bound for transient use: mass that leaves J by time ``horizon`` when
-        started from p (‖p(T) − p_J(T)‖₁ exactly, §7.6).  None if not requested.  When p is
-        the stationary law of the reflecting generator, leaked_mass ≤ horizon·outflow_rate:
-        v = p − p_sink(t) solves v' = Q_subᵀv + o∘p ≥ 0 from v(0) = 0 with Q_subᵀ Metzler, so
-        p_sink(t) ≤ p entrywise and the leak rate oᵀp_sink(t) never exceeds oᵀp.
-    horizon : float or None
-    boundary_mass : float
-        Mass of p on states from which some reaction leaves J.
-    """
-
-    outflow_rate: float
-    leaked_mass: float | None
-    horizon: float | None
-    boundary_mass: float
-
-    def as_dict(self) -> dict:
-        return {"outflow_rate": self.outflow_rate, "leaked_mass": self.leaked_mass, "horizon": self.horizon,
-                "boundary_mass": self.boundary_mass,
-                "kind": "outflow rate is an indicator (reflecting FSP); leaked mass is the sink-based bound"}
 
 
 def _conservation_laws(stoich: np.ndarray) -> np.ndarray:
@@ -263,7 +178,8 @@ class ReactionNetwork:
         known = set(self.symbols)
         exprs = []
         for r in rxns:
-            rate = parse_rate(r.rate, f"reaction {r.name!r}")
+            rate = r.expression if r.expression is not None else parse_rate(r.rate, f"reaction {r.name!r}",
+                                                                             reaction=r.name)
             unknown = sorted(str(s) for s in rate.free_symbols if str(s) not in known)
             if unknown:
                 what = "species" if unknown[0][:1].isupper() else "name"
@@ -403,6 +319,9 @@ class ReactionNetwork:
             A species has neither a bound nor `total` (names it); a conservation law
             exists but `initial` is missing; `initial` lies outside the bounds;
             the box would have more than 2·10⁹ states; J is empty.
+        MemoryBudgetError
+            The states would not fit in memory (estimated before they are allocated;
+            :func:`sp_ode.networks.state_space.enumerate_states`).
         """
         bounds = {} if bounds is None else dict(bounds)
         for s in bounds:
@@ -436,18 +355,11 @@ class ReactionNetwork:
             law = " + ".join(f"{c}*{s}" if c != 1 else s for c, s in zip(laws[0], self.species) if c)
             raise NetworkError(f"the reactions conserve {law}; pass `initial=` (a state) to fix its value, or the "
                                "projection holds several closed classes.", species=self.species[int(np.flatnonzero(laws[0])[0])])
-        states = np.stack(np.unravel_index(np.arange(box, dtype=np.int64), tuple(b + 1)), axis=1)
-        keep = np.ones(box, dtype=bool)
-        if total is not None:
-            keep &= states.sum(axis=1) <= total
-        if initial is not None and len(laws):
-            keep &= np.all(states @ laws.T == x0 @ laws.T, axis=1)
-        full = bool(keep.all())
-        states = states if full else states[keep]
-        if states.shape[0] == 0:
+        space = enumerate_states(self.species, b, total=None if total is None else int(total),
+                                 laws=laws if initial is not None else None,
+                                 x0=x0 if initial is not None else None, name=self.name)
+        if space.n == 0:
             raise NetworkError("the projection is empty: no state satisfies the bounds and conservation laws.")
-        space = StateSpace(self.species, states, b, None if total is None else int(total),
-                           None if full else states @ np.concatenate([np.cumprod((b + 1)[::-1])[::-1][1:], [1]]))
         if initial is not None and not space.contains(x0[None])[0]:
             raise NetworkError(f"`initial` {self._fmt(x0)} lies outside the projection (bounds "
                                f"{dict(zip(self.species, b.tolist()))}, total {total}).")
@@ -467,6 +379,16 @@ class ReactionNetwork:
             out.append((src, space.index(target[src]), np.flatnonzero(~inside & nonneg)))
         return out
 
+    def generator_nbytes(self, space: StateSpace) -> int:
+        """Estimated peak bytes of building Q on `space`: propensities, transitions, COO and CSR arrays.
+
+        Per state and reaction: the propensity (8), the source/target lists (16) and their
+        concatenated COO copies and CSR (about 72); per state, the shifted targets (8·S) and the
+        diagonal (32).  An upper estimate, for :func:`sp_ode.core.memory.check_memory`: 432 B/state
+        for the 4-reaction cascade, whose measured peak at n = 10⁶ is 325 B/state (Q itself 64).
+        """
+        return int(space.n) * (96 * len(self.reactions) + 8 * len(self.species) + 32)
+
     def generator(self, space: StateSpace, y=None):
         """The reflecting FSP generator Q(y) on J as ``scipy.sparse.csr_array``, validated.
 
@@ -478,8 +400,11 @@ class ReactionNetwork:
         ------
         PropensityError, NegativeCountError
             Named reaction and state.
+        MemoryBudgetError
+            The estimate of :meth:`generator_nbytes` exceeds the memory budget.
         """
 
+        check_memory(self.generator_nbytes(space), what=f"the generator of {self.name!r} on {space.n} states")
         y = self._y(y)
         a = self.propensities(space.states, y)
         self.check_propensities(a, space, y)

@@ -1,9 +1,21 @@
 """Reaction networks from SBML (python-libsbml) and Antimony (the ``antimony`` package).
 
 Optional: ``pip install sp-ode[sbml]``.  The importer reads species, global and
-kinetic-law-local parameters, compartments (as parameters holding their size) and
-reactions, and builds a :class:`~sp_ode.networks.network.ReactionNetwork` for the
-chemical master equation on a finite state projection (docs/theory.md §7.6).
+kinetic-law-local parameters, compartments (as parameters holding their size), function
+definitions and reactions, and builds a :class:`~sp_ode.networks.network.ReactionNetwork`
+for the chemical master equation on a finite state projection (docs/theory.md §7.6).
+
+**Files are parsed, never evaluated.**  Each kinetic law is built as a sympy tree directly
+from libsbml's MathML tree (:mod:`sp_ode.networks._sbml_math`), never through a formula
+string; a ``<ci>`` that is not an SBML identifier, or any element outside the supported
+set, is refused with :class:`~sp_ode.networks.network.NetworkSyntaxError` naming the
+reaction, before anything is built (docs/theory.md §9).
+
+**Scoping (SBML L3 §4.11.5).**  A local parameter is visible only in its own reaction's law
+and shadows a global of the same id there.  In the network it is the parameter
+``"<reaction>.<id>"`` (the SBML test suite's notation, and no SBML id contains a dot), so
+two reactions with the same local id, or a local shadowing a global, keep their own values;
+`parameters=` overrides take the same names.
 
 **Semantics.** Each kinetic law is taken as the *propensity* in molecule counts
 (the ``=>`` form of the string syntax): the convention of stochastic simulators
@@ -12,15 +24,18 @@ a compartment of size ≠ 1 would need a volume conversion the model does not st
 so it is refused (named).  Parameters listed in ``slow`` become slow variables y.
 
 **Refused, each by name:** events, rules (assignment, rate, algebraic), constraints,
-initial assignments, function definitions, boundary-condition or non-constant-compartment
-species, non-integer or non-constant stoichiometry, reactions without a kinetic law,
-and any SBML error the reader reports.  Nothing is silently dropped.
+initial assignments, boundary-condition species, constant species that a reaction
+changes, conversion factors, fast reactions, ``stoichiometryMath``, non-integer
+stoichiometry, a model without reactions, reactions without a kinetic law, MathML the CME cannot use (``time``,
+``delay``, ``rateOf``; the list in :mod:`sp_ode.networks._sbml_math`), and any SBML error
+the reader reports.  Nothing is silently dropped.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from sp_ode.networks._sbml_math import MathReader
 from sp_ode.networks.network import NetworkError, Reaction, ReactionNetwork
 
 __all__ = ["from_sbml", "from_antimony", "SBMLFeatureError"]
@@ -55,11 +70,23 @@ def _unsupported(model) -> list[str]:
         found.append(f"constraint {libsbml.formulaToL3String(c.getMath())!r}")
     for a in model.getListOfInitialAssignments():
         found.append(f"initial assignment to {a.getSymbol()!r}")
-    for f in model.getListOfFunctionDefinitions():
-        found.append(f"function definition {f.getId()!r}")
+    if model.isSetConversionFactor():
+        found.append(f"model conversion factor {model.getConversionFactor()!r}")
+    changed = {ref.getSpecies() for r in model.getListOfReactions()
+               for ref in (*r.getListOfReactants(), *r.getListOfProducts())}
     for s in model.getListOfSpecies():
         if s.getBoundaryCondition():
             found.append(f"boundary-condition species {s.getId()!r}")
+        elif s.getConstant() and s.getId() in changed:
+            found.append(f"constant species {s.getId()!r} changed by a reaction")
+        if s.isSetConversionFactor():
+            found.append(f"conversion factor {s.getConversionFactor()!r} of species {s.getId()!r}")
+    for r in model.getListOfReactions():
+        if r.isSetFast() and r.getFast():
+            found.append(f"fast reaction {r.getId()!r}")
+        for ref in (*r.getListOfReactants(), *r.getListOfProducts()):
+            if ref.isSetStoichiometryMath():
+                found.append(f"stoichiometryMath of {ref.getSpecies()!r} in reaction {r.getId()!r}")
     return found
 
 
@@ -74,7 +101,7 @@ def from_sbml(source: str | Path, *, slow: Sequence[str] = (), parameters: Mappi
     slow : sequence of str
         Parameters of the model to treat as slow variables y.
     parameters : mapping, optional
-        Values overriding the model's.
+        Values overriding the model's: global ids, or ``"<reaction>.<id>"`` for a local parameter.
     name : str, optional
         Default: the model id.
 
@@ -90,10 +117,13 @@ def from_sbml(source: str | Path, *, slow: Sequence[str] = (), parameters: Mappi
         python-libsbml missing.
     SBMLFeatureError
         Unsupported features, each named (module docstring).
+    NetworkSyntaxError
+        A kinetic law or function definition outside what can be read (module docstring;
+        names the reaction and the offending element); nothing is evaluated.
     NetworkError
         SBML read errors, a reaction without kinetic law or with bad stoichiometry (named),
         a species in concentration units in a compartment of size ≠ 1 (named), a slow
-        variable that is not a parameter of the model.
+        variable that is not a parameter of the model, a `parameters` key that is not one.
     """
     libsbml = _libsbml()
     text = str(source)
@@ -110,7 +140,9 @@ def from_sbml(source: str | Path, *, slow: Sequence[str] = (), parameters: Mappi
         raise SBMLFeatureError(f"SBML model {model.getId()!r} uses features the CME builder cannot honour: "
                                + ", ".join(features) + ".", features)
 
-    values: dict[str, float] = {}
+    import sympy
+
+    values: dict[str, float] = {}     # the global scope: compartments (their size) and parameters
     for c in model.getListOfCompartments():
         values[c.getId()] = c.getSize() if c.isSetSize() else 1.0
     for p in model.getListOfParameters():
@@ -130,45 +162,60 @@ def from_sbml(source: str | Path, *, slow: Sequence[str] = (), parameters: Mappi
         amount = s.getInitialAmount() if s.isSetInitialAmount() else s.getInitialConcentration() * size
         initial[sid] = int(round(amount)) if amount == amount else 0
 
+    for r in model.getListOfReactions():   # L3: a speciesReference id names its (constant) stoichiometry
+        for ref in (*r.getListOfReactants(), *r.getListOfProducts()):
+            if ref.isSetId():
+                values[ref.getId()] = ref.getStoichiometry() if ref.isSetStoichiometry() else 1.0
+    if model.getNumReactions() == 0:
+        raise NetworkError(f"SBML model {model.getId()!r} has no reactions: there is no chemical master equation.")
+    reader = MathReader(libsbml, model.getListOfFunctionDefinitions())
     reactions = []
     for r in model.getListOfReactions():
         rid = r.getId()
         law = r.getKineticLaw()
         if law is None or law.getMath() is None:
             raise NetworkError(f"reaction {rid!r} has no kinetic law.", reaction=rid)
+        local: dict[str, sympy.Symbol] = {}   # this law's scope, seen before the global one
         for lp in list(law.getListOfLocalParameters()) + list(law.getListOfParameters()):
-            values[lp.getId()] = lp.getValue()   # local parameters: SBML scopes them; ids here must not clash
+            if not lp.isSetValue():
+                raise NetworkError(f"local parameter {lp.getId()!r} of reaction {rid!r} has no value.", reaction=rid)
+            scoped = f"{rid}.{lp.getId()}"
+            values[scoped] = lp.getValue()
+            local[lp.getId()] = sympy.Symbol(scoped)
         sides = []
         for refs in (r.getListOfReactants(), r.getListOfProducts()):
             terms = []
             for ref in refs:
                 nu = ref.getStoichiometry() if ref.isSetStoichiometry() else 1.0
-                if not float(nu).is_integer() or nu <= 0 or (ref.isSetConstant() and not ref.getConstant()):
+                # constant="false" is harmless here: only rules, events and initial assignments (all
+                # refused above) could change a stoichiometry
+                if not float(nu).is_integer() or nu <= 0:
                     raise NetworkError(f"reaction {rid!r}: stoichiometry {nu!r} of {ref.getSpecies()!r} must be a "
                                        "constant positive integer for a CME.", reaction=rid, species=ref.getSpecies())
                 terms.append((ref.getSpecies(), int(nu)))
             sides.append(tuple(terms))
-        rate = libsbml.formulaToL3String(law.getMath())
-        reactions.append(Reaction(rid, sides[0], sides[1], rate, mass_action=False))
+        expr = reader.expression(law.getMath(), where=f"reaction {rid!r}", reaction=rid,
+                                 resolve=lambda name, local=local: local[name] if name in local else sympy.Symbol(name))
+        # the formula string is for messages only: the rate is `expr`, built from the MathML tree
+        shown = libsbml.formulaToL3String(law.getMath())
+        reactions.append(Reaction(rid, sides[0], sides[1], shown, mass_action=False, expression=expr))
 
     for v in slow:
         if v not in values:
             raise NetworkError(f"slow variable {v!r} is not a parameter of SBML model {model.getId()!r} "
                                f"(parameters: {tuple(values)}).", species=v)
     params = {k: float(v) for k, v in values.items() if k not in slow}
-    if parameters:
-        params.update({k: float(v) for k, v in parameters.items()})
-    used = {s for r in reactions for s in _identifiers(r.rate)}
+    for k, v in (parameters or {}).items():
+        if k not in params:
+            why = "a slow variable" if k in slow else f"not a parameter of SBML model {model.getId()!r}"
+            raise NetworkError(f"`parameters` sets {k!r}, which is {why} (parameters: {tuple(params)}; a local "
+                               "parameter is named '<reaction>.<id>').", species=k)
+        params[k] = float(v)
+    used = {str(sym) for r in reactions for sym in r.expression.free_symbols}
     params = {k: v for k, v in params.items() if k in used}
     net = ReactionNetwork(reactions, parameters=params, slow=list(slow), species=species,
                           name=name or model.getId() or "sbml")
     return net, initial
-
-
-def _identifiers(rate: str) -> set[str]:
-    import re
-
-    return set(re.findall(r"[A-Za-z_][A-Za-z_0-9]*", rate))
 
 
 def from_antimony(text: str, *, slow: Sequence[str] = (), parameters: Mapping[str, float] | None = None,

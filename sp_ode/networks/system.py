@@ -39,7 +39,8 @@ from sp_ode.core.validation import check_positive
 from sp_ode.markov.stationary import stationary_distribution
 from sp_ode.markov.warm_start import SOLVERS, WarmStationary
 from sp_ode.networks._sparse_generator import PatternedGenerator
-from sp_ode.networks.network import NetworkError, ReactionNetwork, StateSpace, parse_rate
+from sp_ode.networks.network import NetworkError, ReactionNetwork, parse_rate
+from sp_ode.networks.state_space import StateSpace
 from sp_ode.systems.system import MasterEquationSystem
 
 __all__ = ["NetworkSystem", "NetworkPath", "ManifoldTable", "padded_range"]

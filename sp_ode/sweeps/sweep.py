@@ -32,6 +32,7 @@ import jax
 import numpy as np
 
 from sp_ode.core.files import atomic_write_bytes, write_json
+from sp_ode.core.memory import check_memory
 from sp_ode.core.precision import in_float64
 from sp_ode.core.reporting import progress
 from sp_ode.core.validation import check_finite_array, check_positive, check_positive_int
@@ -274,6 +275,18 @@ def _open_out(out, fingerprint: str, meta: dict) -> tuple[Path, dict]:
     return out, manifest
 
 
+def _sweep_nbytes(N: int, chunk_size: int, m: int, d: int, K: int) -> int:
+    """Estimated peak bytes of a sweep: one vmapped chunk of stiff solves plus the assembled table.
+
+    A lane of the full path (Kvaerno5 on n = m + d unknowns) holds its Jacobian and LU
+    factors (2n²), the stage vectors and the saved states ((K + 16)·n); the table keeps y
+    twice (chunks and their concatenation, 2·K·d per point) and about 8 per-point fields.
+    """
+    n = m + d
+    lane = 8 * (3 * n * n + (K + 16) * n)
+    return int(min(N, chunk_size)) * lane + int(N) * 8 * (2 * K * d + 8)
+
+
 # --- the public function ------------------------------------------------------------------
 
 @in_float64
@@ -337,6 +350,8 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
         `out` holds a different sweep.
     SweepClusterError
         The scheduler cannot be reached within `connect_timeout`.
+    MemoryBudgetError
+        The estimate of `_sweep_nbytes` exceeds the memory budget (before any chunk runs).
     """
     system = check_system(system)
     tol = check_positive("tol", tol)
@@ -367,6 +382,9 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
     else:
         probe_x = check_state("x0", np.asarray(x0)[0] if np.ndim(x0) == 2 else x0, system.m)
     values, N = _check_params(system, params, probe_x, probe_y, t0)
+    check_memory(_sweep_nbytes(N, chunk_size, probe_x.size, probe_y.size, ts.size),
+                 what=f"a sweep of {N} points in chunks of {chunk_size} (m = {probe_x.size}, d = {probe_y.size}, "
+                      f"{ts.size} save times)", remedy="Lower `chunk_size` or the number of save times.")
     x0_arr, y0_arr = _check_states(system, x0, y0, N)
 
     rng = np.random.default_rng(seed)

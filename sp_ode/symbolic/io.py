@@ -18,8 +18,9 @@ A generator file is one of
 * **JSON**: ``{"rates": [[i, j, "rate"], …], "states": […]}``, ``{"Q": [[…], …]}``
   or a bare list of rows, entries as strings or integers.
 
-Rates are parsed by sympy with decimal numbers kept exact (``0.5`` → 1/2); every
-symbol is declared **positive** (a rate constant), except those listed on a
+Rates are read by the grammar of :mod:`sp_ode.core.expressions` (parsed, never
+evaluated; ``pi`` is π and ``Rational(a, b)`` is a/b besides its function table) with
+decimal numbers kept exact (``0.5`` → 1/2); every symbol is declared **positive** (a rate constant), except those listed on a
 ``real: y`` line (``"real": ["y"]`` in JSON), which are real — e.g. a slow
 variable entering through ``exp(y)``.  A claim file (``--claim``) is a JSON list
 of n expressions (or ``{"p": […]}``), or text with one ``expr`` or
@@ -37,12 +38,13 @@ from pathlib import Path
 
 import sympy
 
+from sp_ode.core.expressions import FUNCTIONS, ExpressionSyntaxError, build_operator, parse_expression as _parse
+
 __all__ = ["GeneratorFileError", "GeneratorFile", "read_generator", "read_claim", "parse_expression"]
 
-_ALLOWED = re.compile(r"^[A-Za-z0-9_ \t+\-*/^().,]*$")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$|^[0-9]+$")
-# names sympy would otherwise read as functions or constants; a rate called `S` or `E` is common.
-_SYMPY_FUNCTIONS = {"exp", "log", "sqrt", "sin", "cos", "tanh", "cosh", "sinh", "Abs", "Rational", "pi"}
+# The shared table plus the exact fraction Rational(a, b) that earlier files used.
+_FUNCTIONS = {**FUNCTIONS, "Rational": (2, 2, lambda args, ctx: build_operator("/", *args, where=ctx[0]))}
 
 
 class GeneratorFileError(ValueError):
@@ -75,24 +77,19 @@ def parse_expression(text: str, symbols: dict, *, where: str, real: frozenset = 
                      known_only: bool = False) -> sympy.Expr:
     """Parse one rate or claimed entry exactly; new names become positive (or real) symbols in `symbols`.
 
+    The text is read by the grammar of :mod:`sp_ode.core.expressions`: nothing is evaluated.
+
     Raises
     ------
     GeneratorFileError
-        Characters outside arithmetic, a syntax error, or (with `known_only`) a name the
-        generator does not use.
+        Text outside the grammar (the message names the offending token), or (with
+        `known_only`) a name the generator does not use.
     """
-    from sympy.parsing.sympy_parser import parse_expr, rationalize, standard_transformations
-
     text = text.strip()
     if not text:
         raise GeneratorFileError(f"{where}: the expression is empty.")
-    if not _ALLOWED.match(text) or "__" in text:
-        bad = sorted({c for c in text if not _ALLOWED.match(c)} or {"__"})
-        raise GeneratorFileError(
-            f"{where}: an expression may use names, numbers, + - * / ^ ( ) only; got {bad} in {text!r}."
-        )
-    local = {}
-    for name in set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text)) - _SYMPY_FUNCTIONS:
+
+    def symbol(name: str):
         if name not in symbols:
             if known_only:
                 raise GeneratorFileError(
@@ -100,15 +97,13 @@ def parse_expression(text: str, symbols: dict, *, where: str, real: frozenset = 
                     f"{', '.join(sorted(symbols)) or 'none'})."
                 )
             symbols[name] = sympy.Symbol(name, real=True) if name in real else sympy.Symbol(name, positive=True)
-        local[name] = symbols[name]
+        return symbols[name]
+
     try:
-        expr = parse_expr(text.replace("^", "**"), local_dict=local,
-                          transformations=standard_transformations + (rationalize,), evaluate=True)
-    except Exception as exc:  # SyntaxError, TokenError, TypeError from sympy's parser
-        raise GeneratorFileError(f"{where}: {text!r} is not a valid expression ({type(exc).__name__}).") from None
-    if not isinstance(expr, sympy.Expr):
-        raise GeneratorFileError(f"{where}: {text!r} is not an arithmetic expression.")
-    return expr
+        return _parse(text, where=f"{where}: not a valid expression", symbol=symbol, exact=True,
+                      functions=_FUNCTIONS, constants={"pi": sympy.pi})
+    except ExpressionSyntaxError as exc:
+        raise GeneratorFileError(str(exc)) from None
 
 
 def _strip(line: str) -> str:

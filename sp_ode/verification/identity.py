@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from sp_ode.core.memory import check_memory
 from sp_ode.core.precision import in_float64
 from sp_ode.manifolds.critical_manifold import continue_manifold, critical_manifold
 from sp_ode.manifolds.newton import as_points, is_master, require_system
@@ -50,7 +51,7 @@ from sp_ode.markov.attractor import RADIUS_MAX, attractor_distribution
 from sp_ode.markov.reference import exact_stationary
 from sp_ode.markov.stationary import stationary_distribution
 
-__all__ = ["attractor_distribution", "frozen_flow_attractor", "identity_check", "IdentityCheck",
+__all__ = ["check_identity_size", "attractor_distribution", "frozen_flow_attractor", "identity_check", "IdentityCheck",
            "IdentityMethod", "IDENTITY_TOL", "FLOW_TOL"]
 
 IDENTITY_TOL = 1e-12       # allowance for the rounding of a solve-based method at the sizes checked
@@ -194,6 +195,22 @@ def _compare(a: IdentityMethod, b: IdentityMethod, tol_per_point: np.ndarray) ->
             "worst_index": int(idx[worst]) if idx.size else None}
 
 
+def check_identity_size(N: int, m: int, d: int) -> int:
+    """Refuse an identity grid of `N` points before it is built, when it would not fit in memory.
+
+    Estimate: per point the stack of Q(y) or D_x f (m²), the working copies of GTH and of the
+    squarings (3m²), about 24 vectors of length m and the grid itself — 8·(4m² + 24m + 4d) bytes.
+    Called by :func:`identity_check` and by ``sp-ode verify`` before it makes the `--num` grid.
+
+    Raises
+    ------
+    MemoryBudgetError
+        The estimate exceeds the budget of :func:`sp_ode.core.memory.check_memory`.
+    """
+    return check_memory(8 * int(N) * (4 * m * m + 24 * m + 4 * d), remedy="Use fewer grid points (`--num`).",
+                        what=f"the identity check on {int(N)} grid points (m = {m}, d = {d})")
+
+
 @in_float64
 def identity_check(system, ys, *, x0=None, phi=None, phi_name: str = "the supplied φ",
                    phi_kind: str = "closed form", exact_points: int = EXACT_POINTS) -> IdentityCheck:
@@ -224,6 +241,8 @@ def identity_check(system, ys, *, x0=None, phi=None, phi_name: str = "the suppli
     ------
     TypeError, ValueError
         Bad `system`, `ys`, `x0` or `phi` shape.
+    MemoryBudgetError
+        The grid is too large for memory (:func:`check_identity_size`).
     """
     import jax.numpy as jnp
 
@@ -231,6 +250,8 @@ def identity_check(system, ys, *, x0=None, phi=None, phi_name: str = "the suppli
     require_system(system)
     ys, _ = as_points(system, ys, "ys")
     N = ys.shape[0]
+    check_identity_size(N, system.m if system.m is not None else int(np.size(x0)) if x0 is not None else 1,
+                        ys.shape[1])
     every = np.arange(N)
     methods: dict[str, IdentityMethod] = {}
     tols: dict[tuple, np.ndarray] = {}

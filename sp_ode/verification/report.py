@@ -44,7 +44,7 @@ from sp_ode.networks.system import NetworkSystem
 from sp_ode.systems.model import check_model
 from sp_ode.systems.system import FastSlowSystem, MasterEquationSystem
 from sp_ode.verification.certificate import DEFAULT_PS, check_Ps, convergence_certificate
-from sp_ode.verification.identity import identity_check
+from sp_ode.verification.identity import check_identity_size, identity_check
 from sp_ode.verification.network import verify_network
 from sp_ode.verification.plotting import plot_manifold
 from sp_ode.verification.rates import MIN_POINTS
@@ -344,6 +344,7 @@ def _check_num(num, smoke: bool) -> int:
 def _verify_general(case: Case, *, Ps, order, backend, num, smoke, show_progress) -> VerifyReport:
     order = check_order(order)
     num = _check_num(num, smoke)
+    check_identity_size(num, int(np.size(case.x0)), int(np.size(case.y0)))   # before any work or grid
     Ps = tuple(check_Ps(Ps)) if Ps is not None else (SMOKE_PS if smoke else DEFAULT_PS)  # before any work
     master = isinstance(case.system, MasterEquationSystem)
     num_times = 101 if smoke else 201

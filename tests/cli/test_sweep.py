@@ -105,3 +105,22 @@ def test_the_program_entry_point_pins_sweep_to_one_core(tmp_path):
                              timeout=120, check=True)
         counts[command] = int(run.stdout.strip())
     assert counts == {"sweep": 1, "stationary": len(os.sched_getaffinity(0))}
+
+
+@pytest.mark.parametrize("where", ["list", "spec"])
+def test_sweep_config_payload_is_refused_and_expressions_are_numbers(tmp_path, capsys, where):
+    from tests.payloads import assert_not_run, payload
+
+    marker = tmp_path / "marker"
+    params = {"eps": [1e-3, payload(marker)]} if where == "list" else {"eps": {"linspace": [payload(marker), 1, 2]}}
+    base = {"system": "michaelis_menten", "t_span": [0, 2], "ts": [1, 2], "x0": "manifold", "y0": [1.0],
+            "tol": 1e-6, "params": params}
+    cfg = tmp_path / "sweep.json"
+    cfg.write_text(json.dumps(base))
+    assert main(["sweep", str(cfg), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("sp-ode sweep: error: `params.eps") and "'['" in err, err
+    assert_not_run(marker)
+    from sp_ode.cli.sweep import param_values
+
+    assert param_values("eps", ["1/4096", 2e-3, "2^-10"], None).tolist() == [2.0**-12, 2e-3, 2.0**-10]

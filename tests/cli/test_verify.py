@@ -155,3 +155,13 @@ def test_an_earlier_report_is_never_replaced_silently(tmp_path, capsys):
         sp_ode.verify(sp_ode.get_system("me3"), smoke=True, out=tmp_path)
     assert main(["verify", "--smoke", "--overwrite", "--out", str(tmp_path)]) == 0
     assert json.loads(earlier.read_text())["system"] == "me3"
+
+
+def test_a_grid_too_large_for_memory_is_refused_before_any_work(tmp_path, capsys, monkeypatch):
+    import sp_ode.verification.report as report
+
+    monkeypatch.setattr(report, "visited_region", lambda *a, **k: pytest.fail("work started before the check"))
+    assert main(["verify", "--num", "1000000000000", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("sp-ode verify: error: the identity check on 1000000000000 grid points") and "\n" not in err
+    assert "needs an estimated" in err and "--num" in err

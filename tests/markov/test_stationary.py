@@ -218,3 +218,21 @@ def test_jax_derivative_matches_T3_formula():
     dA = (fam(np.array([y + h])).T - fam(np.array([y - h])).T) / (2 * h)
     ref = -np.linalg.solve(A - np.outer(p, np.ones(3)), dA @ p)
     np.testing.assert_allclose(D, ref, atol=1e-8)
+
+
+def test_dense_copies_of_a_sparse_q_are_estimated_before_they_are_made(monkeypatch):
+    import scipy.sparse as sps
+
+    from sp_ode.core import memory
+
+    Q = sps.csr_array(sp_ode.birth_death(np.ones(299), np.full(299, 2.0)))       # n = 300: 1.44 MB dense ×2
+    monkeypatch.setattr(memory, "available_memory", lambda: (10**6, "test limit"))
+    with pytest.raises(sp_ode.MemoryBudgetError, match=r"method 'gth' \(a dense 300×300 copy"):
+        sp_ode.stationary_distribution(Q, method="gth")
+    with pytest.raises(sp_ode.MemoryBudgetError, match="stationary_distributions"):
+        sp_ode.stationary_distributions(Q)
+    # the sparse route still answers: the dense escalation is skipped, not crashed into
+    p, info = sp_ode.stationary_distribution(Q, return_info=True)
+    assert_stationary(Q.toarray(), p)
+    monkeypatch.setattr(memory, "available_memory", lambda: (10**9, "test limit"))
+    assert np.allclose(sp_ode.stationary_distribution(Q, method="gth"), p, rtol=1e-9)

@@ -240,3 +240,15 @@ def test_sweep_plan_survives_pickling_bit_for_bit():
                                     None, np.ones((2, 1)), np.zeros(2, dtype=bool))
     lanes = _paths._lane_args(back, chunk, np.arange(2))
     assert lanes["args"]["lam"].dtype == np.float64 and np.all(lanes["args"]["lam"] == 0.3)
+
+
+def test_a_sweep_too_large_for_memory_is_refused_before_any_chunk(monkeypatch):
+    from sp_ode.core import memory
+
+    e = _entry()
+    ran = []
+    monkeypatch.setattr(_paths, "run_chunk", lambda *a, **k: ran.append(1))
+    monkeypatch.setattr(memory, "available_memory", lambda: (100, "test limit"))
+    with pytest.raises(sp_ode.MemoryBudgetError, match=r"a sweep of 4 points in chunks of .* needs an estimated"):
+        sweep(e.system, _params(4), (0.0, 2.0), "manifold", [1.0], **OPTS)
+    assert ran == []

@@ -1,0 +1,213 @@
+"""The states of a finite state projection, how they are enumerated, and what the projection costs.
+
+A finite state projection J (docs/theory.md §7.6) of a chemical master equation keeps the
+states of a box of per-species bounds, optionally below a total-count bound and on one
+conservation-law class.  :func:`enumerate_states` builds J *in blocks*: the box is decoded
+code by code (its mixed-radix index) a bounded block at a time and filtered as it goes, so a
+box of 10⁹ states filtered down to 10⁵ never holds more than one block; the memory of what is
+kept is estimated before each block is stored, and a projection that would not fit is
+refused with :class:`sp_ode.core.memory.MemoryBudgetError` before it is allocated.
+:class:`TruncationReport` is what the projection costs a distribution on J (§7.6).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sp_ode.core.memory import check_memory
+
+__all__ = ["StateSpace", "TruncationReport", "enumerate_states", "state_space_nbytes"]
+
+# Temporaries of one block: the codes, S decoded columns and the stacked block, the masks and
+# the conservation products — about 8·(2S + k + 4) bytes per code; 64 MB of them at a time.
+_BLOCK_BYTES = 64 * 2**20
+
+
+@dataclass(frozen=True, eq=False)
+class StateSpace:
+    """The states J of a finite state projection and the transitions between them.
+
+    Attributes
+    ----------
+    species : tuple of str
+    states : ndarray (n, S) int64
+        Copy numbers, one row per state, in lexicographic order (last species fastest).
+    bounds : ndarray (S,) int64
+        Per-species maximum counts (inclusive) of the enclosing box.
+    total : int or None
+        Bound on Σ_s x_s, if one was given.
+    codes : ndarray (n,) int64 or None
+        Mixed-radix codes of the states (sorted); None when J is the whole box (index = code).
+    """
+
+    species: tuple[str, ...]
+    states: np.ndarray
+    bounds: np.ndarray
+    total: int | None
+    codes: np.ndarray | None
+
+    @property
+    def n(self) -> int:
+        return int(self.states.shape[0])
+
+    @property
+    def strides(self) -> np.ndarray:
+        return _strides(self.bounds)
+
+    def contains(self, x: np.ndarray) -> np.ndarray:
+        """Boolean mask (m,) for rows of x (m, S) that lie in J."""
+        ok = np.all((x >= 0) & (x <= self.bounds), axis=1)
+        if self.total is not None:
+            ok &= x.sum(axis=1) <= self.total
+        if self.codes is not None:
+            code = np.where(ok, x @ self.strides, 0)
+            pos = np.minimum(np.searchsorted(self.codes, code), self.n - 1)
+            ok &= self.codes[pos] == code
+        return ok
+
+    def index(self, x: np.ndarray) -> np.ndarray:
+        """Indices (m,) of rows of x (m, S), which must lie in J."""
+        code = np.asarray(x, dtype=np.int64) @ self.strides
+        return code if self.codes is None else np.searchsorted(self.codes, code)
+
+    def marginal(self, p: np.ndarray, species: str) -> np.ndarray:
+        """Marginal law of one species' count under p (n,): array of length bound + 1."""
+        s = self.species.index(species)
+        return np.bincount(self.states[:, s], weights=p, minlength=int(self.bounds[s]) + 1)
+
+
+@dataclass(frozen=True)
+class TruncationReport:
+    """What the finite state projection costs (docs/theory.md §7.6).
+
+    Attributes
+    ----------
+    outflow_rate : float
+        Σ_i p_i·o_i: probability per unit time that the reflecting truncation suppresses
+        (an indicator of the stationary truncation error, not a bound).
+    leaked_mass : float or None
+        Sink-based bound for transient use: mass that leaves J by time ``horizon`` when
+        started from p (‖p(T) − p_J(T)‖₁ exactly, §7.6).  None if not requested.  When p is
+        the stationary law of the reflecting generator, leaked_mass ≤ horizon·outflow_rate:
+        v = p − p_sink(t) solves v' = Q_subᵀv + o∘p ≥ 0 from v(0) = 0 with Q_subᵀ Metzler, so
+        p_sink(t) ≤ p entrywise and the leak rate oᵀp_sink(t) never exceeds oᵀp.
+    horizon : float or None
+    boundary_mass : float
+        Mass of p on states from which some reaction leaves J.
+    """
+
+    outflow_rate: float
+    leaked_mass: float | None
+    horizon: float | None
+    boundary_mass: float
+
+    def as_dict(self) -> dict:
+        return {"outflow_rate": self.outflow_rate, "leaked_mass": self.leaked_mass, "horizon": self.horizon,
+                "boundary_mass": self.boundary_mass,
+                "kind": "outflow rate is an indicator (reflecting FSP); leaked mass is the sink-based bound"}
+
+
+def _strides(bounds: np.ndarray) -> np.ndarray:
+    radix = np.asarray(bounds, dtype=np.int64) + 1
+    return np.concatenate([np.cumprod(radix[::-1])[::-1][1:], [1]]).astype(np.int64)
+
+
+def state_space_nbytes(n: int, S: int, *, coded: bool) -> int:
+    """Bytes of a :class:`StateSpace` of `n` states and `S` species (states, and codes when `coded`)."""
+    return 8 * int(n) * (int(S) + (1 if coded else 0))
+
+
+def _count_below_total(radix: np.ndarray, total: int) -> int:
+    """#{x in the box : Σx ≤ total}, exactly: the coefficients of Π_s (1 + z + … + z^{b_s}) up to z^total."""
+    counts = [1] + [0] * total                    # polynomial coefficients, Python ints (no overflow)
+    for r in radix.tolist():
+        prefix = [0]
+        for c in counts:
+            prefix.append(prefix[-1] + c)
+        counts = [prefix[k + 1] - prefix[max(0, k + 1 - r)] for k in range(total + 1)]
+    return sum(counts)
+
+
+def enumerate_states(species: tuple[str, ...], bounds: np.ndarray, *, total: int | None = None,
+                     laws: np.ndarray | None = None, x0: np.ndarray | None = None, name: str = "network",
+                     fraction: float | None = None) -> StateSpace:
+    """The states of the box ``0 ≤ x ≤ bounds`` with Σx ≤ `total` and ``laws @ x = laws @ x0``, in blocks.
+
+    Parameters
+    ----------
+    species : tuple of str
+    bounds : ndarray (S,) int64
+        Per-species maximum counts, already checked.
+    total : int, optional
+    laws : ndarray (k, S), optional
+        Conservation laws; with `x0` they fix the class.
+    x0 : ndarray (S,), optional
+    name : str
+        The network, for messages.
+    fraction : float, optional
+        Share of the available memory the projection may take (default
+        :data:`sp_ode.core.memory.DEFAULT_FRACTION`).
+
+    Returns
+    -------
+    StateSpace
+        Possibly empty (the caller decides what an empty J means).
+
+    Raises
+    ------
+    MemoryBudgetError
+        The states would not fit: raised before the whole box (no filter), the counted
+        states (a total bound only) or the next kept block (conservation laws) is allocated.
+    """
+    bounds = np.asarray(bounds, dtype=np.int64)
+    radix = bounds + 1
+    S = len(species)
+    box = int(np.prod(radix, dtype=object))
+    classed = laws is not None and x0 is not None and len(laws) > 0
+    filtered = total is not None or classed
+    kw = {} if fraction is None else {"fraction": fraction}
+    remedy = "Tighten `bounds`/`total`, or give `initial` with conservation laws."
+    if not classed:
+        # the size of J is known before enumerating: the box, or its part below `total`
+        n = box if total is None else _count_below_total(radix, int(total))
+        # a filtered J is kept in blocks and concatenated at the end: twice its size at the peak
+        check_memory((2 if filtered else 1) * state_space_nbytes(n, S, coded=filtered), remedy=remedy,
+                     what=f"the projection of {name!r} ({n:.4g} states × {S} species)", **kw)
+    per_code = 8 * (2 * S + (0 if laws is None else len(laws)) + 4)
+    block = max(1024, _BLOCK_BYTES // per_code)
+    shape = tuple(radix.tolist())
+    target = None if not classed else laws @ x0
+    if not filtered:
+        # the whole box: each column is its range broadcast over the others, written in place
+        states = np.empty((box, S), dtype=np.int64)
+        grid = states.reshape(*shape, S)
+        for s in range(S):
+            grid[..., s] = np.arange(shape[s]).reshape([-1 if k == s else 1 for k in range(S)])
+        return StateSpace(tuple(species), states, bounds, None, None)
+    kept_states, kept_codes, kept = [], [], 0
+    for lo in range(0, box, block):
+        codes = np.arange(lo, min(box, lo + block), dtype=np.int64)
+        rows = np.stack(np.unravel_index(codes, shape), axis=1)
+        keep = np.ones(codes.size, dtype=bool)
+        if total is not None:
+            keep &= rows.sum(axis=1) <= total
+        if classed:
+            keep &= np.all(rows @ laws.T == target, axis=1)
+        m = int(np.count_nonzero(keep))
+        if m == 0:
+            continue
+        if classed:   # the size of J is known only as it is found: check before storing each block
+            # kept blocks plus their concatenation at the end
+            check_memory(2 * state_space_nbytes(kept + m, S, coded=True), remedy=remedy,
+                         what=f"the projection of {name!r} (at least {kept + m:.3g} states × {S} species after "
+                              f"{100.0 * (lo + codes.size) / box:.3g}% of its {box:.3g}-state box)", **kw)
+        kept_states.append(rows[keep])
+        kept_codes.append(codes[keep])
+        kept += m
+    states = np.concatenate(kept_states) if kept_states else np.zeros((0, S), dtype=np.int64)
+    codes = np.concatenate(kept_codes) if kept_codes else np.zeros(0, dtype=np.int64)
+    if states.shape[0] == box:
+        return StateSpace(tuple(species), states, bounds, None if total is None else int(total), None)
+    return StateSpace(tuple(species), states, bounds, None if total is None else int(total), codes)
+
