@@ -550,6 +550,7 @@ def simulate(system, t_span, x0, y0, *, backend: str = "auto", method: str | Non
                             batch_args=bool(batch_args), throw=throw)
 
 
+@in_float64
 def simulate_checked(system: FastSlowSystem, t_span: tuple[float, float], x0: np.ndarray, y0: np.ndarray, *,
                      ts: np.ndarray | None, options: SolveOptions, args=None, batch_args: bool = False,
                      throw: bool = False) -> Trajectory:
