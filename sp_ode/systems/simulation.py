@@ -310,7 +310,9 @@ def _checked_shapes(system: FastSlowSystem, x0, y0, args, batch_args: bool, batc
     return found
 
 
-def _fast_slow_problem(system: FastSlowSystem, m: int) -> integration.Problem:
+def fast_slow_problem(system: FastSlowSystem, m: int) -> integration.Problem:
+    """The engines' ODE dz/dt = [f/ε, g] of `system` (z = [x, y], ε and the array args as data), with the
+    solver constants of its type (general or master equation)."""
     f, g = system.f, system.g
 
     def make_rhs(args_static):
@@ -576,7 +578,7 @@ def simulate_checked(system: FastSlowSystem, t_span: tuple[float, float], x0: np
             Q=system.Q if isinstance(system, MasterEquationSystem) else None)
 
     z0 = np.concatenate([x0, y0], axis=-1)
-    raw = run_engines(_fast_slow_problem(system, m), z0, t0, t1, ts, eps=system.eps, args=args, options=options,
+    raw = run_engines(fast_slow_problem(system, m), z0, t0, t1, ts, eps=system.eps, args=args, options=options,
                       batched=batched, batch_args=batch_args, diagnose=diagnose)
     return finish(raw, m, t0, t1, options.max_steps, throw, batched, diagnose, name=getattr(system, "name", None))
 
