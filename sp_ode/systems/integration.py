@@ -418,10 +418,17 @@ def _scipy_functions(problem: Problem, args_static, static_key, z0: np.ndarray, 
         return found[0], found[1], 0.0
     start = time.perf_counter()
     rhs = problem.make_rhs(args_static)
-    # Jacobian by forward-mode autodiff: exact, and square (n × n) so jacfwd is the right mode.
-    lowered = [jax.jit(fn).lower(t_spec, z_spec, dyn_spec) for fn in (rhs, jax.jacfwd(rhs, argnums=1))]
+    # Jacobian by forward-mode autodiff: exact, and square (n × n) so jacfwd is the right mode.  Compiled
+    # ahead of time in two threads; the calls then go through `jax.jit`, whose dispatch finds the compiled
+    # programs (same types) and costs less per call than calling them directly (68 against 85 µs measured).
+    fun, jac = (jax.jit(fn, compiler_options=SMALL_PROGRAM_OPTIONS) for fn in (rhs, jax.jacfwd(rhs, argnums=1)))
+    lowered = [fn.lower(t_spec, z_spec, dyn_spec) for fn in (fun, jac)]
     with ThreadPoolExecutor(max_workers=2) as pool:
-        fun, jac = pool.map(lambda low: low.compile(SMALL_PROGRAM_OPTIONS), lowered)
+        jobs = [pool.submit(low.compile) for low in lowered]
+        import scipy.integrate  # noqa: F401  (its import, 0.4 s, overlaps the compilation: XLA releases the GIL)
+
+        for job in jobs:
+            job.result()
     _scipy_cache[key] = (fun, jac)
     if len(_scipy_cache) > _CACHE_SIZE:
         _scipy_cache.popitem(last=False)

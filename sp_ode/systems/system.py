@@ -198,17 +198,19 @@ class FastSlowSystem:
             the shape of y0 (names `g`), or x0/y0 disagree with a declared m/d.
             An exception raised inside the user's f or g propagates unchanged.
         """
-        x0 = jnp.asarray(x0, dtype=jnp.float64)
-        y0 = jnp.asarray(y0, dtype=jnp.float64)
+        # abstract inputs: eval_shape traces f and g without running them, and without compiling even a
+        # dtype conversion (a fresh process would compile one program per jnp.asarray on a Python float)
+        x0 = jax.ShapeDtypeStruct(np.shape(x0), jnp.float64)
+        y0 = jax.ShapeDtypeStruct(np.shape(y0), jnp.float64)
         if self.m is not None and x0.shape != (self.m,):
             raise ValueError(f"`x0` must have shape (m,) = ({self.m},) for system {self.name!r}; got {x0.shape}.")
         if self.d is not None and y0.shape != (self.d,):
             raise ValueError(f"`y0` must have shape (d,) = ({self.d},) for system {self.name!r}; got {y0.shape}.")
         args = self.args if args is None else args
-        t0 = jnp.asarray(t0, dtype=jnp.float64)
-        # eval_shape traces without running: cheap, and user exceptions still surface.
-        fx = jax.eval_shape(lambda: self.f(t0, x0, y0, args))
-        gy = jax.eval_shape(lambda: self.g(t0, x0, y0, args))
+        t0 = jax.ShapeDtypeStruct((), jnp.float64)
+        # user exceptions still surface from the trace
+        fx = jax.eval_shape(lambda t, x, y: self.f(t, x, y, args), t0, x0, y0)
+        gy = jax.eval_shape(lambda t, x, y: self.g(t, x, y, args), t0, x0, y0)
         if getattr(fx, "shape", None) != x0.shape:
             raise ValueError(f"`f` must return an array of the shape of x, {x0.shape}; got {_shape_of(fx)}.")
         if getattr(gy, "shape", None) != y0.shape:
@@ -366,8 +368,7 @@ class MasterEquationSystem(FastSlowSystem):
     @in_float64
     def check_shapes(self, x0, y0, args=None, t0: float = 0.0) -> tuple[int, int]:
         """As `FastSlowSystem.check_shapes`, and Q(y0) must be (n, n) (names `Q_of_y`)."""
-        y = jnp.asarray(y0, dtype=jnp.float64)
-        Qs = jax.eval_shape(lambda: self.Q_of_y(y))
+        Qs = jax.eval_shape(self.Q_of_y, jax.ShapeDtypeStruct(np.shape(y0), jnp.float64))
         n = int(np.shape(x0)[0]) if np.ndim(x0) == 1 else None
         if n is not None and getattr(Qs, "shape", None) != (n, n):
             raise ValueError(f"`Q_of_y` must return an (n, n) generator with n = len(x0) = {n}; got {_shape_of(Qs)}.")
