@@ -356,8 +356,10 @@ class MasterEquationSystem(FastSlowSystem):
         small program per Q_of_y: evaluated op by op, a fresh process would compile every jnp
         operation in it separately, ~20 programs for a 5-state ring).
         """
-        if isinstance(self.Q_of_y, GeneratorFamily):
+        if isinstance(y, jax.core.Tracer):
             return self.Q_of_y(y)
+        if isinstance(self.Q_of_y, GeneratorFamily):   # a concrete y: NumPy arithmetic, nothing to compile
+            return self.Q_of_y(np.asarray(y, dtype=np.float64))
         if isinstance(y, jax.core.Tracer):
             return self.Q_of_y(y)
         q = self.Q_of_y
@@ -382,7 +384,9 @@ class MasterEquationSystem(FastSlowSystem):
         reused.  Inside a compiled solve it turns NaN where Q(y) is not an irreducible
         generator, which stops the solve there with the cause named.
         """
-        return _phi_cache.get_or_make(("p_st", self.Q_of_y), lambda: _stationary_phi(self.Q_of_y))
+        # jitted: called on one point (an identity check, a catalogue's φ) it is one compiled program,
+        # not one per jnp operation; inside a compiled solve it is inlined
+        return _phi_cache.get_or_make(("p_st", self.Q_of_y), lambda: jax.jit(_stationary_phi(self.Q_of_y)))
 
     @in_float64
     def check_generator_at(self, y) -> np.ndarray:

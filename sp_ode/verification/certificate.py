@@ -295,7 +295,7 @@ def convergence_certificate(system, Ps=DEFAULT_PS, *, order: int = 1, t_span=Non
     master = is_master(system)
     phi0, manifold = _manifolds(system, entry, manifold, order, master, x0)
     messages: list[str] = []
-    t0_layer = _layer_start(system, phi0, order, x0, y0, 1.0 / Ps, (t_start, t_end), t0_layer, messages)
+    t0_layer = _layer_start(system, manifold, order, x0, y0, 1.0 / Ps, (t_start, t_end), t0_layer, messages)
     ts = np.linspace(t_start, t_end, num_times)
     window = ts >= t0_layer
     if reduced_method is None:
@@ -366,7 +366,7 @@ def _manifolds(system, entry, manifold, order: int, master: bool, x0):
     return phi0, manifold
 
 
-def _layer_start(system, phi0, order: int, x0, y0, eps_all, span, t0_layer, messages: list) -> float:
+def _layer_start(system, manifold, order: int, x0, y0, eps_all, span, t0_layer, messages: list) -> float:
     """t₀, the start of the measurement window (module docstring), checked or derived from the rate of
     attraction at y0 and capped at the middle of the span (with a note)."""
     t_start, t_end = span
@@ -375,7 +375,8 @@ def _layer_start(system, phi0, order: int, x0, y0, eps_all, span, t0_layer, mess
         if not t_start <= t0_layer < t_end:
             raise ValueError(f"`t0_layer` must lie in [t_start, t_end) = [{t_start}, {t_end}); got {t0_layer}.")
         return t0_layer
-    phi_y0 = phi0.terms(y0)[0]
+    # φ(y0), the first term of h_ε: the program that measures the distances, compiled once for both
+    phi_y0 = np.asarray(manifold.terms(y0[None]))[0, 0]
     attraction = -normal_hyperbolicity(system, phi_y0, y0).max_real
     if not attraction > 0:
         raise ValueError(f"φ is not attracting at y0 = {y0.tolist()} (max Re λ = {-attraction:.3g}); "

@@ -44,6 +44,7 @@ from sp_ode.manifolds.critical_manifold import (
     normal_hyperbolicity,
 )
 from sp_ode.manifolds.newton import is_master, system_kernels
+from sp_ode.markov.stationary import stationary_distribution
 from sp_ode.systems.options import SolveOptions
 from sp_ode.systems.simulation import simulate_checked
 
@@ -149,13 +150,16 @@ def _reduced_path(system, t_span, y0, x_start, ts, phi=None):
     from scipy.integrate import solve_ivp
 
 
-    k = system_kernels(system)
+    master = is_master(system)
+    k = None if master else system_kernels(system)
     g, args = _jit_g(system.g), system.args
     state = {"x": np.asarray(x_start, dtype=np.float64)}
 
     def manifold(y):
         if phi is not None:
             return np.asarray(phi(jnp.asarray(y)), dtype=np.float64).reshape(-1)
+        if master:   # φ = p_st(Q(y)) by GTH (T1): no Newton program to compile for a master equation
+            return stationary_distribution(system.check_generator_at(y))
         x, ok, _ = k["newton"](jnp.asarray(state["x"]), jnp.asarray(y), args)
         x = np.asarray(x)
         if not bool(ok) or np.max(np.abs(x - state["x"])) > 0.5 * (1.0 + np.max(np.abs(state["x"]))):
@@ -174,6 +178,14 @@ def _reduced_path(system, t_span, y0, x_start, ts, phi=None):
     event.terminal = True
 
     out_t, out_y = [ts[0]], [y]
+    if master:
+        # φ = p_st is unique on the simplex (T1): no branch to follow between save times, one solve does
+        sol = solve_ivp(rhs, (ts[0], ts[-1]), y, method="RK45", rtol=1e-8, atol=1e-10, events=event, t_eval=ts)
+        t_out, y_out = list(sol.t), list(sol.y.T)
+        if sol.status == 1:
+            return (np.array(t_out + [float(sol.t_events[0][0])]), np.array(y_out + [sol.y_events[0][0]]),
+                    "hyperbolicity")
+        return np.array(t_out), np.array(y_out), None if sol.success else "branch lost"
     for a, b in zip(ts[:-1], ts[1:]):
         try:
             sol = solve_ivp(rhs, (a, b), y, method="RK45", rtol=1e-8, atol=1e-10, events=event)
@@ -257,6 +269,8 @@ def _start_point(system, y0, phi, guess, master: bool) -> np.ndarray:
         import jax.numpy as jnp
 
         return np.asarray(phi(jnp.asarray(y0)), dtype=np.float64).reshape(-1)
+    if master:   # p_st(Q(y0)) by GTH: no program to compile for one point
+        return stationary_distribution(system.check_generator_at(y0))
     return critical_manifold(system, y0, x_guess=guess)
 
 
