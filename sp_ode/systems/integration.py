@@ -266,7 +266,8 @@ def solve_diffrax(problem: Problem, z0, t0, t1, ts, *, eps, args, rtol, atol, me
               batched=batched, batch_args=batch_args, step_to_ts=step_to_ts)
     out = _run_diffrax(problem, z0, t0, t1, ts, **kw)
     used = chunk
-    while used < max_steps and np.any(np.asarray(out["status"]) == STATUS_MAX_STEPS):
+    # (a vmapped batch shares its time span: only a single solve can continue from where it stopped)
+    while not batched and used < max_steps and np.any(np.asarray(out["status"]) == STATUS_MAX_STEPS):
         before = np.min(np.atleast_1d(out["t_end"]))
         out = _continue_diffrax(problem, out, ts, t1, kw)
         used += chunk
@@ -276,17 +277,14 @@ def solve_diffrax(problem: Problem, z0, t0, t1, ts, *, eps, args, rtol, atol, me
 
 
 def _continue_diffrax(problem: Problem, out: dict, ts: np.ndarray, t1: float, kw: dict) -> dict:
-    """Resume the solves that ran out of budget from their last state, with the same compiled program.
+    """Resume a single solve that ran out of budget from its last state, with the same compiled program.
 
-    The save times not yet reached are passed first and padded with t1 to the compiled length; the
-    solves that had finished restart at t1 and return at once.
+    The save times not yet reached are passed first and padded with t1 to the compiled length.
     """
     batched = kw["batched"]
     status = np.atleast_1d(np.asarray(out["status"]))
     t_end = np.atleast_1d(np.asarray(out["t_end"], dtype=np.float64))
     z_end = np.asarray(out["z_end"], dtype=np.float64).reshape(status.size, -1)
-    # one restart time for the whole (vmapped) call, the earliest stopped solve's; every lane runs (the same
-    # batch shape: no recompilation) and only the stopped lanes' results are kept
     stopped = status == STATUS_MAX_STEPS
     t_restart = float(t_end[stopped].min())
     z_all = np.array(out["z"], dtype=np.float64).reshape(status.size, len(ts), -1)
@@ -399,6 +397,14 @@ def _run_diffrax(problem, z0, t0, t1, ts, *, eps, split, rtol, atol, method, max
 _scipy_cache: OrderedDict[Hashable, Any] = OrderedDict()
 
 
+class NonFiniteField(FloatingPointError):
+    """The vector field returned a non-finite value at (t, z), raised from inside a scipy step."""
+
+    def __init__(self, t: float, z: np.ndarray):
+        super().__init__(f"the vector field is not finite at t = {t:.6g}")
+        self.t, self.z = t, z
+
+
 def _scipy_functions(problem: Problem, args_static, static_key, z0: np.ndarray, dyn) -> tuple:
     """The vector field and its Jacobian, compiled ahead of time for exactly the types scipy passes
     (t a float64 scalar, z a float64 (n,) array, the parameters `dyn`), cached per problem and types.
@@ -449,12 +455,18 @@ def _scipy_one(fun, jac, z0, t0, t1, ts, rtol, atol, method, max_steps) -> dict:
             z_list.append(np.array(z0))
             next_i += 1
     status, message, steps = STATUS_OK, "", 0
+    bad = None          # (t, z) where the vector field was found non-finite
     while solver.status == "running":
         if steps >= max_steps:
             status, message = STATUS_MAX_STEPS, "The maximum number of solver steps was reached."
             break
         try:  # an exception leaves solver.t, solver.y at the last accepted step
             msg = solver.step()
+        except NonFiniteField as exc:
+            # keep the state where f or g failed (a trial stage past the last accepted step): the caller's
+            # diagnosis names the cause there, and no escalation can help
+            status, message, bad = STATUS_STEP_FAILURE, str(exc), (exc.t, exc.z)
+            break
         except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
             # scipy's LU refuses a non-finite Jacobian (ValueError from check_finite), and the
             # step arithmetic can overflow: a failure at the last state, diagnosed by the caller
@@ -482,7 +494,9 @@ def _scipy_one(fun, jac, z0, t0, t1, ts, rtol, atol, method, max_steps) -> dict:
     if ts is not None and len(t) < len(ts):  # failed early: unreached saves are inf, as diffrax does
         t = np.concatenate([t, np.asarray(ts[len(t):])])
         z = np.concatenate([z, np.full((len(ts) - len(z), n), np.inf)])
+    t_bad, z_bad = bad if bad is not None else (np.nan, np.full(n, np.nan))
     return {"t": t, "z": z, "t_end": float(solver.t), "z_end": np.array(solver.y, dtype=np.float64),
+            "t_bad": t_bad, "z_bad": z_bad,
             "status": status, "solver_message": message,
             "num_steps": steps, "nfev": int(solver.nfev), "njev": int(solver.njev),
             "nlu": int(getattr(solver, "nlu", 0))}
@@ -499,13 +513,22 @@ def solve_scipy(problem: Problem, z0, t0, t1, ts, *, eps, args, rtol, atol, meth
     z0 = np.asarray(z0, dtype=np.float64)
     B = z0.shape[0] if batched else None
     eps_arr = np.asarray(eps, dtype=np.float64)
+    guard = method == "LSODA"
     lane_dyn = jax.tree_util.tree_map(lambda a: np.asarray(a)[0], args_dyn) if batch_args else args_dyn
     fun_c, jac_c, compile_time = _scipy_functions(problem, args_static, static_key, z0[0] if batched else z0,
                                                   (eps_arr, lane_dyn))
 
     def run(zi, args_i):
         dyn = (eps_arr, args_i)
-        fun = lambda t, z: np.asarray(fun_c(np.float64(t), z, dyn))
+
+        def fun(t, z):
+            out = np.asarray(fun_c(np.float64(t), z, dyn))
+            # LSODA's Fortran core steps on through NaN and reports success: a non-finite f or g must stop
+            # it here (Radau and BDF stop by themselves, at their LU's finiteness check, closer to the point)
+            if guard and not np.isfinite(out).all():
+                raise NonFiniteField(float(t), np.array(z, dtype=np.float64))
+            return out
+
         jac = lambda t, z: np.asarray(jac_c(np.float64(t), z, dyn))
         return _scipy_one(fun, jac, zi, float(t0), float(t1), ts_np, rtol, atol, method, max_steps)
 
