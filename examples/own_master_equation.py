@@ -1,6 +1,7 @@
 """
-# Your own master equation through `sp-ode verify`
+# Verifying your own master equation
 
+Your own master equation through `sp-ode verify`, from a model file.
 A 4-state master equation of your own, written the way sp_ode wants it
 (README "Your own model"): `Q(y)` with `jax.numpy`, y of shape (d,), rows summing
 to zero; the slow variable is driven by the fast distribution x through
