@@ -6,7 +6,8 @@
 - Gallery pages say how they were built: at smoke size (``SP_ODE_GALLERY=smoke``), or shown
   without being executed (the two long neural experiments; all but one example in the
   suite's site check).
-- mkdocs-gallery's execution-time table (a build log, not a page for readers) is left out.
+- mkdocs-gallery's execution-time table (a build log, not a page for readers) is left out, and
+  so is the note above each example's title pointing to the download links at its foot.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 GALLERY = "generated/gallery"
 MARKER = "<!-- first-model -->"
+DOWNLOAD_NOTE = re.compile(r"!!! note\n\n    Click \[here\]\(#download_links\)\n    to download the full example code\n")
 FIRST = "first_model"
 
 
@@ -63,11 +65,12 @@ def on_page_markdown(markdown, page, config, files):
         markdown = markdown.replace(MARKER, first_model_section(Path(config["docs_dir"])))
     if src.startswith(f"{GALLERY}/") and src.endswith(".md") and not src.endswith("index.md"):
         name = Path(src).stem
+        markdown = DOWNLOAD_NOTE.sub("", markdown)
         banner = None
         if "mkd-glr-script-out" not in markdown and "mkd-glr-single-img" not in markdown:
             banner = ('!!! note "Shown, not executed in this build"\n    This page shows the example\'s code; '
-                      "run it with `python examples/{}.py --smoke` (seconds) or without `--smoke` "
-                      "for the full size.".format(name))
+                      f"run it with `python examples/{name}.py --smoke` (seconds) or without `--smoke` "
+                      "for the full size.")
         elif _mode() == "smoke":
             banner = ('!!! warning "Smoke-size build"\n    This page was built by `make docs-smoke`: the example '
                       "ran with `--smoke`, a tiny version that finishes in seconds, so its numbers and figures "
