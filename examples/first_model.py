@@ -14,6 +14,7 @@ $$
 the stationary distribution p_st(y), and the errors fall like ε), and the plot shows the
 fast and the slow variable.  This is the program of the Getting started page.
 """
+# %%
 import jax.numpy as jnp
 import matplotlib.pyplot as plt
 
@@ -29,6 +30,7 @@ trajectory = sp_ode.simulate(system, (0.0, 3.0), x0=[0.0, 1.0], y0=[0.0])
 print("x(3) =", trajectory.x[-1], " p_st(y(3)) =", sp_ode.stationary_distribution(Q(trajectory.y[-1])))
 print(sp_ode.verify(system, t_span=(0.0, 3.0), x0=[0.0, 1.0], y0=[0.0], description="a two-state switch"))
 
+# %%
 fig, ax = plt.subplots(figsize=(7, 3.5), layout="constrained")
 ax.plot(trajectory.t, trajectory.x[:, 0], label="fast: x₀, the probability of state 0")
 ax.plot(trajectory.t, trajectory.y[:, 0], label="slow: y")

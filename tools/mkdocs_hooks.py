@@ -43,7 +43,8 @@ def _gallery_blocks(md: str) -> tuple[list[str], list[str]]:
 def first_model_section(docs_dir: Path) -> str:
     """Markdown for the Getting started program: its code, what it printed, its figure."""
     source = (ROOT / "examples" / f"{FIRST}.py").read_text()
-    code = source.split('"""', 2)[2].strip("\n")          # the program without its gallery docstring
+    # the program without its gallery docstring and cell markers
+    code = "\n".join(line for line in source.split('"""', 2)[2].split("\n") if line != "# %%").strip("\n")
     page = docs_dir / GALLERY / f"{FIRST}.md"
     if not page.is_file():
         raise RuntimeError(f"getting_started.md shows the output of examples/{FIRST}.py, but the gallery did not "
