@@ -281,35 +281,16 @@ def _continue_diffrax(problem: Problem, out: dict, ts: np.ndarray, t1: float, kw
 
     The save times not yet reached are passed first and padded with t1 to the compiled length.
     """
-    batched = kw["batched"]
-    status = np.atleast_1d(np.asarray(out["status"]))
-    t_end = np.atleast_1d(np.asarray(out["t_end"], dtype=np.float64))
-    z_end = np.asarray(out["z_end"], dtype=np.float64).reshape(status.size, -1)
-    stopped = status == STATUS_MAX_STEPS
-    t_restart = float(t_end[stopped].min())
-    z_all = np.array(out["z"], dtype=np.float64).reshape(status.size, len(ts), -1)
-    reached = ts <= t_restart
-    remaining = ts[~reached]
+    t_restart = float(out["t_end"])
+    remaining = ts[ts > t_restart]
     pad = np.concatenate([remaining, np.full(len(ts) - len(remaining), t1)])
-    lanes = np.flatnonzero(stopped)
-    nxt = _run_diffrax(problem, z_end if batched else z_end[0], t_restart, t1, pad, **kw)
-    z_new = np.asarray(nxt["z"], dtype=np.float64).reshape(status.size, len(ts), -1)[lanes]
-    z_all[lanes[:, None], np.flatnonzero(~reached)[None, :]] = z_new[:, :len(remaining)]
-    merged = dict(out)
-    merged["z"] = z_all if batched else z_all[0]
-    for key in ("t_end", "status", "solver_message", "num_steps", "num_rejected_steps"):
-        arr = np.array(np.atleast_1d(out[key]), dtype=object if key == "solver_message" else None)
-        new = np.atleast_1d(nxt[key])[lanes]
-        if key in ("num_steps", "num_rejected_steps"):
-            arr[lanes] = arr[lanes] + new
-        else:
-            arr[lanes] = new
-        merged[key] = arr if batched else arr[0]
-    ze = np.array(z_end)
-    ze[lanes] = np.asarray(nxt["z_end"], dtype=np.float64).reshape(status.size, -1)[lanes]
-    merged["z_end"] = ze if batched else ze[0]
-    merged["compile_time"] = out["compile_time"] + nxt["compile_time"]
-    merged["wall_time"] = out["wall_time"] + nxt["wall_time"]
+    nxt = _run_diffrax(problem, np.asarray(out["z_end"], dtype=np.float64), t_restart, t1, pad, **kw)
+    merged = dict(nxt)
+    z = np.array(out["z"], dtype=np.float64)
+    z[len(ts) - len(remaining):] = np.asarray(nxt["z"])[:len(remaining)]
+    merged["z"], merged["t"] = z, out["t"]
+    for key in ("num_steps", "num_rejected_steps", "compile_time", "wall_time"):
+        merged[key] = out[key] + nxt[key]
     return merged
 
 
