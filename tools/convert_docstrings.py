@@ -31,7 +31,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 ROLE = re.compile(r":(?:py:)?(class|func|meth|attr|data|mod|exc|obj):`(~?)([^`<]+?)(?:\s*<([^>]+)>)?`")
-LITERAL = re.compile(r"``(.+?)``")
+LITERAL = re.compile(r"``(.+?)``", re.S)
 SECTIONS = ("Parameters", "Other Parameters", "Attributes", "Returns", "Yields", "Raises", "Warns",
             "Receives", "Warnings")
 ENTRY_SECTIONS = {"Parameters", "Other Parameters", "Attributes", "Returns", "Yields", "Receives"}
@@ -133,7 +133,8 @@ def _split_type(text: str) -> tuple[str, str]:
         depth -= ch in ")]}"
         if depth == 0 and text.startswith(", ", i):
             head, tail = text[:i].strip(), text[i + 2:].strip()
-            if head and tail and len(head.split()) <= 6 and not _is_prose(head, limit=2) and not head.endswith("."):
+            if head and tail and len(head.split()) <= 6 and not _is_prose(head, limit=2) and not head.endswith(".") \
+                    and head[0] not in "\"'":   # a quoted choice ("a", "b" or "c") is one type, not a type and a text
                 return head, tail
             return "", text
     return "", text
