@@ -25,14 +25,20 @@ def Q(y):  # the generator: state 0 -> 1 at rate e^y, state 1 -> 0 at rate 1
     return jnp.array([[-jnp.exp(y[0]), jnp.exp(y[0])], [1.0, -1.0]])
 
 
-system = sp_ode.MasterEquationSystem(Q, lambda x, y: jnp.array([2 * x[0] - y[0]]), P=100, name="switch")
-trajectory = sp_ode.simulate(system, (0.0, 3.0), x0=[0.0, 1.0], y0=[0.0])
-print("x(3) =", trajectory.x[-1], " p_st(y(3)) =", sp_ode.stationary_distribution(Q(trajectory.y[-1])))
-print(sp_ode.verify(system, t_span=(0.0, 3.0), x0=[0.0, 1.0], y0=[0.0], description="a two-state switch"))
+def g(x, y):  # y relaxes towards twice the probability of state 0
+    return jnp.array([2 * x[0] - y[0]])
+
+
+system = sp_ode.MasterEquationSystem(Q, g, P=100, name="switch")  # ε = 1/P
+start = dict(t_span=(0.0, 3.0), x0=[0.0, 1.0], y0=[0.0])
+trajectory = sp_ode.simulate(system, **start)
+print("x(3) =", trajectory.x[-1])
+print("p_st(y(3)) =", sp_ode.stationary_distribution(Q(trajectory.y[-1])))
+print(sp_ode.verify(system, **start, description="a two-state switch"))
 
 # %%
 fig, ax = plt.subplots(figsize=(7, 3.5), layout="constrained")
-ax.plot(trajectory.t, trajectory.x[:, 0], label="fast: x₀, the probability of state 0")
+ax.plot(trajectory.t, trajectory.x[:, 0], label="fast: x₀, probability of state 0")
 ax.plot(trajectory.t, trajectory.y[:, 0], label="slow: y")
 ax.set_xlabel("time t")
 ax.legend()
