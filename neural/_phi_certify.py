@@ -37,8 +37,9 @@ from sp_ode.markov.bounds import posterior_bound
 __all__ = ["Anchor", "CertifiedPrediction", "exact_solve", "certify", "certified_predict"]
 
 _U = 2.0**-53
-# re-pin the exact solve at the mode when the first pinned state holds less than this of max p
-_REPIN_BELOW = 1e-3
+# re-pin the exact solve at the mode unless the first pinned state holds at least this fraction of max p:
+# hitting times of an improbable state are long and change fast with y, which weakens the certificate
+_REPIN_BELOW = 0.5
 
 
 def _gamma(m: int) -> float:
@@ -194,15 +195,15 @@ class CertifiedPrediction:
 
 
 def certified_predict(model, family, anchors: list, ys, *, tol: float = 1e-3, tries: int = 3,
-                      add_anchors: bool = True, values: np.ndarray | None = None,
+                      add_anchors: bool = True, max_anchors: int = 512, values: np.ndarray | None = None,
                       show_progress: bool = False) -> CertifiedPrediction:
     """φ_θ at the rows of `ys` with the certificate at every point; exact solves where it exceeds `tol`.
 
     Each point tries its `tries` nearest anchors (in the box mapped to [−1, 1]ᵈ) and keeps the
     smallest certificate.  A point whose certificate exceeds `tol`, or that no anchor certifies,
     falls back to the exact sparse solve (:func:`exact_solve`, pinned at φ_θ's most probable
-    state); with `add_anchors` that solve becomes an anchor for the points after it.  `anchors`
-    is extended in place.
+    state); with `add_anchors` that solve becomes an anchor for the points after it, up to
+    `max_anchors` in all (each keeps 2n numbers).  `anchors` is extended in place.
     """
     from sp_ode.core.reporting import progress
 
@@ -240,7 +241,7 @@ def certified_predict(model, family, anchors: list, ys, *, tol: float = 1e-3, tr
             t = time.perf_counter()
             p, h, k, bound, H = exact_solve(Q, k=int(np.argmax(vals[i])))
             vals[i], returned[i], back[i] = p, bound, True
-            if add_anchors:
+            if add_anchors and len(anchors) < max_anchors:
                 anchors.append(Anchor(ys[i].copy(), zs[i].copy(), k, h, H, p, bound, time.perf_counter() - t))
                 added += 1
             t_fb += time.perf_counter() - t

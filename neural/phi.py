@@ -52,6 +52,7 @@ from neural._phi_system import (
     sigma_min_on_complement,
     training_points,
 )
+from neural.phi_surrogate import SurrogateFit, fit_surrogate
 from sp_ode.core.reporting import progress
 from sp_ode.core.validation import check_choice, check_finite_array, check_positive, check_positive_int
 from sp_ode.markov.generator import check_generator
@@ -306,11 +307,7 @@ class PhiFit:
     monitor: list = field(default_factory=list)
 
     def evaluate(self, ys=None, *, extrapolation: bool = False) -> PhiEvaluation:
-        """:func:`evaluate_phi` on this fit's system (small dense families; see `check_against_exact`)."""
-        if isinstance(self.system, SparseFamily):
-            raise TypeError(f"`evaluate` forms dense Q(y) and group inverses; this fit's family {self.system.name!r} "
-                            f"is sparse (n = {self.system.n}): use neural.phi_surrogate.check_against_exact(fit, ys) "
-                            "or fit.certified_predict(ys, tol).")
+        """:func:`evaluate_phi` on this fit's system."""
         return evaluate_phi(self.model, self.system, ys, extrapolation=extrapolation)
 
     def certified_predict(self, ys, tol: float = 1e-3, *, tries: int = 3, add_anchors: bool = True,
@@ -339,8 +336,8 @@ class PhiFit:
         ys = ys.reshape(-1, 1) if (self.system.d == 1 and ys.ndim == 1) else ys
         if ys.ndim != 2 or ys.shape[1] != self.system.d:
             raise ValueError(f"`ys` must have shape (N, d) with d = {self.system.d}; got {ys.shape}.")
-        family = self.system if isinstance(self.system, SparseFamily) else SparseFamily.from_callable(
-            self.system.name, self.system.Q, self.system.n, self.system.lower, self.system.upper)
+        family = SparseFamily.from_callable(self.system.name, self.system.Q, self.system.n, self.system.lower,
+                                            self.system.upper)
         return certified_predict(self.model, family, self.anchors, ys, tol=tol, tries=tries,
                                  add_anchors=add_anchors, show_progress=show_progress)
 
@@ -349,7 +346,7 @@ def fit_phi(system="cycle3", *, loss: str = "kl", domain=None, width: int = 32, 
             activation: str = "tanh", steps: int = 500, optimizer: str = "lbfgs", lr: float | None = None,
             n_train: int | None = None, seed: int = 0, record_every: int | None = None,
             monitor: bool = True, n_monitor: int | None = None, show_progress: bool = False,
-            threads: int | None = 1, **surrogate) -> PhiFit:
+            threads: int | None = 1, **surrogate) -> PhiFit | SurrogateFit:
     """Train φ_θ on `system` with the `kl` or `residual` loss (module docstring).
 
     A *sparse* family — a callable returning ``scipy.sparse``, an ``sp_ode.NetworkSystem`` or
@@ -416,9 +413,6 @@ def fit_phi(system="cycle3", *, loss: str = "kl", domain=None, width: int = 32, 
                 raise ValueError(f"`loss` must be 'residual' for the sparse family {sys_.name!r} (n = {sys_.n}): "
                                  "'kl' needs p_st at every training point; add kl_weight=λ for a KL term on the "
                                  "anchors' exact solves instead.")
-            # circular: neural.phi_surrogate builds on PhiFit and the losses of this module
-            from neural.phi_surrogate import fit_surrogate
-
             return fit_surrogate(sys_, width=width, depth=depth, activation=activation, steps=steps,
                                  optimizer=optimizer, lr=lr, n_train=512 if n_train is None else n_train, seed=seed,
                                  record_every=record_every, n_monitor=(16 if n_monitor is None else n_monitor)

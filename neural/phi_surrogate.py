@@ -26,23 +26,83 @@ from __future__ import annotations
 import io
 import math
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from neural._phi_certify import Anchor, certify, exact_solve, make_anchor
+from neural._phi_certify import Anchor, CertifiedPrediction, certified_predict, certify, exact_solve, make_anchor
 from neural._phi_model import PhiMLP
 from neural._phi_sparse import SparseFamily, design_points, residual_torch
-from neural.phi import PhiFit, kl_loss
 from sp_ode.core.files import atomic_write_bytes
 from sp_ode.core.reporting import progress
-from sp_ode.core.validation import check_choice, check_nonnegative, check_positive, check_positive_int
+from sp_ode.core.validation import (
+    check_choice,
+    check_finite_array,
+    check_nonnegative,
+    check_positive,
+    check_positive_int,
+)
 
-__all__ = ["fit_surrogate", "check_against_exact", "SURROGATE_FORMAT"]
+__all__ = ["SurrogateFit", "fit_surrogate", "check_against_exact", "SURROGATE_FORMAT"]
 
 SURROGATE_FORMAT = "sp-ode-phi-surrogate/1"
 OPTIMIZERS = ("lbfgs", "adam")
+WEIGHTINGS = ("chi2", "l2")
+
+
+@dataclass
+class SurrogateFit:
+    """The result of :func:`fit_surrogate` (the attributes of :class:`neural.PhiFit`, plus the anchors).
+
+    Attributes
+    ----------
+    model : PhiMLP;  system : SparseFamily;  loss : "residual";  final_loss : float
+    history : dict of lists — ``step``, ``seconds``, ``loss`` (total), ``loss_residual``, ``loss_kl``
+        (recorded separately), ``max_error_l1`` and ``max_certificate`` on the monitor points
+    status, message : str;  train_seconds, setup_seconds : float;  config : dict
+    anchors : list of Anchor — exact solves that certify (docs/theory.md §7.8)
+    monitor : list of Anchor — the learning curve's held-out exact solves
+    """
+
+    model: PhiMLP
+    system: SparseFamily
+    loss: str
+    final_loss: float
+    history: dict
+    status: str
+    message: str
+    train_seconds: float
+    setup_seconds: float
+    config: dict = field(default_factory=dict)
+    anchors: list = field(default_factory=list)
+    monitor: list = field(default_factory=list)
+
+    def certified_predict(self, ys, tol: float = 1e-3, *, tries: int = 3, add_anchors: bool = True,
+                          max_anchors: int = 512, show_progress: bool = False) -> CertifiedPrediction:
+        """φ_θ at the rows of `ys` (N, d) with a certified bound on ‖φ_θ(y) − p_st(y)‖₁ at each.
+
+        See :meth:`neural.PhiFit.certified_predict` (the same contract): the anchored certificate
+        of docs/theory.md §7.8 (one sparse product with Q(y) per anchor tried, no solve), and the
+        exact sparse solve wherever it exceeds `tol`.  What a sweep's "surrogate" path would call.
+
+        Raises
+        ------
+        ValueError
+            `ys` not of shape (N, d) or not finite; `tol` not > 0; Q(y) not a generator at some y.
+        """
+        tol = check_positive("tol", tol)
+        ys = check_finite_array("ys", ys)
+        ys = ys.reshape(-1, 1) if (self.system.d == 1 and ys.ndim == 1) else ys
+        if ys.ndim != 2 or ys.shape[1] != self.system.d:
+            raise ValueError(f"`ys` must have shape (N, d) with d = {self.system.d}; got {ys.shape}.")
+        return certified_predict(self.model, self.system, self.anchors, ys, tol=tol, tries=tries,
+                                 add_anchors=add_anchors, max_anchors=max_anchors, show_progress=show_progress)
+
+    def evaluate(self, ys) -> dict:
+        """:func:`check_against_exact` at the rows of `ys` (exact sparse solves: true errors)."""
+        return check_against_exact(self, ys)
 
 
 def _exit_scale(src: np.ndarray, V: np.ndarray, n: int) -> np.ndarray:
@@ -66,14 +126,15 @@ def _anchors_from_state(state: dict, family: SparseFamily) -> list[Anchor]:
                    state["bound"][i], state["seconds"][i]) for i in range(len(ys))]
 
 
-def fit_surrogate(family: SparseFamily, *, loss: str = "residual", width: int = 64, depth: int = 2,
+def fit_surrogate(family: SparseFamily, *, loss: str = "residual", weighting: str = "chi2", width: int = 64,
+                  depth: int = 2,
                   activation: str = "tanh", head: str = "dense", rank: int = 2, n_train: int = 512,
                   design: str = "sobol", steps: int = 300, optimizer: str = "lbfgs", lr: float | None = None,
                   batch: int | None = None, n_anchors: int = 16, kl_weight: float = 0.0, n_monitor: int = 16,
                   record_every: int | None = None, seed: int = 0, checkpoint: str | Path | None = None,
                   checkpoint_every: int = 25, resume: bool = False, time_budget: float | None = None,
-                  device: str = "cpu", show_progress: bool = False, threads: int | None = 1) -> PhiFit:
-    """Fit φ_θ to a sparse family with the residual loss (module docstring); returns a :class:`neural.PhiFit`.
+                  device: str = "cpu", show_progress: bool = False, threads: int | None = 1) -> SurrogateFit:
+    """Fit φ_θ to a sparse family with the residual loss (module docstring); returns a :class:`SurrogateFit`.
 
     Parameters
     ----------
@@ -116,7 +177,7 @@ def fit_surrogate(family: SparseFamily, *, loss: str = "residual", width: int = 
 
     Returns
     -------
-    PhiFit
+    SurrogateFit
         With ``system`` the family, ``anchors`` the exact solves, and ``history`` holding
         ``loss_residual``, ``loss_kl``, and on the monitor points ``max_error_l1`` (true) and
         ``max_certificate`` (the anchored certificate).
@@ -132,20 +193,21 @@ def fit_surrogate(family: SparseFamily, *, loss: str = "residual", width: int = 
     if threads is not None:
         torch.set_num_threads(threads)
     try:
-        return _fit(family, loss, width, depth, activation, head, rank, n_train, design, steps, optimizer, lr,
+        return _fit(family, loss, weighting, width, depth, activation, head, rank, n_train, design, steps, optimizer, lr,
                     batch, n_anchors, kl_weight, n_monitor, record_every, seed, checkpoint, checkpoint_every,
                     resume, time_budget, device, show_progress)
     finally:
         torch.set_num_threads(before)
 
 
-def _fit(family, loss, width, depth, activation, head, rank, n_train, design, steps, optimizer, lr, batch,
+def _fit(family, loss, weighting, width, depth, activation, head, rank, n_train, design, steps, optimizer, lr, batch,
          n_anchors, kl_weight, n_monitor, record_every, seed, checkpoint, checkpoint_every, resume,
-         time_budget, device, show_progress) -> PhiFit:
+         time_budget, device, show_progress) -> SurrogateFit:
     t0 = time.perf_counter()
     if not isinstance(family, SparseFamily):
         raise TypeError(f"`family` must be a SparseFamily (neural._phi_sparse); got {type(family).__name__}.")
     check_choice("loss", loss, ("residual",))
+    weighting = check_choice("weighting", weighting, WEIGHTINGS)
     optimizer = check_choice("optimizer", optimizer, OPTIMIZERS)
     steps, n_train = check_positive_int("steps", steps), check_positive_int("n_train", n_train)
     n_anchors = int(check_nonnegative("n_anchors", n_anchors))
@@ -161,7 +223,7 @@ def _fit(family, loss, width, depth, activation, head, rank, n_train, design, st
     if resume and (checkpoint is None or not Path(checkpoint).is_file()):
         raise ValueError(f"`resume=True` needs an existing `checkpoint` file; got {checkpoint!r}.")
     dev = torch.device(device)
-    settings = {"system": family.name, "n": family.n, "d": family.d, "loss": loss, "width": width, "depth": depth,
+    settings = {"system": family.name, "n": family.n, "d": family.d, "loss": loss, "weighting": weighting, "width": width, "depth": depth,
                 "activation": activation, "head": head, "rank": rank, "n_train": n_train, "design": design,
                 "steps": steps, "optimizer": optimizer, "lr": lr, "batch": batch, "n_anchors": n_anchors,
                 "kl_weight": kl_weight, "n_monitor": n_monitor, "seed": int(seed),
@@ -211,9 +273,15 @@ def _fit(family, loss, width, depth, activation, head, rank, n_train, design, st
         y = tt["y"] if idx is None else tt["y"][idx]
         Vb = tt["V"] if idx is None else tt["V"][idx]
         sb = tt["s"] if idx is None else tt["s"][idx]
-        r = residual_torch(model(y), tt["src"], tt["dst"], Vb)
+        logq = model.log_prob(y)
+        r = residual_torch(logq.exp(), tt["src"], tt["dst"], Vb)
+        if weighting == "chi2":
+            # ‖r‖²_{L²(1/φ)}: r_j/√φ_j, the weight from log φ clamped where φ_j underflows (≈ e^-600)
+            r = r * torch.exp(-0.5 * logq.clamp(min=-600.0))
         res = ((r / sb[:, None]) ** 2).sum(-1).mean()
-        kl = kl_loss(model.log_prob(ya), pa) if kl_weight > 0 else torch.zeros((), dtype=res.dtype, device=dev)
+        # KL(p_st ‖ φ_θ) averaged over the anchors
+        kl = (torch.nn.functional.kl_div(model.log_prob(ya), pa, reduction="batchmean") if kl_weight > 0
+              else torch.zeros((), dtype=res.dtype, device=dev))
         return res, kl
 
     if optimizer == "lbfgs":
@@ -310,11 +378,8 @@ def _fit(family, loss, width, depth, activation, head, rank, n_train, design, st
               "anchor_seconds": float(sum(a.seconds for a in anchors)),
               "monitor_seconds": float(sum(a.seconds for a in monitor))}
     model = model.cpu().eval()
-    fit = PhiFit(model, family, loss, history["loss"][-1], history, status, message, train_seconds,
-                 setup_seconds, config)
-    fit.anchors = anchors
-    fit.monitor = monitor
-    return fit
+    return SurrogateFit(model, family, loss, history["loss"][-1], history, status, message, train_seconds,
+                        setup_seconds, config, anchors, monitor)
 
 
 def _nearest(anchors: list[Anchor], z: np.ndarray, count: int) -> list[Anchor]:
@@ -324,7 +389,7 @@ def _nearest(anchors: list[Anchor], z: np.ndarray, count: int) -> list[Anchor]:
     return [anchors[j] for j in np.argsort(((Z - z) ** 2).sum(axis=1))[:count]]
 
 
-def check_against_exact(fit: PhiFit, ys) -> dict:
+def check_against_exact(fit: SurrogateFit, ys) -> dict:
     """φ_θ against exact sparse solves at the rows of `ys`: true ℓ1 error, certificate, times.
 
     The exact solve is :func:`neural._phi_certify.exact_solve` (SuperLU of the pinned system;
