@@ -108,6 +108,71 @@ def target_run(d: int, N: int, out: Path, *, budget: float, n_heldout: int, n_ch
     return rec
 
 
+def reduced_run(out: Path, *, N: int, budget: float, resume_from: Path | None, t_end: float, **fit_kw) -> dict:
+    """The reduced flow on φ_θ against the exact-p_st reduced flow (sparse solves), d = 3, with the bound.
+
+    The bound: at the surrogate path's points y_θ(t), the certificate ε(t) ≥ ‖φ_θ − p_st‖₁ (§7.8); the
+    slow ODEs of bench/_phi_models.py are affine in the moments m = (E[A], E[B]) with ∂G/∂m known in
+    closed form, and |Δm_k| ≤ ½(N − 1)ε (counts in 0…N−1, 1ᵀ(φ_θ − p_st) = 0), so the vector fields
+    differ by at most β(t) = ½(N − 1)·ε(t)·‖∂G/∂m‖₂ (rigorous).  Propagated by Gronwall with the
+    logarithmic norm μ(t) of the surrogate flow's Jacobian (central differences) along its path:
+    |y_θ(t) − y(t)|₂ ≤ ∫₀ᵗ exp(∫ₛᵗ μ) β(s) ds — first order, since μ is that of the surrogate flow
+    and not a bound over the segment between the two paths.
+    """
+    import sp_ode
+
+    fam = family(3, N)
+    system = fam.system
+    ckpt = resume_from if resume_from is not None and resume_from.exists() else out / "ckpt_reduced.pt"
+    fit = fit_surrogate(fam, steps=100_000, record_every=10, n_monitor=16, checkpoint=ckpt,
+                        resume=ckpt.exists(), time_budget=budget, **fit_kw)
+    ts = np.linspace(0.0, t_end, 41)
+    y0 = np.array([0.8, 1.2, 0.9])
+    t = time.perf_counter()
+    sur = sp_ode.simulate_reduced(system, (0.0, t_end), y0, phi=fit.model, ts=ts, rtol=1e-9, atol=1e-11)
+    t_sur = time.perf_counter() - t
+    exact = system.simulate_reduced((0.0, t_end), y0, t_eval=ts, rtol=1e-9, atol=1e-11)
+    diff = np.linalg.norm(sur.y - exact.y, axis=1)
+    # the certificate along the surrogate path: two passes, the first adds anchors on the path
+    fit.certified_predict(sur.y, tol=1e300)
+    pred = fit.certified_predict(sur.y, tol=1e300, add_anchors=False)
+    eps_t = pred.surrogate_certificate
+    y1, y3 = sur.y[:, 0], sur.y[:, 1]
+    gm = np.sqrt((0.5 * y1 / 20) ** 2 + (0.5 * y3 / 23) ** 2 + (0.05 / 23) ** 2)
+    beta = 0.5 * (N - 1) * eps_t * gm
+    fn = fit.model.jax_fn()
+
+    def rhs(y):
+        import jax
+
+        with jax.enable_x64(True):
+            return system.g(np.asarray(fn(y)), y)
+
+    mu = []
+    for y in sur.y:
+        J = np.stack([(rhs(y + 1e-5 * e) - rhs(y - 1e-5 * e)) / 2e-5 for e in np.eye(3)], axis=1)
+        mu.append(float(np.linalg.eigvalsh((J + J.T) / 2).max()))
+    mu = np.array(mu)
+    bound = np.zeros_like(ts)
+    for i in range(1, len(ts)):   # e' ≤ μ e + β, trapezoid in exact exponential form per step
+        dt = ts[i] - ts[i - 1]
+        m = 0.5 * (mu[i] + mu[i - 1])
+        b = 0.5 * (beta[i] + beta[i - 1])
+        bound[i] = bound[i - 1] * np.exp(m * dt) + b * (np.expm1(m * dt) / m if abs(m) > 1e-12 else dt)
+    rec = {"t": ts.tolist(), "y_surrogate": sur.y.tolist(), "y_exact": exact.y.tolist(), "difference": diff.tolist(),
+           "certificate_along_path": eps_t.tolist(), "beta": beta.tolist(), "mu": mu.tolist(),
+           "propagated_bound": bound.tolist(), "within_bound": bool(np.all(diff <= bound + 1e-9)),
+           "surrogate_seconds": t_sur, "exact_seconds": exact.stats["seconds"], "exact_solves": exact.stats["solves"],
+           "max_difference": float(diff.max()), "max_bound": float(bound.max()), "train_seconds": fit.train_seconds,
+           "status": [sur.status, exact.status]}
+    print(f"[reduced] max |y_θ − y| = {diff.max():.2e}, propagated bound max {bound.max():.2e}, within: "
+          f"{rec['within_bound']}; surrogate {t_sur:.2f} s, exact {exact.stats['seconds']:.1f} s "
+          f"({exact.stats['solves']} solves)", flush=True)
+    path = write_json(_fresh(out / "reduced.json"), rec)
+    rec["_path"] = str(path)
+    return rec
+
+
 def baseline_sweep(out: Path, *, N: int, ds, budget: float, n_test: int, max_solves: int) -> dict:
     rows = []
     for d in ds:
@@ -169,7 +234,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--smoke", action="store_true", help="tiny, seconds-long version")
     parser.add_argument("--out", default="out/bench_phi_surrogate")
-    parser.add_argument("--only", choices=("targets", "baseline", "heads", "all"), default="all")
+    parser.add_argument("--only", choices=("targets", "baseline", "heads", "reduced", "all"), default="all")
     parser.add_argument("--budget", type=float, default=600.0, help="training seconds per target run")
     parser.add_argument("--resume", action="store_true", help="resume target runs from their checkpoints")
     parser.add_argument("--tol", type=float, default=1e-3)
@@ -192,6 +257,11 @@ def main(argv=None) -> int:
         # the plain (dense) head and the pure-residual run, at d = 3, against the factored head
         records["d3_dense"] = target_run(3, N, out, head="dense", certify_all=False, **kw)
         records["d3_pure_residual"] = target_run(3, N, out, kl_weight=0.0, certify_all=False, **kw)
+    if args.only in ("reduced", "all"):
+        tag = f"d3_n{N * N}_factored_kl1"
+        records["reduced"] = reduced_run(out, N=N, budget=kw["budget"], resume_from=out / f"ckpt_{tag}.pt",
+                                         t_end=1.0 if smoke else 6.0, head="factored", width=kw["width"], depth=2,
+                                         n_train=kw["n_train"], n_anchors=kw["n_anchors"], kl_weight=1.0)
     if args.only in ("baseline", "all"):
         records["baseline"] = baseline_sweep(out, N=6 if smoke else 30, ds=(1, 2) if smoke else range(1, 9),
                                              budget=2.0 if smoke else 90.0, n_test=8 if smoke else 64,

@@ -45,7 +45,7 @@ from sp_ode.core.validation import (
     check_positive_int,
 )
 
-__all__ = ["SurrogateFit", "fit_surrogate", "check_against_exact", "SURROGATE_FORMAT"]
+__all__ = ["SurrogateFit", "fit_surrogate", "check_against_exact", "design_points", "SURROGATE_FORMAT"]
 
 SURROGATE_FORMAT = "sp-ode-phi-surrogate/1"
 OPTIMIZERS = ("lbfgs", "adam")

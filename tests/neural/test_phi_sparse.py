@@ -173,3 +173,66 @@ def test_factored_head_jax_copy_and_save_load_round_trip(tmp_path):
     assert back.head == "factored" and back.sizes == m.sizes
     assert np.array_equal(back.predict(ys), m.predict(ys))
     assert torch.equal(back.coords, m.coords)
+
+
+# --- training: checkpoints, the KL term, certified_predict ---------------------------------
+
+def test_resume_from_checkpoint_reproduces_an_uninterrupted_run(tmp_path):
+    from neural.phi_surrogate import fit_surrogate
+
+    fam = _two_species(N=6)
+    kw = dict(width=8, n_train=16, n_anchors=2, n_monitor=0, kl_weight=0.5, seed=3)
+    whole = fit_surrogate(fam, steps=6, **kw)
+    ck = tmp_path / "ck.pt"
+    fit_surrogate(fam, steps=3, checkpoint=ck, **kw)
+    resumed = fit_surrogate(fam, steps=6, checkpoint=ck, resume=True, **kw)
+    for a, b in zip(whole.model.state_dict().values(), resumed.model.state_dict().values()):
+        assert torch.equal(a, b)
+    assert resumed.history["step"] == whole.history["step"]
+    with pytest.raises(ValueError, match="other settings"):
+        fit_surrogate(fam, steps=6, checkpoint=ck, resume=True, **{**kw, "width": 9})
+    with pytest.raises(ValueError, match="needs an existing"):
+        fit_surrogate(fam, steps=6, checkpoint=tmp_path / "none.pt", resume=True, **kw)
+
+
+def test_certified_predict_falls_back_to_exact_solves_exactly_where_tol_is_missed():
+    from neural.phi_surrogate import fit_surrogate
+
+    fam = _two_species(N=6)
+    fit = fit_surrogate(fam, steps=30, width=8, n_train=32, n_anchors=16, n_monitor=0, kl_weight=1.0)
+    ys = design_points(fam.lower, fam.upper, 6, seed=9)
+    loose = fit.certified_predict(ys, tol=1e3, add_anchors=False, tries=16)
+    assert not loose.fell_back.any() and np.isfinite(loose.surrogate_certificate).all()
+    exact = np.stack([sp_ode.stationary_distribution(fam.Q(y).toarray()) for y in ys])   # dense GTH
+    err = np.abs(loose.values - exact).sum(axis=1)
+    assert np.all(err <= loose.surrogate_certificate)
+    tol = float(np.median(loose.surrogate_certificate))
+    mixed = fit.certified_predict(ys, tol=tol, add_anchors=False, tries=16)
+    assert np.array_equal(mixed.fell_back, mixed.surrogate_certificate > tol)
+    assert np.abs(mixed.values[mixed.fell_back] - exact[mixed.fell_back]).sum(axis=1).max() < 1e-12
+    assert np.all(mixed.certificate <= tol)
+    before = len(fit.anchors)
+    fit.certified_predict(ys, tol=1e-14)           # everything falls back and becomes an anchor
+    assert len(fit.anchors) == before + len(ys)
+    with pytest.raises(ValueError, match="shape"):
+        fit.certified_predict(np.zeros((2, 3)), tol=1e-3)
+
+
+def test_reduced_flow_with_phi_matches_the_exact_flow_and_a_wrong_phi_does_not():
+    fam = _two_species(N=6)
+    net = fam.system.network
+    system = NetworkSystem(net, fam.system.space, {"y1": "0.5*(1.2 - y1*E[B]/3)", "y2": "0.5*(1 - y2*E[A]/3)"},
+                           eps=1e-3)
+
+    def p_exact(y):       # the exact manifold as a plain callable: the same flow, no surrogate
+        return sp_ode.stationary_distribution(system.Q(y).toarray())
+
+    ts = np.linspace(0, 2, 5)
+    ref = system.simulate_reduced((0, 2), [0.8, 1.2], t_eval=ts, rtol=1e-10, atol=1e-12)
+    via = sp_ode.simulate_reduced(system, (0, 2), [0.8, 1.2], phi=p_exact, ts=ts, rtol=1e-10, atol=1e-12)
+    assert via.status == 0 and np.abs(via.y - ref.y).max() < 1e-7
+    uniform = sp_ode.simulate_reduced(system, (0, 2), [0.8, 1.2], phi=lambda y: np.full(system.n, 1 / system.n),
+                                      ts=ts)
+    assert np.abs(uniform.y - ref.y).max() > 1e-2
+    with pytest.raises(ValueError, match="order=0"):
+        system.simulate_reduced((0, 2), [0.8, 1.2], phi=p_exact, order=1)
