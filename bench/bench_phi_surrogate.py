@@ -264,7 +264,7 @@ def main(argv=None) -> int:
                                          n_train=kw["n_train"], n_anchors=kw["n_anchors"], kl_weight=1.0)
     if args.only in ("baseline", "all"):
         records["baseline"] = baseline_sweep(out, N=6 if smoke else 30, ds=(1, 2) if smoke else range(1, 9),
-                                             budget=2.0 if smoke else 90.0, n_test=8 if smoke else 64,
+                                             budget=2.0 if smoke else 60.0, n_test=8 if smoke else 64,
                                              max_solves=50 if smoke else 3000)
     print("records:", {k: v.get("_path") for k, v in records.items()})
     return 0

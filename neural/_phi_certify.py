@@ -33,10 +33,13 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from sp_ode.markov.bounds import posterior_bound
+from sp_ode.markov.stationary import stationary_distribution
 
 __all__ = ["Anchor", "CertifiedPrediction", "exact_solve", "certify", "certified_predict"]
 
 _U = 2.0**-53
+#: an anchor's exact solve must certify ‖p − p_st‖₁ below this (its p feeds the optional KL term)
+ANCHOR_TOL = 1e-8
 # re-pin the exact solve at the mode unless the first pinned state holds at least this fraction of max p:
 # hitting times of an improbable state are long and change fast with y, which weakens the certificate
 _REPIN_BELOW = 0.5
@@ -76,9 +79,11 @@ class Anchor:
 def exact_solve(Q, *, k: int | None = None) -> tuple[np.ndarray, np.ndarray, int, float, float]:
     """p_st, the hitting times h of a pinned state k, k, p's ℓ1 bound and the certified max h; one SuperLU.
 
-    `k` defaults to argmax of a first solve pinned at state 0 (re-pinned at the mode, a second
-    factorisation, when state 0 holds less than 1e-3 of the largest probability: x = p/p_k is
-    then badly scaled).
+    The pinned state must be probable: x = p/p_k overflows or loses all accuracy when p_k is tiny
+    (p ≈ 1e-300 at the corners of a CME grid).  With `k` given (e.g. φ_θ's most probable state),
+    the solve is repeated once at the mode of its answer when p_k < ½ max p; with `k` None the
+    mode is found first by ``sp_ode.stationary_distribution`` (AMG-GMRES, certified, which picks its
+    own probable pinned state).
 
     Raises
     ------
@@ -89,23 +94,24 @@ def exact_solve(Q, *, k: int | None = None) -> tuple[np.ndarray, np.ndarray, int
     n = Q.shape[0]
     if n == 1:
         return np.ones(1), np.zeros(1), 0, 0.0, 0.0
+    if k is None:
+        k = int(np.argmax(stationary_distribution(Q)))
     for attempt in range(2):
-        kk = 0 if k is None else int(k)
         keep = np.ones(n, dtype=bool)
-        keep[kk] = False
+        keep[k] = False
         G = (-Q)[keep][:, keep].tocsc()
         lu = spla.splu(G)
-        b = Q[[kk], :].toarray().ravel()[keep]
+        b = Q[[k], :].toarray().ravel()[keep]
         x = lu.solve(b, trans="T")
-        p = np.insert(np.maximum(x, 0.0), kk, 1.0)
+        p = np.insert(np.maximum(x, 0.0), k, 1.0)
         p = p / p.sum()
-        if k is None and p[kk] < _REPIN_BELOW * p.max() and attempt == 0:
+        if attempt == 0 and not p[k] >= _REPIN_BELOW * p.max():
             k = int(np.argmax(p))
             continue
         break
     h_red = lu.solve(np.ones(n - 1))
-    bound, H = posterior_bound(Q, p, kk, h_red)
-    return p, np.insert(np.maximum(h_red, 0.0), kk, 0.0), kk, float(bound), float(H)
+    bound, H = posterior_bound(Q, p, k, h_red)
+    return p, np.insert(np.maximum(h_red, 0.0), k, 0.0), k, float(bound), float(H)
 
 
 def make_anchor(family, y, *, k: int | None = None) -> Anchor:
@@ -113,6 +119,9 @@ def make_anchor(family, y, *, k: int | None = None) -> Anchor:
     t0 = time.perf_counter()
     y = np.asarray(y, dtype=np.float64).reshape(family.d)
     p, h, kk, bound, H = exact_solve(family.Q(y), k=k)
+    if not bound <= ANCHOR_TOL:
+        raise RuntimeError(f"the exact solve at y = {y.tolist()} certifies only ‖p − p_st‖₁ ≤ {bound:.3g} "
+                           f"(> {ANCHOR_TOL:g}); it cannot serve as an anchor.")
     return Anchor(y, family.normalised(y[None])[0], kk, h, H, p, bound, time.perf_counter() - t0)
 
 
