@@ -173,6 +173,36 @@ def reduced_run(out: Path, *, N: int, budget: float, resume_from: Path | None, t
     return rec
 
 
+def timing_run(out: Path, *, N: int, n_points: int, tags) -> dict:
+    """φ_θ's evaluation time at `n_points` held-out inputs, re-measured from the target checkpoints
+    (the current code, best of 3), against the exact solves' time measured in the target run."""
+    import json
+
+    from bench.plot_phi_surrogate import _fit_from_checkpoint
+
+    rows = {}
+    for d, tag in tags:
+        ckpt, recs = out / f"ckpt_{tag}.pt", sorted(out.glob(f"target_{tag}*.json"))
+        if not ckpt.exists() or not recs:
+            continue
+        rec = json.loads(recs[-1].read_text())
+        fit = _fit_from_checkpoint(ckpt, d, N)
+        held = design_points(fit.system.lower, fit.system.upper, n_points, seed=12345)
+        times = []
+        for _ in range(3):
+            t = time.perf_counter()
+            fit.model.predict(held)
+            times.append(time.perf_counter() - t)
+        exact = rec.get("exact_solves_all_seconds_estimate")
+        rows[tag] = {"evaluate_seconds": min(times), "all_times": times, "points": n_points,
+                     "exact_solves_seconds": exact, "speedup": exact / min(times) if exact else None,
+                     "certification_seconds": rec.get("certification_seconds"), "record": str(recs[-1])}
+        print(f"[timing {tag}] evaluate {n_points} in {min(times):.2f} s; exact solves {exact} s -> "
+              f"{rows[tag]['speedup']}", flush=True)
+    path = write_json(_fresh(out / "timing.json"), rows)
+    return {"rows": rows, "_path": str(path)}
+
+
 def baseline_sweep(out: Path, *, N: int, ds, budget: float, n_test: int, max_solves: int) -> dict:
     rows = []
     for d in ds:
@@ -234,7 +264,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--smoke", action="store_true", help="tiny, seconds-long version")
     parser.add_argument("--out", default="out/bench_phi_surrogate")
-    parser.add_argument("--only", choices=("targets", "baseline", "heads", "reduced", "all"), default="all")
+    parser.add_argument("--only", choices=("targets", "baseline", "heads", "reduced", "timing", "all"),
+                        default="all")
     parser.add_argument("--budget", type=float, default=600.0, help="training seconds per target run")
     parser.add_argument("--resume", action="store_true", help="resume target runs from their checkpoints")
     parser.add_argument("--tol", type=float, default=1e-3)
@@ -262,6 +293,9 @@ def main(argv=None) -> int:
         records["reduced"] = reduced_run(out, N=N, budget=kw["budget"], resume_from=out / f"ckpt_{tag}.pt",
                                          t_end=1.0 if smoke else 6.0, head="factored", width=kw["width"], depth=2,
                                          n_train=kw["n_train"], n_anchors=kw["n_anchors"], kl_weight=1.0)
+    if args.only in ("timing", "all"):
+        records["timing"] = timing_run(out, N=N, n_points=kw["n_heldout"],
+                                       tags=[(d, f"d{d}_n{N * N}_factored_kl1") for d in (3, 8)])
     if args.only in ("baseline", "all"):
         records["baseline"] = baseline_sweep(out, N=6 if smoke else 30, ds=(1, 2) if smoke else range(1, 9),
                                              budget=2.0 if smoke else 60.0, n_test=8 if smoke else 64,

@@ -148,10 +148,31 @@ class PhiMLP(torch.nn.Module):
                 z.normal_(0.0, 1.0, generator=gen)
                 plist.append(torch.nn.Parameter(z / math.sqrt(size)))
         self.state_bias = torch.nn.Parameter(torch.zeros(self.n, dtype=torch.float64))
+        # The whole box in lexicographic order (a network's state space without a total or a
+        # conservation law): the logits are then outer sums, formed by broadcasting instead of
+        # gathers — the same numbers, several times faster at n = 10⁴.
+        self._grid_flag = None
+
+    @property
+    def _grid(self) -> bool:
+        """Whether `coords` is the whole box in lexicographic order (re-read after ``load_state_dict``)."""
+        key = (id(self.coords), self.coords._version)
+        if self._grid_flag is None or self._grid_flag[0] != key:
+            c = self.coords.cpu().numpy()
+            full = int(np.prod(self.sizes)) == self.n
+            grid = full and np.array_equal(np.stack(np.unravel_index(np.arange(self.n), self.sizes), axis=1), c)
+            self._grid_flag = (key, bool(grid))
+        return self._grid_flag[1]
+
+    @_grid.setter
+    def _grid(self, value: bool) -> None:  # tests compare the two paths
+        self._grid_flag = ((id(self.coords), self.coords._version), bool(value))
 
     def _factored_logits(self, h: torch.Tensor) -> torch.Tensor:
         lead = h.shape[:-1]
         h = h.reshape(-1, h.shape[-1])                                        # (B, width)
+        if self._grid:
+            return self._grid_logits(h).reshape(*lead, self.n)
         out = self.state_bias.expand(h.shape[0], self.n).clone()
         for s, f in enumerate(self.factors):
             out = out + f(h)[:, self.coords[:, s]]                            # (B, sizes_s) gathered to (B, n)
@@ -159,6 +180,21 @@ class PhiMLP(torch.nn.Module):
             uv = u[:, self.coords[:, s]] * v[:, self.coords[:, t]]            # (R, n)
             out = out + gate(h) @ uv                                          # (B, R) @ (R, n)
         return out.reshape(*lead, self.n)
+
+    def _grid_logits(self, h: torch.Tensor) -> torch.Tensor:
+        B, S = h.shape[0], len(self.sizes)
+        out = None
+        for s, f in enumerate(self.factors):
+            shape = [B] + [1] * S
+            shape[1 + s] = self.sizes[s]
+            term = f(h).view(shape)                                            # (B, 1, …, sizes_s, …, 1)
+            out = term if out is None else out + term
+        for (s, t), gate, u, v in zip(self.pairs, self.gates, self.u, self.v):
+            inter = torch.einsum("br,ra,rc->bac", gate(h), u, v)               # (B, sizes_s, sizes_t)
+            shape = [B] + [1] * S
+            shape[1 + s], shape[1 + t] = self.sizes[s], self.sizes[t]
+            out = out + inter.view(shape)
+        return out.reshape(B, self.n) + self.state_bias
 
     # --- forward --------------------------------------------------------------------------
     def features(self, y: torch.Tensor) -> torch.Tensor:
@@ -212,7 +248,7 @@ class PhiMLP(torch.nn.Module):
     def predict(self, y, *, chunk: int | None = None) -> np.ndarray:
         """φ_θ(y) as a float64 ndarray: y (N, d), (d,) or, for d = 1, (N,) -> (N, n) or (n,).
 
-        `chunk` bounds the points per forward pass (default: about 2·10⁷ output entries
+        `chunk` bounds the points per forward pass (default: about 2·10⁶ output entries
         per pass), so that N·n never has to fit in memory twice.
         """
         arr = check_finite_array("y", y)
@@ -226,10 +262,19 @@ class PhiMLP(torch.nn.Module):
             arr = arr.reshape(-1, self.d)
         if arr.ndim != 2 or arr.shape[1] != self.d:
             raise ValueError(f"`y` must have shape (N, {self.d}) or ({self.d},); got {np.shape(y)}.")
-        chunk = max(1, 20_000_000 // self.n) if chunk is None else check_positive_int("chunk", chunk)
+        chunk = max(1, 2_000_000 // self.n) if chunk is None else check_positive_int("chunk", chunk)
         device = self.centre.device
         out = np.empty((arr.shape[0], self.n))
         with torch.no_grad():
             for i in range(0, arr.shape[0], chunk):
-                out[i:i + chunk] = self(torch.as_tensor(arr[i:i + chunk], device=device)).cpu().numpy()
+                # small chunks reuse the allocator's blocks (no page faults on fresh memory), and the
+                # softmax is formed in place and written once into `out`: N·n float64 is memory-bound
+                L = self.logits(torch.as_tensor(arr[i:i + chunk], device=device))
+                L -= L.max(dim=-1, keepdim=True).values
+                L.exp_()
+                L /= L.sum(dim=-1, keepdim=True)
+                if device.type == "cpu":
+                    torch.from_numpy(out[i:i + chunk]).copy_(L)
+                else:
+                    out[i:i + chunk] = L.cpu().numpy()
         return out[0] if single else out

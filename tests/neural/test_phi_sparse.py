@@ -236,3 +236,22 @@ def test_reduced_flow_with_phi_matches_the_exact_flow_and_a_wrong_phi_does_not()
     assert np.abs(uniform.y - ref.y).max() > 1e-2
     with pytest.raises(ValueError, match="order=0"):
         system.simulate_reduced((0, 2), [0.8, 1.2], phi=p_exact, order=1)
+
+
+def test_factored_head_grid_path_equals_the_gather_path():
+    fam = _two_species(N=7)
+    m = PhiMLP(2, fam.n, width=6, depth=1, head="factored", coords=fam.coords, rank=3, lower=fam.lower,
+               upper=fam.upper, seed=2)
+    with torch.no_grad():
+        for prm in m.parameters():
+            prm.add_(0.5 * torch.randn(prm.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(5)))
+    assert m._grid
+    ys = torch.as_tensor(design_points(fam.lower, fam.upper, 4, seed=2))
+    fast = m.logits(ys)
+    m._grid = False
+    slow = m.logits(ys)
+    assert torch.allclose(fast, slow, rtol=0, atol=1e-13)
+    # a space that is not the whole box (a total-count bound) takes the gather path
+    net = sp_ode.ReactionNetwork("0 -> A, y; A -> 0, 1; 0 -> B, 1; B -> 0, 1", slow=["y"])
+    J = net.state_space({"A": 4, "B": 4}, total=5)
+    assert not PhiMLP(1, J.n, head="factored", coords=J.states)._grid
