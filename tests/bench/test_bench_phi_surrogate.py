@@ -83,3 +83,18 @@ def test_gpu_script_cpu_path(tmp_path):
     rec = json.loads(out.read_text())
     assert rec["device"] == "cpu" and rec["n"] == 100 and rec["check_holds"] and rec["steps_done"] > 0
     assert rec["certified"]["n_points"] == 8
+
+
+def test_bench_smoke_baseline_and_reduced_stages(tmp_path):
+    bench = _load("bench_phi_surrogate")
+    assert bench.main(["--smoke", "--only", "baseline", "--out", str(tmp_path)]) == 0
+    base = json.loads((tmp_path / "baseline.json").read_text())
+    assert [r["d"] for r in base["rows"]] == [1, 2]
+    for row in base["rows"]:
+        for kind in ("tensor_chebyshev", "smolyak"):
+            errs = [x["max_error_l1"] for x in row[kind]["ladder"] if "max_error_l1" in x]
+            assert errs and errs[-1] <= errs[0]          # refining the grid does not make it worse
+    assert bench.main(["--smoke", "--only", "reduced", "--out", str(tmp_path)]) == 0
+    red = json.loads((tmp_path / "reduced.json").read_text())
+    assert red["status"] == [0, 0] and red["within_bound"]
+    assert red["max_difference"] <= red["max_bound"]
