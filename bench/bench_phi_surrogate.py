@@ -254,6 +254,41 @@ def baseline_sweep(out: Path, *, N: int, ds, budget: float, n_test: int, max_sol
     return {"rows": rows, "_path": str(path)}
 
 
+def baseline_to_target(out: Path, *, N: int, ds, target: float, n_test: int, max_solves: int) -> dict:
+    """Exact solves the two interpolants need for a held-out max ℓ1 error ≤ `target`, as d grows (no network)."""
+    rows = []
+    for d in ds:
+        fam = family(d, N)
+        test = design_points(fam.lower, fam.upper, n_test, kind="lhs", seed=777)
+        t = time.perf_counter()
+        exact = np.array([exact_solve(fam.Q(y))[0] for y in test])
+        row = {"d": d, "n": fam.n, "exact_solve_seconds": (time.perf_counter() - t) / len(test)}
+        for kind, levels_of in (("tensor_chebyshev", tensor_levels), ("smolyak", smolyak_levels)):
+            ladder = []
+            for level in range(0, 12):
+                count = _count(kind, d, level)
+                if count > max_solves:
+                    ladder.append({"level": level, "solves": count, "skipped": "more solves than the cap"})
+                    break
+                t = time.perf_counter()
+                sur = ChebyshevSurrogate(lambda y: exact_solve(fam.Q(y))[0], fam.lower, fam.upper, levels_of(d, level))
+                build = time.perf_counter() - t
+                t = time.perf_counter()
+                err = float(np.abs(sur.predict(test) - exact).sum(axis=1).max())
+                ladder.append({"level": level, "solves": sur.solves, "build_seconds": build,
+                               "evaluate_seconds": time.perf_counter() - t, "max_error_l1": err})
+                if err <= target:
+                    break
+            hit = [r for r in ladder if r.get("max_error_l1", np.inf) <= target]
+            row[kind] = {"ladder": ladder, "solves_to_target": hit[0]["solves"] if hit else None}
+        rows.append(row)
+        print(f"[baseline to {target:g}, d={d}] tensor {row['tensor_chebyshev']['solves_to_target']} solves, smolyak "
+              f"{row['smolyak']['solves_to_target']} solves", flush=True)
+    path = write_json(_fresh(out / "baseline_to_target.json"), {"N": N, "target": target, "n_test": n_test,
+                                                                 "max_solves": max_solves, "rows": rows})
+    return {"rows": rows, "_path": str(path)}
+
+
 def _count(kind: str, d: int, level: int) -> int:
     from bench._phi_baselines import smolyak_count
 
@@ -264,8 +299,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--smoke", action="store_true", help="tiny, seconds-long version")
     parser.add_argument("--out", default="out/bench_phi_surrogate")
-    parser.add_argument("--only", choices=("targets", "baseline", "heads", "reduced", "timing", "all"),
-                        default="all")
+    parser.add_argument("--only", choices=("targets", "baseline", "baseline_to_target", "heads", "reduced", "timing",
+                                           "all"), default="all")
     parser.add_argument("--budget", type=float, default=600.0, help="training seconds per target run")
     parser.add_argument("--resume", action="store_true", help="resume target runs from their checkpoints")
     parser.add_argument("--tol", type=float, default=1e-3)
@@ -300,6 +335,10 @@ def main(argv=None) -> int:
         records["baseline"] = baseline_sweep(out, N=6 if smoke else 30, ds=(1, 2) if smoke else range(1, 9),
                                              budget=2.0 if smoke else 60.0, n_test=8 if smoke else 64,
                                              max_solves=50 if smoke else 3000)
+    if args.only in ("baseline_to_target", "all"):
+        records["baseline_to_target"] = baseline_to_target(
+            out, N=6 if smoke else 30, ds=(1, 2) if smoke else range(1, 9), target=args.tol,
+            n_test=8 if smoke else 64, max_solves=50 if smoke else 5000)
     print("records:", {k: v.get("_path") for k, v in records.items()})
     return 0
 
