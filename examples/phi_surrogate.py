@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 
 import neural
-from neural.phi_surrogate import design_points
 import sp_ode
+from neural.phi_surrogate import design_points
 
 parser = argparse.ArgumentParser(description="phi_theta as a certified surrogate of a two-gene network")
 parser.add_argument("--smoke", action="store_true", help="the test suite's tiny run (seconds)")
