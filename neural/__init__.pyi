@@ -52,3 +52,8 @@ from .train import (
     TrainConfig as TrainConfig,
     TrainResult as TrainResult,
 )
+from .phi_surrogate import (
+    CertifiedPrediction as CertifiedPrediction,
+    SurrogateFit as SurrogateFit,
+    fit_surrogate as fit_surrogate,
+)
