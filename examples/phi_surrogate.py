@@ -1,5 +1,5 @@
 """
-# φ_θ as a certified surrogate: a two-gene network with two slow inputs
+# A learned surrogate with its certificate
 
 A reaction network whose rates depend on two slow inputs y = (y₁, y₂): gene A is made at
 rate 6·y₁ and gene B at 1 + 2·y₂·A/(3 + A) (activated by A), both degraded at rate 1.  Its

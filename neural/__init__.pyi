@@ -40,6 +40,11 @@ from .phi_io import (
 from .phi_jax import (
     phi_to_jax as phi_to_jax,
 )
+from .phi_surrogate import (
+    CertifiedPrediction as CertifiedPrediction,
+    SurrogateFit as SurrogateFit,
+    fit_surrogate as fit_surrogate,
+)
 from .pooling import (
     add_to_blocks as add_to_blocks,
     block_mean_pool as block_mean_pool,
@@ -51,9 +56,4 @@ from .sources import (
 from .train import (
     TrainConfig as TrainConfig,
     TrainResult as TrainResult,
-)
-from .phi_surrogate import (
-    CertifiedPrediction as CertifiedPrediction,
-    SurrogateFit as SurrogateFit,
-    fit_surrogate as fit_surrogate,
 )
