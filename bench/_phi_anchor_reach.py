@@ -19,7 +19,7 @@ if str(ROOT) not in sys.path:
 import numpy as np  # noqa: E402
 
 from bench.bench_phi_surrogate import family  # noqa: E402
-from neural._phi_certify import make_anchor, supersolution_constant  # noqa: E402
+from neural.phi.certificate import make_anchor, supersolution_constant  # noqa: E402
 
 
 def main() -> int:

@@ -23,8 +23,8 @@ if str(ROOT) not in sys.path:
 import numpy as np  # noqa: E402
 
 from bench.plot_phi_surrogate import _fit_from_checkpoint  # noqa: E402
-from neural._phi_certify import Anchor, certify, exact_solve  # noqa: E402
-from neural._phi_sparse import design_points  # noqa: E402
+from neural.phi.certificate import Anchor, certify, exact_solve  # noqa: E402
+from neural.phi.sparse import design_points  # noqa: E402
 
 FOLDER = ROOT / "docs" / "bench" / "phi_surrogate"
 

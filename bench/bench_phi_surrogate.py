@@ -27,9 +27,9 @@ import numpy as np  # noqa: E402
 
 from bench._phi_baselines import ChebyshevSurrogate, smolyak_levels, tensor_levels  # noqa: E402
 from bench._phi_models import two_gene  # noqa: E402
-from neural._phi_certify import exact_solve  # noqa: E402
-from neural._phi_sparse import SparseFamily, design_points  # noqa: E402
-from neural.phi_surrogate import check_against_exact, fit_surrogate  # noqa: E402
+from neural.phi.certificate import exact_solve  # noqa: E402
+from neural.phi.sparse import SparseFamily, design_points  # noqa: E402
+from neural.phi.surrogate import check_against_exact, fit_surrogate  # noqa: E402
 from sp_ode.core.files import write_json  # noqa: E402
 
 

@@ -27,8 +27,8 @@ if str(ROOT) not in sys.path:
 import torch  # noqa: E402
 
 from bench._phi_models import two_gene  # noqa: E402
-from neural._phi_sparse import SparseFamily, design_points  # noqa: E402
-from neural.phi_surrogate import check_against_exact, fit_surrogate  # noqa: E402
+from neural.phi.sparse import SparseFamily, design_points  # noqa: E402
+from neural.phi.surrogate import check_against_exact, fit_surrogate  # noqa: E402
 from sp_ode.core.files import write_json  # noqa: E402
 
 

@@ -19,7 +19,7 @@ if str(ROOT) not in sys.path:
 
 import numpy as np  # noqa: E402
 
-from neural._phi_report import plot_learning_curve  # noqa: E402
+from neural.phi.figures import plot_learning_curve  # noqa: E402
 from sp_ode.core.files import write_json  # noqa: E402
 from sp_ode.core.reporting import figures  # noqa: E402
 
@@ -34,8 +34,8 @@ def _fit_from_checkpoint(ckpt: Path, d: int, N: int):
     import torch
 
     from bench.bench_phi_surrogate import family
-    from neural._phi_model import PhiMLP
-    from neural.phi_surrogate import SurrogateFit, _anchors_from_state
+    from neural.phi.model import PhiMLP
+    from neural.phi.surrogate import SurrogateFit, _anchors_from_state
 
     fam = family(d, N)
     state = torch.load(ckpt, map_location="cpu", weights_only=True)
@@ -81,7 +81,7 @@ def main(argv=None) -> int:
         fig.savefig(folder / "certificate_vs_error.png", dpi=140)
 
         # error against y along y₁ (others at the centre), exact solves at each point
-        from neural.phi_surrogate import check_against_exact
+        from neural.phi.surrogate import check_against_exact
 
         slices = {}
         fig, axes = plt.subplots(1, len(targets), figsize=(6 * len(targets), 4.2), squeeze=False)

@@ -22,7 +22,7 @@ import numpy as np
 
 import neural
 import sp_ode
-from neural.phi_surrogate import design_points
+from neural.phi.surrogate import design_points
 
 parser = argparse.ArgumentParser(description="phi_theta as a certified surrogate of a two-gene network")
 parser.add_argument("--smoke", action="store_true", help="the test suite's tiny run (seconds)")

@@ -72,11 +72,11 @@ def _row(label: str, held: dict, extra: dict, key: str, fmt: str = "{:.3e}") -> 
 
 
 def run(args) -> int:
-    from neural._phi_report import FORMATS, write_figures
-    from neural._phi_sparse import SparseFamily
-    from neural._phi_system import evaluation_points, resolve_system, sample
-    from neural.phi import LOSSES, OPTIMIZERS, evaluate_sample, fit_phi
-    from neural.phi_io import save_phi
+    from neural.phi.families import evaluation_points, resolve_system, sample
+    from neural.phi.figures import FORMATS, write_figures
+    from neural.phi.files import save_phi
+    from neural.phi.fit import LOSSES, OPTIMIZERS, evaluate_sample, fit_phi
+    from neural.phi.sparse import SparseFamily
     from sp_ode.core.files import dumps, write_json
     from sp_ode.core.validation import check_choice
 
@@ -162,10 +162,10 @@ def run(args) -> int:
 
 def _run_sparse(args, family, out: Path) -> int:
     """A sparse family: fit_surrogate, an exact check on a few held-out points, certified_predict on more."""
-    from neural._phi_report import plot_certificate_vs_error, plot_learning_curve
-    from neural._phi_sparse import design_points
-    from neural.phi_io import save_phi
-    from neural.phi_surrogate import check_against_exact, fit_surrogate
+    from neural.phi.figures import plot_certificate_vs_error, plot_learning_curve
+    from neural.phi.files import save_phi
+    from neural.phi.sparse import design_points
+    from neural.phi.surrogate import check_against_exact, fit_surrogate
     from sp_ode.core.files import dumps, write_json
     from sp_ode.core.reporting import figures
 

@@ -12,10 +12,10 @@ import scipy.sparse as sp
 import torch
 
 import sp_ode
-from neural._phi_certify import Anchor, certify, exact_solve, supersolution_constant
-from neural._phi_model import PhiMLP
-from neural._phi_sparse import SparseFamily, design_points, residual_numpy, residual_torch
-from neural.phi import fit_phi
+from neural.phi.certificate import Anchor, certify, exact_solve, supersolution_constant
+from neural.phi.fit import fit_phi
+from neural.phi.model import PhiMLP
+from neural.phi.sparse import SparseFamily, design_points, residual_numpy, residual_torch
 from sp_ode.networks.models import get_network_model
 from sp_ode.networks.system import NetworkSystem
 
@@ -157,7 +157,7 @@ def test_factored_head_represents_a_product_of_poissons_exactly():
 def test_factored_head_jax_copy_and_save_load_round_trip(tmp_path):
     import jax
 
-    from neural.phi_io import load_phi, save_phi
+    from neural.phi.files import load_phi, save_phi
 
     fam = _two_species(N=6)
     m = PhiMLP(2, fam.n, width=5, depth=2, head="factored", coords=fam.coords, rank=2, lower=fam.lower,
@@ -178,7 +178,7 @@ def test_factored_head_jax_copy_and_save_load_round_trip(tmp_path):
 # --- training: checkpoints, the KL term, certified_predict ---------------------------------
 
 def test_resume_from_checkpoint_reproduces_an_uninterrupted_run(tmp_path):
-    from neural.phi_surrogate import fit_surrogate
+    from neural.phi.surrogate import fit_surrogate
 
     fam = _two_species(N=6)
     kw = dict(width=8, n_train=16, n_anchors=2, n_monitor=0, kl_weight=0.5, seed=3)
@@ -196,7 +196,7 @@ def test_resume_from_checkpoint_reproduces_an_uninterrupted_run(tmp_path):
 
 
 def test_certified_predict_falls_back_to_exact_solves_exactly_where_tol_is_missed():
-    from neural.phi_surrogate import fit_surrogate
+    from neural.phi.surrogate import fit_surrogate
 
     fam = _two_species(N=6)
     fit = fit_surrogate(fam, steps=30, width=8, n_train=32, n_anchors=16, n_monitor=0, kl_weight=1.0)

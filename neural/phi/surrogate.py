@@ -1,6 +1,6 @@
 """φ_θ as a certified surrogate for p_st(y) at scale: sparse Q(y), several slow inputs, no p_st in training.
 
-The family y ↦ Q(y) is sparse (`neural._phi_sparse`: a reaction network's FSP
+The family y ↦ Q(y) is sparse (`neural.phi.sparse`: a reaction network's FSP
 generator, or a callable returning `scipy.sparse`), y ranges over a box of d ≤ 8 inputs,
 and n reaches 10⁴ (10⁵ on a GPU).  Training minimises the residual of T4 (docs/theory.md §3.4),
 
@@ -12,7 +12,7 @@ dimensionless (a residual relative to the rates) so that no corner of the box do
 only because its rates are larger.  Optionally a KL term λ·mean_a KL(p_st(y_a) ‖ φ_θ(y_a))
 on the anchors' exact solves is added; the two parts are recorded separately.
 
-The anchors (`neural._phi_certify`) are a small Sobol design of exact sparse solves
+The anchors (`neural.phi.certificate`) are a small Sobol design of exact sparse solves
 whose hitting-time vectors certify φ_θ anywhere a one-line check passes (docs/theory.md §7.8);
 `neural.PhiFit.certified_predict` evaluates φ_θ at many points with the certificate at
 each and falls back to the exact solve where it exceeds `tol`.
@@ -32,9 +32,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from neural._phi_certify import Anchor, CertifiedPrediction, certified_predict, certify, exact_solve, make_anchor
-from neural._phi_model import PhiMLP
-from neural._phi_sparse import SparseFamily, design_points, residual_torch
+from neural.phi.certificate import Anchor, CertifiedPrediction, certified_predict, certify, exact_solve, make_anchor
+from neural.phi.model import PhiMLP
+from neural.phi.sparse import SparseFamily, design_points, residual_torch
 from sp_ode.core.files import atomic_write_bytes
 from sp_ode.core.reporting import progress
 from sp_ode.core.validation import (
@@ -54,7 +54,7 @@ WEIGHTINGS = ("chi2", "l2")
 
 @dataclass
 class SurrogateFit:
-    """The result of [`fit_surrogate`][neural.phi_surrogate.fit_surrogate] (the attributes of [`neural.PhiFit`][neural.phi.PhiFit], plus the anchors).
+    """The result of [`fit_surrogate`][neural.phi.surrogate.fit_surrogate] (the attributes of [`neural.PhiFit`][neural.phi.PhiFit], plus the anchors).
 
     Attributes
     ----------
@@ -142,7 +142,7 @@ def fit_surrogate(family: SparseFamily, *, loss: str = "residual", weighting: st
                   record_every: int | None = None, seed: int = 0, checkpoint: str | Path | None = None,
                   checkpoint_every: int = 25, resume: bool = False, time_budget: float | None = None,
                   device: str = "cpu", show_progress: bool = False, threads: int | None = 1) -> SurrogateFit:
-    """Fit φ_θ to a sparse family with the residual loss (module docstring); returns a [`SurrogateFit`][neural.phi_surrogate.SurrogateFit].
+    """Fit φ_θ to a sparse family with the residual loss (module docstring); returns a [`SurrogateFit`][neural.phi.surrogate.SurrogateFit].
 
     Parameters
     ----------
@@ -213,7 +213,7 @@ def _fit(family, loss, weighting, width, depth, activation, head, rank, n_train,
          time_budget, device, show_progress) -> SurrogateFit:
     t0 = time.perf_counter()
     if not isinstance(family, SparseFamily):
-        raise TypeError(f"`family` must be a SparseFamily (neural._phi_sparse); got {type(family).__name__}.")
+        raise TypeError(f"`family` must be a SparseFamily (neural.phi.sparse); got {type(family).__name__}.")
     check_choice("loss", loss, ("residual",))
     weighting = check_choice("weighting", weighting, WEIGHTINGS)
     optimizer = check_choice("optimizer", optimizer, OPTIMIZERS)
@@ -400,7 +400,7 @@ def _nearest(anchors: list[Anchor], z: np.ndarray, count: int) -> list[Anchor]:
 def check_against_exact(fit: SurrogateFit, ys) -> dict:
     """φ_θ against exact sparse solves at the rows of `ys`: true ℓ1 error, certificate, times.
 
-    The exact solve is `neural._phi_certify.exact_solve` (SuperLU of the pinned system;
+    The exact solve is `neural.phi.certificate.exact_solve` (SuperLU of the pinned system;
     its own bound is reported).  Returns arrays (N,) `error_l1`, `certificate`,
     `certificate_max`, `exact_bound`, and `solve_seconds` (the exact solves) and
     `holds` (certificate ≥ error − exact bound, i.e. the certificate was not beaten).

@@ -2,10 +2,10 @@
 
 The JAX function computes exactly the torch forward pass of `neural.PhiMLP` — the
 affine map of the box onto [−1, 1]ᵈ, hidden layers z ← act(W z + b), the dense or factored
-head's logits (`neural._phi_model`), softmax —
+head's logits (`neural.phi.model`), softmax —
 with the same activation definitions (tanh; SiLU; exact, erf-based GELU, torch's
 default), from NumPy copies of the weights, so the two agree to rounding in float64.
-This module does not import `neural._phi_model` (which calls it from `PhiMLP.jax_fn`).
+This module does not import `neural.phi.model` (which calls it from `PhiMLP.jax_fn`).
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import torch
 
 __all__ = ["phi_to_jax"]
 
-# activation name -> (jax, jnp) -> function; the names of neural._phi_model.ACTIVATIONS
+# activation name -> (jax, jnp) -> function; the names of neural.phi.model.ACTIVATIONS
 _ACTIVATIONS = {
     "tanh": lambda jax, jnp: jnp.tanh,
     "silu": lambda jax, jnp: jax.nn.silu,

@@ -129,7 +129,7 @@ class SparseFamily:
     src, dst : ndarray (m,) int64 or None
         The fixed transition pattern (reaction networks); None when it is read off Q(y).
     coords : ndarray (n, S) or None
-        Per state its species counts (input of the factored head, `neural._phi_model`).
+        Per state its species counts (input of the factored head, `neural.phi.model`).
     species : tuple of str or None
     system
         The NetworkSystem it came from, if any (its slow ODE, for the reduced flow).

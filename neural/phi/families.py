@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from neural._phi_sparse import SparseFamily
+from neural.phi.sparse import SparseFamily
 from sp_ode.core.files import load_object
 from sp_ode.core.validation import check_finite_array, check_positive_int
 from sp_ode.markov.families import FAMILIES, GeneratorFamily
@@ -247,7 +247,7 @@ def _from_callable(name: str, fn: Callable, domain, d: int | None) -> PhiSystem:
     centre = (lower + upper) / 2
     Q0 = fn(centre)
     if sp.issparse(Q0):
-        # a sparse family: validated point by point, never densified (neural._phi_sparse)
+        # a sparse family: validated point by point, never densified (neural.phi.sparse)
         if Q0.ndim != 2 or Q0.shape[0] != Q0.shape[1] or Q0.shape[0] < 1:
             raise ValueError(f"`system` {name}: Q(y) must be a square (n, n) matrix; at y = {_fmt(centre)} it has "
                              f"shape {Q0.shape}.")

@@ -13,7 +13,7 @@ ways, and each gives a training loss for φ_θ : D → Δⁿ⁻¹ (softmax outpu
   1.2…4.7 across D), so unnormalised it would weigh the same error up to
   (4.7/1.2)² ≈ 15× more at the fast-rate end of D; divided by σ(y)² each term
   is the square of a p-free a-posteriori bound, ‖φ_θ(y) − p_st(y)‖₂ ≤ ‖Qᵀφ_θ‖₂/σ(y)
-  (see `neural._phi_system`), so the loss is an upper bound on the mean
+  (see `neural.phi.families`), so the loss is an upper bound on the mean
   squared error ‖φ_θ − p_st‖₂² in the same units at every y, and its minimiser
   is still p_st(y) pointwise.  σ(y) is computed from Q(y) alone.
 
@@ -40,10 +40,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from neural._phi_certify import CertifiedPrediction, certified_predict
-from neural._phi_model import PhiMLP
-from neural._phi_sparse import SparseFamily
-from neural._phi_system import (
+from neural.phi.certificate import CertifiedPrediction, certified_predict
+from neural.phi.families import (
     PhiSample,
     PhiSystem,
     evaluation_points,
@@ -52,7 +50,9 @@ from neural._phi_system import (
     sigma_min_on_complement,
     training_points,
 )
-from neural.phi_surrogate import SurrogateFit, fit_surrogate
+from neural.phi.model import PhiMLP
+from neural.phi.sparse import SparseFamily
+from neural.phi.surrogate import SurrogateFit, fit_surrogate
 from sp_ode.core.reporting import progress
 from sp_ode.core.validation import check_choice, check_finite_array, check_positive, check_positive_int
 from sp_ode.markov.generator import check_generator
@@ -328,7 +328,7 @@ class PhiFit:
 
         Returns
         -------
-        neural._phi_certify.CertifiedPrediction
+        neural.phi.certificate.CertifiedPrediction
             `values` (N, n), `certificate` (N,) on what is returned, `surrogate_certificate`
             (N,) of φ_θ, `fell_back` (N,) bool, `anchor` (N,), `seconds`.
 
@@ -357,7 +357,7 @@ def fit_phi(system="cycle3", *, loss: str = "kl", domain=None, width: int = 32, 
 
     A *sparse* family — a callable returning `scipy.sparse`, an `sp_ode.NetworkSystem` or
     `NetworkModel`, or a network catalogue name (`"network:cascade"`) — is trained by
-    `neural.phi_surrogate.fit_surrogate` (matrix-free residual on a Sobol design, anchors for
+    `neural.phi.surrogate.fit_surrogate` (matrix-free residual on a Sobol design, anchors for
     the certificate, docs/theory.md §7.8) with the residual loss; `n_train` (default 512),
     `n_monitor` (default 16), `record_every` and the settings in `surrogate` (`head`,
     `rank`, `n_anchors`, `kl_weight`, `design`, `batch`, `checkpoint`, `resume`,

@@ -230,13 +230,13 @@ class PhiMLP(torch.nn.Module):
     def jax_fn(self):
         """φ_θ as a pure JAX function y (d,) -> (n,), e.g. `phi=` of `sp_ode.simulate_reduced`.
 
-        See `neural.phi_jax.phi_to_jax` (the weights are copied; float64 in sp_ode's scope).
+        See `neural.phi.jax_copy.phi_to_jax` (the weights are copied; float64 in sp_ode's scope).
         The same function object is returned while the weights are unchanged, so repeated
         `simulate_reduced(phi=model)` calls reuse one compiled solve (sp_ode caches
         compilations by the function's identity); any in-place update of a parameter
         (an optimiser step, `load_state_dict`) bumps its version and gives a fresh copy.
         """
-        from neural.phi_jax import phi_to_jax  # jax (1 s to import) only when a JAX copy is asked for
+        from neural.phi.jax_copy import phi_to_jax  # jax (1 s to import) only when a JAX copy is asked for
 
         versions = tuple((id(t), t._version) for t in list(self.parameters()) + list(self.buffers()))
         cached = getattr(self, "_jax_fn_cache", None)

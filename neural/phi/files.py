@@ -3,7 +3,7 @@
 `save_phi(model, folder)` writes `phi.safetensors` (every tensor of the state dict,
 float64, no pickle) and `phi.json` (the constructor arguments and a format tag);
 `load_phi(folder)` checks both and returns the `PhiMLP`.  `phi_to_jax(model)`
-(`neural.phi_jax`, re-exported here) rebuilds the same network as a pure JAX function y (d,) -> φ_θ(y) (n,) from NumPy copies of the
+(`neural.phi.jax_copy`, re-exported here) rebuilds the same network as a pure JAX function y (d,) -> φ_θ(y) (n,) from NumPy copies of the
 weights, so a φ_θ fitted by `sp-ode fit-phi` can be passed as `phi=` to
 `sp_ode.simulate_reduced` (the reduced flow dy/dt = g(φ_θ(y), y), docs/theory.md §3.3;
 the error of φ_θ is certified by T4, §3.4).
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from neural._phi_model import PhiMLP
-from neural.phi_jax import phi_to_jax
+from neural.phi.jax_copy import phi_to_jax
+from neural.phi.model import PhiMLP
 from sp_ode.core.files import atomic_write_bytes, write_json
 
 __all__ = ["PHI_FORMAT", "PhiFileError", "save_phi", "load_phi", "phi_to_jax"]
