@@ -1,6 +1,6 @@
 """`sp-ode fit-phi`: fit φ_θ(y) to p_st(y), certify its error (docs/theory.md §3.4 (T4)), plot it.
 
-Trains [`neural.PhiMLP`][neural.phi.PhiMLP] with the `kl` or `residual` loss on a family
+Trains [`neural.PhiMLP`][neural.phi.model.PhiMLP] with the `kl` or `residual` loss on a family
 Q(y), evaluates on a held-out grid inside the domain and on points outside it
 (flagged as extrapolation), prints a table (or one JSON object with `--json`),
 and writes `report.json`, figures (`--format png|pdf|svg`, `--dpi`) and the fitted

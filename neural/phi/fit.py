@@ -105,7 +105,7 @@ def phi_certificate(Q, q) -> PhiCertificate:
     """T4's bound on ‖q − p_st‖₂ for one generator Q and one distribution q, from Q alone.
 
     Reference implementation (one point, plain NumPy, `sp_ode.group_inverse`);
-    [`evaluate_phi`][neural.phi.evaluate_phi] computes the same numbers vectorised over many points.
+    [`evaluate_phi`][neural.phi.fit.evaluate_phi] computes the same numbers vectorised over many points.
 
     Parameters
     ----------
@@ -278,7 +278,7 @@ def _check_match(model: PhiMLP, system: PhiSystem) -> None:
 
 @dataclass
 class PhiFit:
-    """The result of [`fit_phi`][neural.phi.fit_phi].
+    """The result of [`fit_phi`][neural.phi.fit.fit_phi].
 
     Attributes
     ----------
@@ -313,7 +313,7 @@ class PhiFit:
     monitor: list = field(default_factory=list)
 
     def evaluate(self, ys=None, *, extrapolation: bool = False) -> PhiEvaluation:
-        """[`evaluate_phi`][neural.phi.evaluate_phi] on this fit's system."""
+        """[`evaluate_phi`][neural.phi.fit.evaluate_phi] on this fit's system."""
         return evaluate_phi(self.model, self.system, ys, extrapolation=extrapolation)
 
     def certified_predict(self, ys, tol: float = 1e-3, *, tries: int = 3, add_anchors: bool = True,
@@ -373,7 +373,7 @@ def fit_phi(system="cycle3", *, loss: str = "kl", domain=None, width: int = 32, 
     domain : array_like (d, 2) or (2d,), optional
         The training box D; a family's own box by default.
     width, depth, activation
-        The MLP (see [`PhiMLP`][neural.phi.PhiMLP]).
+        The MLP (see [`PhiMLP`][neural.phi.model.PhiMLP]).
     steps : int
         Optimiser iterations (L-BFGS iterations, each ≤ 25 loss evaluations; or Adam steps).
     optimizer : {"lbfgs", "adam"}

@@ -54,7 +54,7 @@ WEIGHTINGS = ("chi2", "l2")
 
 @dataclass
 class SurrogateFit:
-    """The result of [`fit_surrogate`][neural.phi.surrogate.fit_surrogate] (the attributes of [`neural.PhiFit`][neural.phi.PhiFit], plus the anchors).
+    """The result of [`fit_surrogate`][neural.phi.surrogate.fit_surrogate] (the attributes of [`neural.PhiFit`][neural.phi.fit.PhiFit], plus the anchors).
 
     Attributes
     ----------
@@ -151,7 +151,7 @@ def fit_surrogate(family: SparseFamily, *, loss: str = "residual", weighting: st
         The training loss (the supervised "kl" of small families needs p_st at every training
         point; here the optional `kl_weight` term uses the anchors' solves only).
     width, depth, activation, head, rank
-        The network ([`neural.PhiMLP`][neural.phi.PhiMLP]); `head="factored"` needs a network family.
+        The network ([`neural.PhiMLP`][neural.phi.model.PhiMLP]); `head="factored"` needs a network family.
     n_train : int
         Training points, a scrambled Sobol (`design="sobol"`) or Latin-hypercube (`"lhs"`) design.
     steps : int
