@@ -40,9 +40,9 @@ def is_master(system) -> bool:
 
 
 def fast_key(system):
-    """What identifies the fast field: Q_of_y for a master equation (each MasterEquationSystem
-    wraps it in a new closure), f otherwise.  Keys every compiled-kernel cache here."""
-    return system.Q_of_y if is_master(system) else system.f
+    """What identifies the fast field: Q(y, args) for a master equation (the `UserFunction` over its
+    Q_of_y, shared by every system over it), f otherwise.  Keys every compiled-kernel cache here."""
+    return system.Q_fn if is_master(system) else system.f
 
 
 def system_kernels(system):
@@ -58,7 +58,7 @@ def kernels(fast, master: bool):
     """
     if master:
         def f(t, x, y, args):
-            return jnp.asarray(fast(y)).T @ x  # f = Q(y)ᵀx, as MasterEquationSystem
+            return jnp.asarray(fast(y, args)).T @ x  # f = Q(y, args)ᵀx, as MasterEquationSystem
     else:
         f = fast
 
