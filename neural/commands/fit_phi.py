@@ -4,8 +4,9 @@ Trains :class:`neural.PhiMLP` with the ``kl`` or ``residual`` loss on a family
 Q(y), evaluates on a held-out grid inside the domain and on points outside it
 (flagged as extrapolation), prints a table (or one JSON object with ``--json``),
 and writes ``report.json``, figures (``--format png|pdf|svg``, ``--dpi``) and the fitted
-network (``phi/``: safetensors weights + config; `neural.load_phi`) under ``--out``.  Exit 1 when training
-stopped on a non-finite loss or the certificate failed to bound the error.
+network (``phi/``: safetensors weights + config; `neural.load_phi`) under ``--out``; a folder that already
+holds a fit (``report.json`` or ``phi/``) is refused before any work unless ``--overwrite``.  Exit 1 when
+training stopped on a non-finite loss or the certificate failed to bound the error.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sp_ode.cli.common import UsageError, default_out
+from sp_ode.cli.common import UsageError, default_out, refuse_existing
 
 HELP = "fit an MLP phi_theta(y) to p_st(y) and certify its error"
 
@@ -41,6 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default="cpu", help="cpu only: the fit is a small float64 problem")
     parser.add_argument("--out", default=None,
                         help="output folder: report.json, figures and the fitted φ_θ in phi/ (default out/fit-phi)")
+    parser.add_argument("--overwrite", action="store_true", help="replace the fit already in --out")
     parser.add_argument("--format", default="png", help="figure format: png (default) | pdf | svg")
     parser.add_argument("--dpi", type=int, default=150, help="figure resolution in dots per inch (default 150)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
@@ -74,6 +76,8 @@ def run(args) -> int:
     out = Path(args.out if args.out is not None else default_out("fit-phi"))
     if out.exists() and not out.is_dir():
         raise UsageError(f"`--out` {str(out)!r} is a file; give a folder.")
+    if not args.overwrite:  # checked before the fit: a second run never replaces the first one silently
+        refuse_existing([out / "report.json", out / "phi"], what=f"a φ_θ fit in `--out` {str(out)!r}")
     if args.domain is not None and len(args.domain) % 2:
         raise UsageError(f"`--domain` takes LO HI pairs (an even count); got {len(args.domain)} numbers.")
     system = resolve_system(args.system, args.domain)

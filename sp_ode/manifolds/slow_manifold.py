@@ -46,6 +46,7 @@ from sp_ode.manifolds.newton import (
     default_guess,
     fast_dim,
     fast_key,
+    guess_dim,
     is_master,
     map_chunks,
     require_system,
@@ -220,7 +221,7 @@ class SlowManifold:
         -------
         ndarray (k + 1, m), or (N, k + 1, m) for a batch
         """
-        ys, batched = as_points(self.system, y)
+        ys, batched = as_points(self.system, y, m=guess_dim(self.system, self.x_guess))
         out = map_chunks(self._batched_terms(), (ys,), self.system.args)
         return out if batched else out[0]
 

@@ -236,7 +236,7 @@ def stationary_jax(Q):
             return _stationary_jax(jnp.asarray(np.asarray(Q, dtype=np.float64)))
     if Q.dtype != jnp.float64:
         raise TypeError(f"`Q` must be float64 inside a JAX transformation; got {Q.dtype}. sp_ode computes "
-                        "p_st in float64: trace inside `with sp_ode.core.precision.float64():`.")
+                        "p_st in float64: trace inside `with sp_ode.float64():`.")
     return _stationary_jax(Q)
 
 
@@ -287,7 +287,8 @@ def _escalation(method: str, n: int) -> list[str]:
 
 
 def stationary_distribution(Q, method: str | None = None, *, tol: float | None = None,
-                            maxiter: int | None = None, return_info: bool = False, log: bool = False):
+                            maxiter: int | None = None, return_info: bool = False, log: bool = False,
+                            states=None):
     """Stationary distribution p_st of an irreducible generator Q, with an error bound.
 
     Parameters
@@ -318,6 +319,8 @@ def stationary_distribution(Q, method: str | None = None, *, tol: float | None =
     log : bool
         Return log p_st instead (method "gth" only): accurate also for entries
         far below the float range (docs/theory.md §7.2).
+    states : sequence of n str, optional
+        Names of the states, used in the messages (a negative rate, a reducible chain's classes).
 
     Returns
     -------
@@ -354,7 +357,7 @@ def stationary_distribution(Q, method: str | None = None, *, tol: float | None =
     tol = DEFAULT_TOL if user_tol is None else user_tol
     u_in = input_unit_roundoff(Q)  # float32 rates (a jnp Q outside float64 mode) are accepted; their rounding is bounded
     in_dtype = getattr(Q, "dtype", None)
-    Q = check_generator(Q, batch=not is_sparse)
+    Q = check_generator(Q, batch=not is_sparse, states=states)
     rounding = input_rounding_bound(Q.shape[-1], u_in) if u_in > UNIT_ROUNDOFF else 0.0
     if user_tol is not None and rounding > user_tol:
         raise ConvergenceError(
@@ -363,7 +366,7 @@ def stationary_distribution(Q, method: str | None = None, *, tol: float | None =
             "build Q in float64 (inside `with sp_ode.float64():`) or pass a larger `tol`.",
             bound=rounding, tol=user_tol, info={"input_rounding": rounding})
     if Q.ndim == 2:
-        require_irreducible(Q)
+        require_irreducible(Q, states=states)
     else:
         _require_irreducible_stack(Q)
     n = Q.shape[-1]

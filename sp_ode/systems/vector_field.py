@@ -154,7 +154,9 @@ class UserFunction:
             advice = tracer_advice(self.name, exc)
             if advice is None:
                 raise
-            raise TypeError(advice) from exc
+            code = getattr(self.fn, "__code__", None)
+            where = f" [{self.__qualname__} at {code.co_filename}:{code.co_firstlineno}]" if code is not None else ""
+            raise TypeError(advice + where) from None
         return _to_float64(out)
 
 
