@@ -64,7 +64,10 @@ def run(args) -> int:
     from neural.phi import LOSSES, OPTIMIZERS, evaluate_sample, fit_phi
     from neural.phi_io import save_phi
     from sp_ode.core.files import dumps, write_json
+    from sp_ode.core.precision import UNIT_ROUNDOFF
     from sp_ode.core.validation import check_choice
+    from sp_ode.markov.bounds import input_rounding_bound
+    from sp_ode.markov.generator import input_unit_roundoff
 
     if args.device != "cpu":
         raise UsageError(f"`--device` must be 'cpu' (φ_θ is a small float64 fit); got {args.device!r}.")
@@ -103,6 +106,13 @@ def run(args) -> int:
         print(f"fit-phi: {len(shell.skipped)} extrapolation points skipped: Q(y) is not an irreducible generator "
               "there", file=sys.stderr)
     holds = bool(hs["certificate_holds"] and es.get("certificate_holds", True))
+    # A float32 Q(y) (a jnp function run outside JAX's float64 mode) is accepted; the rounding of its
+    # rates moves p_st by at most this much more, relative to the rates meant (docs/theory.md §7.8).
+    u_in = input_unit_roundoff(system.Q((system.lower + system.upper) / 2))
+    rounding = input_rounding_bound(system.n, u_in) if u_in > UNIT_ROUNDOFF else 0.0
+    if rounding:
+        print(f"fit-phi: Q(y) has reduced-precision rates (unit roundoff {u_in:.3g}, e.g. float32): p_st may move by "
+              f"up to {rounding:.3g} more; added to the certificate's bound in the report", file=sys.stderr)
 
     figures = write_figures(fit, held, extra, out, fmt=args.format, dpi=args.dpi)
     phi_dir = save_phi(fit.model, out / "phi", metadata={
@@ -116,6 +126,7 @@ def run(args) -> int:
         "max_abs_error": hs["max_abs_error"], "max_tv": hs["max_tv"], "max_kl": hs["max_kl"],
         "max_certificate": hs["max_certificate"], "max_sharp_certificate": hs["max_sharp_certificate"],
         "certificate_holds": holds, "certificate_norm": "2-norm: ‖φ_θ − p_st‖₂ ≤ ‖A^#‖₂‖Qᵀφ_θ‖₂",
+        "input_rounding": rounding, "max_certificate_with_input_rounding": hs["max_certificate"] + rounding,
         "train_seconds": fit.train_seconds, "setup_seconds": fit.setup_seconds,
         "held_out": hs, "extrapolation": es, "config": fit.config,
         "history": fit.history, "figures": [str(p) for p in figures], "phi": str(phi_dir),

@@ -259,8 +259,19 @@ def _master_jvp_rule(Q_y: Callable):
         x_dot, y_dot = tangents
         Q = Q_y(y)
         dQ = jax.jacfwd(Q_y)(y)                     # (n, n, d)
-        return Q.T @ x, Q.T @ x_dot + jnp.einsum("ijk,k,i->j", dQ, y_dot, x)
+        ok = _rates_ok(Q)
+        return (jnp.where(ok, Q.T @ x, jnp.nan),
+                jnp.where(ok, Q.T @ x_dot + jnp.einsum("ijk,k,i->j", dQ, y_dot, x), jnp.nan))
     return rule
+
+
+def _rates_ok(Q):
+    """Every off-diagonal rate ≥ 0: checked at every evaluation inside a solve, so a rate that turns
+    negative along the path stops the solve there (f becomes NaN) and the diagnosis names t, y and
+    the rate (`sp_ode.systems.diagnosis`), instead of a solution that leaves the simplex silently.
+    Row sums need no check here: they are fixed by construction in every model that passed the door."""
+    n = Q.shape[-1]
+    return jnp.all(jnp.where(jnp.eye(n, dtype=bool), 0.0, Q) >= 0)
 
 
 def _master_no_args(Q_fn: UserFunction) -> Callable:
@@ -268,7 +279,8 @@ def _master_no_args(Q_fn: UserFunction) -> Callable:
 
     @jax.custom_jvp
     def master(x, y):
-        return Q_y(y).T @ x  # master equation: dp/dτ = Qᵀp
+        Q = Q_y(y)
+        return jnp.where(_rates_ok(Q), Q.T @ x, jnp.nan)  # master equation: dp/dτ = Qᵀp
 
     master.defjvp(_master_jvp_rule(Q_y))
 
@@ -285,7 +297,8 @@ def _master_with_args(Q_fn: UserFunction) -> Callable:
 
         @jax.custom_jvp
         def master(x, y):
-            return Q_y(y).T @ x
+            Q = Q_y(y)
+            return jnp.where(_rates_ok(Q), Q.T @ x, jnp.nan)
 
         master.defjvp(_master_jvp_rule(Q_y))
         return master(x, y)
