@@ -289,20 +289,57 @@ def _master_no_args(Q_fn: UserFunction) -> Callable:
     return f
 
 
+def _is_data(leaf) -> bool:
+    return isinstance(leaf, (jax.Array, np.ndarray, np.generic, float))
+
+
 def _master_with_args(Q_fn: UserFunction) -> Callable:
+    # Q(y, args): the array parameters are inputs of the custom_jvp (a closure over traced
+    # parameters is not supported by compiled solves), other leaves (strings, ints used as
+    # sizes) are closed over as constants.  Their tangents are zero in every solver (Jacobians
+    # are taken in (x, y) only) and are skipped as symbolic zeros; when one is not (a user
+    # differentiating through the parameters), its term (∂_a Q · da)ᵀx is added.
     def f(t, x, y, args):
-        # Q(y, args): the parameters are closed over (data to the compiled solve, never
-        # differentiated by the solvers, which need ∂/∂(x, y) only).
-        Q_y = lambda yy: Q_fn(yy, args)
+        leaves, tree = jax.tree_util.tree_flatten(args)
+        where = [k for k, leaf in enumerate(leaves) if _is_data(leaf)]
+        dyn = tuple(jnp.asarray(leaves[k]) for k in where)
+
+        def rebuild(values):
+            full = list(leaves)
+            for k, v in zip(where, values):
+                full[k] = v
+            return jax.tree_util.tree_unflatten(tree, full)
 
         @jax.custom_jvp
-        def master(x, y):
-            Q = Q_y(y)
+        def master(x, y, dyn):
+            Q = Q_fn(y, rebuild(dyn))
             return jnp.where(_rates_ok(Q), Q.T @ x, jnp.nan)
 
-        master.defjvp(_master_jvp_rule(Q_y))
-        return master(x, y)
+        def rule(primals, tangents):
+            x, y, dyn = primals
+            x_dot, y_dot, dyn_dot = tangents
+            a = rebuild(dyn)
+            Q_y = lambda yy: Q_fn(yy, a)
+            Q = Q_y(y)
+            ok = _rates_ok(Q)
+            tangent = jnp.zeros_like(Q.T @ x)
+            if not _zero(x_dot):
+                tangent = tangent + Q.T @ x_dot
+            if not _zero(y_dot):
+                tangent = tangent + jnp.einsum("ijk,k,i->j", jax.jacfwd(Q_y)(y), y_dot, x)
+            if not all(_zero(d) for d in dyn_dot):
+                dots = tuple(jnp.zeros_like(v) if _zero(d) else d for v, d in zip(dyn, dyn_dot))
+                _, dQ = jax.jvp(lambda values: Q_fn(y, rebuild(values)), (dyn,), (dots,))
+                tangent = tangent + dQ.T @ x
+            return jnp.where(ok, Q.T @ x, jnp.nan), jnp.where(ok, tangent, jnp.nan)
+
+        master.defjvp(rule, symbolic_zeros=True)
+        return master(x, y, dyn)
     return f
+
+
+def _zero(t) -> bool:
+    return isinstance(t, jax.custom_derivatives.SymbolicZero)
 
 
 def _stationary_phi(Q_fn: Callable) -> Callable:
