@@ -237,7 +237,8 @@ def fast_dim(system, x_guess, d: int | None = None) -> int:
     m = guess_dim(system, x_guess)
     if m is not None:
         return m
-    if is_master(system) and d is not None:
+    d = d if d is not None else (system.d if system.d is not None else 1)  # Q(y) reads y[0] for any d ≥ 1
+    if is_master(system):
         try:
             Qs = jax.eval_shape(lambda yy: system.Q_fn(yy, system.args), jax.ShapeDtypeStruct((d,), jnp.float64))
         except Exception:
