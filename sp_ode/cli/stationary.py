@@ -149,9 +149,9 @@ def _stdout_to_stderr():
 def run(args) -> int:
 
     out = _check_out(args.out)
-    if not args.overwrite:
-        refuse_existing([out], what="`--out` file")
     Q = load_generator(args.file)
+    if not args.overwrite:  # before any work
+        refuse_existing([out], what="`--out` file")
     states = load_states(args.file, int(Q.shape[0]))
     failed = None
     with _stdout_to_stderr():

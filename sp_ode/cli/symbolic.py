@@ -70,8 +70,6 @@ def run(args) -> int:
 
 
     json_path, tex_path = _out_target(args.out)
-    if not args.overwrite:
-        refuse_existing([json_path, tex_path], what="a `sp-ode symbolic` report")
     if args.timeout is not None and not args.timeout > 0:
         raise UsageError(f"`--timeout` must be a positive number of seconds; got {args.timeout}.")
     try:
@@ -79,6 +77,8 @@ def run(args) -> int:
         claim = read_claim(args.claim, gen) if args.claim else None
     except GeneratorFileError as exc:
         raise UsageError(str(exc)) from None
+    if not args.overwrite:  # before any symbolic work
+        refuse_existing([json_path, tex_path], what="a `sp-ode symbolic` report")
     labels = list(gen.states)
     deadline = None if args.timeout is None else time.perf_counter() + args.timeout
     try:
