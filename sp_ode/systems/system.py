@@ -198,17 +198,19 @@ class FastSlowSystem:
             the shape of y0 (names `g`), or x0/y0 disagree with a declared m/d.
             An exception raised inside the user's f or g propagates unchanged.
         """
-        x0 = jnp.asarray(x0, dtype=jnp.float64)
-        y0 = jnp.asarray(y0, dtype=jnp.float64)
+        # abstract inputs: eval_shape traces f and g without running them, and without compiling even a
+        # dtype conversion (a fresh process would compile one program per jnp.asarray on a Python float)
+        x0 = jax.ShapeDtypeStruct(np.shape(x0), jnp.float64)
+        y0 = jax.ShapeDtypeStruct(np.shape(y0), jnp.float64)
         if self.m is not None and x0.shape != (self.m,):
             raise ValueError(f"`x0` must have shape (m,) = ({self.m},) for system {self.name!r}; got {x0.shape}.")
         if self.d is not None and y0.shape != (self.d,):
             raise ValueError(f"`y0` must have shape (d,) = ({self.d},) for system {self.name!r}; got {y0.shape}.")
         args = self.args if args is None else args
-        t0 = jnp.asarray(t0, dtype=jnp.float64)
-        # eval_shape traces without running: cheap, and user exceptions still surface.
-        fx = jax.eval_shape(lambda: self.f(t0, x0, y0, args))
-        gy = jax.eval_shape(lambda: self.g(t0, x0, y0, args))
+        t0 = jax.ShapeDtypeStruct((), jnp.float64)
+        # user exceptions still surface from the trace
+        fx = jax.eval_shape(lambda t, x, y: self.f(t, x, y, args), t0, x0, y0)
+        gy = jax.eval_shape(lambda t, x, y: self.g(t, x, y, args), t0, x0, y0)
         if getattr(fx, "shape", None) != x0.shape:
             raise ValueError(f"`f` must return an array of the shape of x, {x0.shape}; got {_shape_of(fx)}.")
         if getattr(gy, "shape", None) != y0.shape:
@@ -521,9 +523,8 @@ class MasterEquationSystem(FastSlowSystem):
     @in_float64
     def check_shapes(self, x0, y0, args=None, t0: float = 0.0) -> tuple[int, int]:
         """As `FastSlowSystem.check_shapes`, and Q(y0) must be (n, n) (names `Q_of_y`)."""
-        y = jnp.asarray(y0, dtype=jnp.float64)
         a = self.args if args is None else args
-        Qs = jax.eval_shape(lambda: self.Q_fn(y, a))
+        Qs = jax.eval_shape(lambda yy: self.Q_fn(yy, a), jax.ShapeDtypeStruct(np.shape(y0), jnp.float64))
         n = int(np.shape(x0)[0]) if np.ndim(x0) == 1 else None
         if n is not None and getattr(Qs, "shape", None) != (n, n):
             raise ValueError(f"`Q_of_y` must return an (n, n) generator with n = len(x0) = {n}; got {_shape_of(Qs)}.")
@@ -539,10 +540,15 @@ class MasterEquationSystem(FastSlowSystem):
         NaN where Q(y) is not an irreducible generator, which stops the solve there with the
         cause named.
         """
-        phi = self.stationary_phi_args()
+        # jitted: called on one point (an identity check, a catalogue's φ) it is one compiled program,
+        # not one per jnp operation; inside a compiled solve it is inlined
+        phi = _phi_cache.get_or_make(("p_st, jit", self.Q_fn), lambda: jax.jit(self.stationary_phi_args()))
         if not self.takes_args:
             return _phi_cache.get_or_make(("p_st(y)", self.Q_fn), lambda: lambda y: phi(y, None))
         args = self.args
+        if not all(_is_data(leaf) for leaf in jax.tree_util.tree_leaves(args)):
+            unjitted = self.stationary_phi_args()
+            return lambda y: unjitted(y, args)   # static (non-array) parameters cannot be passed to jit
         return lambda y: phi(y, args)
 
     def stationary_phi_args(self) -> Callable:
