@@ -99,6 +99,11 @@ def _to_float64(out):
     return jax.tree_util.tree_map(cast, out)
 
 
+def _ours(fn) -> bool:
+    module = getattr(fn, "__module__", None) or type(fn).__module__ or ""
+    return module.startswith("sp_ode.") or type(fn).__module__.startswith("sp_ode.")
+
+
 class UserFunction:
     """A user's f, g or Q_of_y as sp_ode calls it (module docstring): float64 out, tracer errors named.
 
@@ -115,7 +120,9 @@ class UserFunction:
         self.__name__ = getattr(fn, "__name__", name)
         self.__qualname__ = getattr(fn, "__qualname__", name)
         self.__doc__ = getattr(fn, "__doc__", None)
-        self._strengthen: bool | None = None  # decided by the first call's trace
+        # decided by the first call's trace; sp_ode's own functions (catalogue, families, the master
+        # equation's f) capture no weak constants, and their probe would only cost a trace
+        self._strengthen: bool | None = False if _ours(fn) else None
 
     def __reduce__(self):
         return (_rebuild, (self.name, self.fn, self.kind))
