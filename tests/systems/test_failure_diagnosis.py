@@ -173,7 +173,7 @@ def test_unknown_dimension_messages_name_the_right_argument():
     me = MasterEquationSystem(_closing, _g1, eps=0.01)
     with pytest.raises(ValueError, match="`n=`"):
         me.vector_field(0.0, jnp.zeros(3))
-    with pytest.raises(ValueError, match="`n=`"):
-        sp_ode.critical_manifold(me, 0.3)
+    # the manifolds read n off Q(y) itself (shapes from the system): p_st of the 2-state switch, (1, 1)/2
+    np.testing.assert_allclose(sp_ode.critical_manifold(me, 0.3), [0.5, 0.5], rtol=1e-14)
     with pytest.raises(ValueError, match="`m=`"):
         sp_ode.critical_manifold(FastSlowSystem(lambda t, x, y, a: -x, _decay, eps=0.1), 0.3)
