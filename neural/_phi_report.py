@@ -145,7 +145,7 @@ FORMATS = ("png", "pdf", "svg")
 
 
 def write_figures(fit, held, extra, out: Path, *, fmt: str = "png", dpi: int = 150) -> list[Path]:
-    """All figures for `fit` under `out` as ``*.{fmt}`` at `dpi`; returns their paths."""
+    """All figures for `fit` under `out` as `*.{fmt}` at `dpi`; returns their paths."""
 
     plt = figures()
     out.mkdir(parents=True, exist_ok=True)

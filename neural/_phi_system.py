@@ -35,7 +35,7 @@ class PhiSystem:
     Attributes
     ----------
     name : str
-        A label for reports (the family name, the system's name, or ``file.py:FUNCTION``).
+        A label for reports (the family name, the system's name, or `file.py:FUNCTION`).
     Q : callable
         y (d,) float64 ndarray -> Q(y) (n, n).
     n, d : int
@@ -52,7 +52,7 @@ class PhiSystem:
     upper: np.ndarray
 
     def grid(self, per_axis: int, *, pad: float = 0.0) -> np.ndarray:
-        """A tensor grid of ``per_axis**d`` points (N, d) over D widened by `pad`·(upper − lower) per side."""
+        """A tensor grid of `per_axis**d` points (N, d) over D widened by `pad`·(upper − lower) per side."""
         width = self.upper - self.lower
         axes = [np.linspace(lo - pad * w, hi + pad * w, per_axis)
                 for lo, hi, w in zip(self.lower, self.upper, width)]
@@ -82,7 +82,7 @@ def _check_domain(domain, d: int | None) -> tuple[np.ndarray, np.ndarray]:
 
 
 def resolve_system(system="cycle3", domain=None, *, d: int | None = None) -> PhiSystem:
-    """The family to fit: a family name, a ``GeneratorFamily``, a ``MasterEquationSystem``, ``'file.py:OBJECT'`` or Q(y).
+    """The family to fit: a family name, a `GeneratorFamily`, a `MasterEquationSystem`, `'file.py:OBJECT'` or Q(y).
 
     φ_θ approximates p_st(y), the stationary distribution of a Markov generator Q(y)
     (docs/theory.md §3.4 (T4)), so what is fitted is always a generator family y ↦ Q(y).
@@ -90,15 +90,15 @@ def resolve_system(system="cycle3", domain=None, *, d: int | None = None) -> Phi
     Parameters
     ----------
     system : str, GeneratorFamily, MasterEquationSystem, catalogue entry or callable
-        - a name in ``sp_ode.FAMILIES`` (e.g. ``"cycle3"``), or a ``GeneratorFamily``:
+        - a name in `sp_ode.FAMILIES` (e.g. `"cycle3"`), or a `GeneratorFamily`:
           its own box is the domain unless `domain` is given;
-        - an ``sp_ode.MasterEquationSystem`` (or a catalogue entry whose ``.system`` is
-          one, e.g. ``sp_ode.get_system("me3")``): its ``Q_of_y``, slow dimension d and
+        - an `sp_ode.MasterEquationSystem` (or a catalogue entry whose `.system` is
+          one, e.g. `sp_ode.get_system("me3")`): its `Q_of_y`, slow dimension d and
           name are used; built over a GeneratorFamily it brings that family's box, else
-          it needs `domain`.  A general ``FastSlowSystem`` is refused (TypeError): it
+          it needs `domain`.  A general `FastSlowSystem` is refused (TypeError): it
           has no generator, hence no p_st to fit — its critical manifold is
-          ``sp_ode.slow_manifold(system, 0, x_guess=...)``;
-        - a callable Q(y), or ``'path/to/file.py:OBJECT'`` naming one (or naming any of
+          `sp_ode.slow_manifold(system, 0, x_guess=...)`;
+        - a callable Q(y), or `'path/to/file.py:OBJECT'` naming one (or naming any of
           the objects above); it needs `domain`, and n is read off Q at the domain's
           centre.
         Every Q(y) here receives y as a float64 array of shape (d,) — also for d = 1,
@@ -112,7 +112,7 @@ def resolve_system(system="cycle3", domain=None, *, d: int | None = None) -> Phi
     ------
     TypeError
         `system` is none of the kinds above, or a FastSlowSystem that is not a master
-        equation (the message says why and points to ``sp_ode.slow_manifold``).
+        equation (the message says why and points to `sp_ode.slow_manifold`).
     ValueError
         Unknown family name, missing or malformed `domain`, mismatched d, or a
         Q(centre) that is not square.
@@ -143,7 +143,7 @@ def resolve_system(system="cycle3", domain=None, *, d: int | None = None) -> Phi
 
 
 def _fast_slow(obj):
-    """`obj` as an sp_ode.FastSlowSystem (a catalogue entry unwrapped to its ``.system``), or None."""
+    """`obj` as an sp_ode.FastSlowSystem (a catalogue entry unwrapped to its `.system`), or None."""
     from sp_ode.systems.system import FastSlowSystem  # imports jax (1 s): only when a system object is passed
 
     inner = getattr(obj, "system", None)
@@ -201,8 +201,10 @@ def generators_at(system: PhiSystem, ys: np.ndarray, *, skip_invalid: bool = Fal
 
     Returns
     -------
-    Qs : ndarray (M, n, n) — M = N unless `skip_invalid`.
-    keep : ndarray (N,) bool — which rows were kept.
+    Qs : ndarray (M, n, n)
+        M = N unless `skip_invalid`.
+    keep : ndarray (N,) bool
+        Which rows were kept.
 
     Raises
     ------
@@ -264,8 +266,8 @@ class PhiSample:
     y : (N, d);  Q : (N, n, n)
     sigma : (N,) σ_min(QᵀU), the p-free constant (residual weight, sharp certificate)
     p : (N, n) or None — p_st(y) (None when not requested: the residual loss never sees it)
-    ginv_norm : (N,) or None — ‖A^#‖₂ of A = Qᵀ (T4), from ``sp_ode.group_inverse``
-    skipped : (K, d) — points dropped because Q(y) was invalid there (only with ``skip_invalid``)
+    ginv_norm : (N,) or None — ‖A^#‖₂ of A = Qᵀ (T4), from `sp_ode.group_inverse`
+    skipped : (K, d) — points dropped because Q(y) was invalid there (only with `skip_invalid`)
     """
 
     y: np.ndarray
@@ -286,7 +288,7 @@ def sample(system: PhiSystem, ys, *, with_p: bool = True, with_ginv: bool = True
     Raises
     ------
     ValueError, NotIrreducibleError
-        As :func:`generators_at`, naming the offending y.
+        As `generators_at`, naming the offending y.
     """
 
     ys = np.asarray(ys, dtype=np.float64).reshape(-1, system.d)

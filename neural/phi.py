@@ -4,16 +4,16 @@ For a generator family Q(y), y ∈ D ⊂ ℝᵈ, the critical manifold of the fa
 subsystem dx/dτ = Q(y)ᵀx is φ(y) = p_st(y) (T1).  T4 characterises p_st(y) two
 ways, and each gives a training loss for φ_θ : D → Δⁿ⁻¹ (softmax output):
 
-- ``kl`` (supervised): E_y KL(p_st(y) ‖ φ_θ(y)), with p_st from
-  ``sp_ode.stationary_distribution`` (GTH) precomputed on the training set;
-- ``residual`` (unsupervised, never sees p_st): E_y ‖Q(y)ᵀφ_θ(y)‖₂² / σ(y)²,
+- `kl` (supervised): E_y KL(p_st(y) ‖ φ_θ(y)), with p_st from
+  `sp_ode.stationary_distribution` (GTH) precomputed on the training set;
+- `residual` (unsupervised, never sees p_st): E_y ‖Q(y)ᵀφ_θ(y)‖₂² / σ(y)²,
   with σ(y) = σ_min(Q(y)ᵀU) the smallest singular value of A = Q(y)ᵀ on 1^⊥
   (U an orthonormal basis of 1^⊥).  Why this normalisation: the raw residual
   scales with the rates (on cycle3, ‖Q(y)‖₂ ranges over 4.4…21.6 and σ(y) over
   1.2…4.7 across D), so unnormalised it would weigh the same error up to
   (4.7/1.2)² ≈ 15× more at the fast-rate end of D; divided by σ(y)² each term
   is the square of a p-free a-posteriori bound, ‖φ_θ(y) − p_st(y)‖₂ ≤ ‖Qᵀφ_θ‖₂/σ(y)
-  (see ``neural._phi_system``), so the loss is an upper bound on the mean
+  (see `neural._phi_system`), so the loss is an upper bound on the mean
   squared error ‖φ_θ − p_st‖₂² in the same units at every y, and its minimiser
   is still p_st(y) pointwise.  σ(y) is computed from Q(y) alone.
 
@@ -23,7 +23,7 @@ A^# A = I − p_st 1ᵀ, so q − p_st = A^#(Aq) and
     ‖φ_θ(y) − p_st(y)‖₂ ≤ ‖A^#‖₂ · ‖Q(y)ᵀφ_θ(y)‖₂,
 
 with ‖A^#‖₂ the operator 2-norm (largest singular value) of the group inverse
-from ``sp_ode.group_inverse``.  Since ‖·‖∞ ≤ ‖·‖₂ it also bounds the maximum
+from `sp_ode.group_inverse`.  Since ‖·‖∞ ≤ ‖·‖₂ it also bounds the maximum
 absolute error.  The sharper p-free bound ‖Qᵀφ_θ‖₂/σ(y) ≤ ‖A^#‖₂‖Qᵀφ_θ‖₂ is
 reported beside it.
 
@@ -138,17 +138,17 @@ class PhiMLP(torch.nn.Module):
         return torch.softmax(self.logits(y), dim=-1)
 
     def jax_fn(self):
-        """φ_θ as a pure JAX function y (d,) -> (n,), e.g. ``phi=`` of `sp_ode.simulate_reduced`.
+        """φ_θ as a pure JAX function y (d,) -> (n,), e.g. `phi=` of `sp_ode.simulate_reduced`.
 
         The function returns a float64 JAX array of shape (n,) for y of shape (d,) (or (..., n)
         for (..., d)): called directly it computes in float64 whatever the user's JAX setting;
-        traced by ``jax.jit``/``vmap``/``grad``, the trace's precision decides, so trace inside
-        ``with sp_ode.float64():`` (as sp_ode's solvers do).  See `neural.phi_jax.phi_to_jax`
+        traced by `jax.jit`/`vmap`/`grad`, the trace's precision decides, so trace inside
+        `with sp_ode.float64():` (as sp_ode's solvers do).  See `neural.phi_jax.phi_to_jax`
         (the weights are copied).
         The same function object is returned while the weights are unchanged, so repeated
-        ``simulate_reduced(phi=model)`` calls reuse one compiled solve (sp_ode caches
+        `simulate_reduced(phi=model)` calls reuse one compiled solve (sp_ode caches
         compilations by the function's identity); any in-place update of a parameter
-        (an optimiser step, ``load_state_dict``) bumps its version and gives a fresh copy.
+        (an optimiser step, `load_state_dict`) bumps its version and gives a fresh copy.
         """
         from neural.phi_jax import phi_to_jax  # jax (1 s to import) only when a JAX copy is asked for
 
@@ -216,13 +216,14 @@ class PhiCertificate:
 def phi_certificate(Q, q) -> PhiCertificate:
     """T4's bound on ‖q − p_st‖₂ for one generator Q and one distribution q, from Q alone.
 
-    Reference implementation (one point, plain NumPy, ``sp_ode.group_inverse``);
-    :func:`evaluate_phi` computes the same numbers vectorised over many points.
+    Reference implementation (one point, plain NumPy, `sp_ode.group_inverse`);
+    [`evaluate_phi`][neural.phi.evaluate_phi] computes the same numbers vectorised over many points.
 
     Parameters
     ----------
     Q : array_like (n, n), an irreducible generator
-    q : array_like (n,), with 1ᵀq = 1 (the identity q − p = A^#(Qᵀq) needs q − p ∈ 1^⊥)
+    q : array_like (n,)
+        With 1ᵀq = 1 (the identity q − p = A^#(Qᵀq) needs q − p ∈ 1^⊥)
 
     Returns
     -------
@@ -340,12 +341,12 @@ def evaluate_phi(model: PhiMLP, system="cycle3", ys=None, *, domain=None,
     Parameters
     ----------
     model : PhiMLP
-    system : family name, GeneratorFamily, ``'file.py:FUNCTION'`` or callable (see ``fit_phi``)
+    system : family name, GeneratorFamily, `'file.py:FUNCTION'` or callable (see `fit_phi`)
     ys : array_like (N, d), optional
-        Default: the held-out grid inside the domain, or with ``extrapolation=True`` the shell
+        Default: the held-out grid inside the domain, or with `extrapolation=True` the shell
         outside it (there, points where Q(y) is not an irreducible generator are skipped and
-        listed in ``skipped``, since A1–A2 are only assumed on the domain).
-    domain : optional, as in ``fit_phi``
+        listed in `skipped`, since A1–A2 are only assumed on the domain).
+    domain : optional, as in `fit_phi`
 
     Returns
     -------
@@ -389,20 +390,25 @@ def _check_match(model: PhiMLP, system: PhiSystem) -> None:
 
 @dataclass
 class PhiFit:
-    """The result of :func:`fit_phi`.
+    """The result of [`fit_phi`][neural.phi.fit_phi].
 
     Attributes
     ----------
     model : PhiMLP (trained)
     system : PhiSystem
     loss : "kl" or "residual"
-    final_loss : float — the training loss after the last step
-    history : dict of lists — ``step``, ``loss`` at every recorded step and, when monitored,
-        ``max_abs_error`` and ``max_certificate`` on the held-out monitor grid
-    status : "ok", or "nonfinite" when the loss stopped being finite (training stopped there)
+    final_loss : float
+        The training loss after the last step
+    history : dict of lists
+        `step`, `loss` at every recorded step and, when monitored,
+        `max_abs_error` and `max_certificate` on the held-out monitor grid
+    status : "ok"
+        Or "nonfinite" when the loss stopped being finite (training stopped there)
     message : str
-    train_seconds, setup_seconds : float — optimisation time; validation and precomputation time
-    config : dict — every setting used
+    train_seconds, setup_seconds : float
+        Optimisation time; validation and precomputation time
+    config : dict
+        Every setting used
     """
 
     model: PhiMLP
@@ -417,7 +423,7 @@ class PhiFit:
     config: dict = field(default_factory=dict)
 
     def evaluate(self, ys=None, *, extrapolation: bool = False) -> PhiEvaluation:
-        """:func:`evaluate_phi` on this fit's system."""
+        """[`evaluate_phi`][neural.phi.evaluate_phi] on this fit's system."""
         return evaluate_phi(self.model, self.system, ys, extrapolation=extrapolation)
 
 
@@ -431,13 +437,13 @@ def fit_phi(system="cycle3", *, loss: str = "kl", domain=None, width: int = 32, 
     Parameters
     ----------
     system : str, GeneratorFamily or callable
-        A name in ``sp_ode.FAMILIES`` (default "cycle3"), a ``GeneratorFamily``,
-        ``'path/to/file.py:FUNCTION'``, or a callable y (d,) -> Q(y) (n, n) (needs `domain`).
+        A name in `sp_ode.FAMILIES` (default "cycle3"), a `GeneratorFamily`,
+        `'path/to/file.py:FUNCTION'`, or a callable y (d,) -> Q(y) (n, n) (needs `domain`).
     loss : {"kl", "residual"}
     domain : array_like (d, 2) or (2d,), optional
         The training box D; a family's own box by default.
-    width, depth, activation :
-        The MLP (see :class:`PhiMLP`).
+    width, depth, activation
+        The MLP (see [`PhiMLP`][neural.phi.PhiMLP]).
     steps : int
         Optimiser iterations (L-BFGS iterations, each ≤ 25 loss evaluations; or Adam steps).
     optimizer : {"lbfgs", "adam"}

@@ -1,10 +1,10 @@
 """A fitted φ_θ kept and reused: safetensors weights + a JSON config, and a pure-JAX rebuild.
 
-`save_phi(model, folder)` writes ``phi.safetensors`` (every tensor of the state dict,
-float64, no pickle) and ``phi.json`` (the constructor arguments and a format tag);
+`save_phi(model, folder)` writes `phi.safetensors` (every tensor of the state dict,
+float64, no pickle) and `phi.json` (the constructor arguments and a format tag);
 `load_phi(folder)` checks both and returns the `PhiMLP`.  `phi_to_jax(model)`
 (`neural.phi_jax`, re-exported here) rebuilds the same network as a pure JAX function y (d,) -> φ_θ(y) (n,) from NumPy copies of the
-weights, so a φ_θ fitted by ``sp-ode fit-phi`` can be passed as ``phi=`` to
+weights, so a φ_θ fitted by `sp-ode fit-phi` can be passed as `phi=` to
 `sp_ode.simulate_reduced` (the reduced flow dy/dt = g(φ_θ(y), y), docs/theory.md §3.3;
 the error of φ_θ is certified by T4, §3.4).
 """
@@ -37,13 +37,15 @@ def _config(model: PhiMLP) -> dict:
 
 
 def save_phi(model: PhiMLP, folder: str | Path, *, metadata: dict | None = None) -> Path:
-    """Write φ_θ to `folder` as ``phi.safetensors`` + ``phi.json``; return the folder.
+    """Write φ_θ to `folder` as `phi.safetensors` + `phi.json`; return the folder.
 
     Parameters
     ----------
     model : PhiMLP
-    folder : a directory (created if missing).
-    metadata : extra JSON-able facts kept in ``phi.json`` under "metadata" (system, loss, errors).
+    folder
+        A directory (created if missing).
+    metadata
+        Extra JSON-able facts kept in `phi.json` under "metadata" (system, loss, errors).
 
     Raises
     ------
@@ -66,7 +68,7 @@ def save_phi(model: PhiMLP, folder: str | Path, *, metadata: dict | None = None)
 
 
 def load_phi(path: str | Path) -> PhiMLP:
-    """Load a φ_θ written by `save_phi` (or ``sp-ode fit-phi --out DIR``): DIR, or DIR/phi.json.
+    """Load a φ_θ written by `save_phi` (or `sp-ode fit-phi --out DIR`): DIR, or DIR/phi.json.
 
     Returns
     -------

@@ -1,4 +1,4 @@
-"""φ_θ rebuilt as a pure JAX function (docs/theory.md §3.3–3.4), e.g. ``phi=`` of `sp_ode.simulate_reduced`.
+"""φ_θ rebuilt as a pure JAX function (docs/theory.md §3.3–3.4), e.g. `phi=` of `sp_ode.simulate_reduced`.
 
 The JAX function computes exactly the torch forward pass of `neural.PhiMLP` — the
 affine map of the box onto [−1, 1]ᵈ, hidden layers z ← act(W z + b), logits, softmax —
@@ -25,13 +25,13 @@ _ACTIVATIONS = {
 
 
 def phi_to_jax(model) -> Callable:
-    """φ_θ as a pure JAX function y (d,) -> (n,) (or (..., d) -> (..., n)), usable as ``phi=``.
+    """φ_θ as a pure JAX function y (d,) -> (n,) (or (..., d) -> (..., n)), usable as `phi=`.
 
     The weights are copied to NumPy float64 once; later changes to `model` do not affect
     the function.  Returns a JAX array of shape (n,) (or (..., n)), float64: called directly
     it computes in float64 whatever the user's JAX setting (`sp_ode.core.precision.float64_callable`);
-    under a JAX transformation (``jit``, ``vmap``, ``grad``) the enclosing trace decides, so
-    trace inside ``with sp_ode.float64():`` (sp_ode's own solvers always do).
+    under a JAX transformation (`jit`, `vmap`, `grad`) the enclosing trace decides, so
+    trace inside `with sp_ode.float64():` (sp_ode's own solvers always do).
 
     Raises
     ------

@@ -1,11 +1,11 @@
-"""``sp-ode fit-phi``: fit φ_θ(y) to p_st(y), certify its error (docs/theory.md §3.4 (T4)), plot it.
+"""`sp-ode fit-phi`: fit φ_θ(y) to p_st(y), certify its error (docs/theory.md §3.4 (T4)), plot it.
 
-Trains :class:`neural.PhiMLP` with the ``kl`` or ``residual`` loss on a family
+Trains [`neural.PhiMLP`][neural.phi.PhiMLP] with the `kl` or `residual` loss on a family
 Q(y), evaluates on a held-out grid inside the domain and on points outside it
-(flagged as extrapolation), prints a table (or one JSON object with ``--json``),
-and writes ``report.json``, figures (``--format png|pdf|svg``, ``--dpi``) and the fitted
-network (``phi/``: safetensors weights + config; `neural.load_phi`) under ``--out``; a folder that already
-holds a fit (``report.json`` or ``phi/``) is refused before any work unless ``--overwrite``.  Exit 1 when
+(flagged as extrapolation), prints a table (or one JSON object with `--json`),
+and writes `report.json`, figures (`--format png|pdf|svg`, `--dpi`) and the fitted
+network (`phi/`: safetensors weights + config; `neural.load_phi`) under `--out`; a folder that already
+holds a fit (`report.json` or `phi/`) is refused before any work unless `--overwrite`.  Exit 1 when
 training stopped on a non-finite loss or the certificate failed to bound the error.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``sp-ode train``: train the fast–slow attention LM (also ``python -m neural.commands.train``, which torchrun launches)."""
+"""`sp-ode train`: train the fast–slow attention LM (also `python -m neural.commands.train`, which torchrun launches)."""
 from __future__ import annotations
 
 import argparse
@@ -143,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
 
 @contextlib.contextmanager
 def _terminate_as_interrupt():
-    """SIGTERM (``kill``, a scheduler's time limit) raises KeyboardInterrupt while training runs.
+    """SIGTERM (`kill`, a scheduler's time limit) raises KeyboardInterrupt while training runs.
 
     Python's default for SIGTERM ends the process at once, so an atomic checkpoint write in
     progress left its temp file behind (6.9 MB for the tiny preset); as an interrupt, the
@@ -169,7 +169,7 @@ def _fmt(value, unit: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m neural.commands.train`` (what torchrun launches): the ``sp-ode train`` command line."""
+    """`python -m neural.commands.train` (what torchrun launches): the `sp-ode train` command line."""
     from sp_ode.cli import main as cli_main
 
     return cli_main(["train", *(sys.argv[1:] if argv is None else argv)])

@@ -1,20 +1,20 @@
 """The one place that owns numeric precision (docs/theory.md §9).
 
-sp_ode computes in float64.  JAX's float64 switch (``jax_enable_x64``) is
+sp_ode computes in float64.  JAX's float64 switch (`jax_enable_x64`) is
 process-wide: flipping it at import, as sp_ode once did, silently changed the
 dtypes of a user's unrelated float32 JAX program.  Instead every JAX
-computation of sp_ode runs inside :func:`float64`, a scope that restores the
+computation of sp_ode runs inside `float64`, a scope that restores the
 user's setting on exit, and each public entry point that runs JAX code is
-wrapped with :func:`in_float64`.  Nothing in sp_ode touches the global flag.
+wrapped with `in_float64`.  Nothing in sp_ode touches the global flag.
 
-For user code, the same scope is public as ``sp_ode.float64()``.  A user's process
-does not enable float64, so every ``jnp`` array their script makes is float32; sp_ode
+For user code, the same scope is public as `sp_ode.float64()`.  A user's process
+does not enable float64, so every `jnp` array their script makes is float32; sp_ode
 copes (each user function's output is cast to float64 inside its scope, and a float32
 generator is accepted with its rounding in the error bound, docs/theory.md §7.8), but
 numbers computed *in the user's own code* stay float32 unless made inside
-``with sp_ode.float64():``.  A JAX callable that sp_ode hands back to the user (e.g.
-``SlowManifold.jax_fn()``, ``neural.PhiMLP.jax_fn()``) computes in float64 when called
-through sp_ode (``simulate_reduced(phi=...)``) or inside that block.
+`with sp_ode.float64():`.  A JAX callable that sp_ode hands back to the user (e.g.
+`SlowManifold.jax_fn()`, `neural.PhiMLP.jax_fn()`) computes in float64 when called
+through sp_ode (`simulate_reduced(phi=...)`) or inside that block.
 """
 from __future__ import annotations
 
@@ -32,8 +32,8 @@ allowance of sp_ode (GTH's 8n³u, the bounds of `sp_ode.markov.bounds`, the attr
 def float64():
     """A context manager in which JAX creates and computes float64 arrays; the user's setting is restored on exit.
 
-    Public as ``sp_ode.float64()``: build models, constants and generators inside it so that
-    they are float64 from the start, without flipping JAX's process-wide ``jax_enable_x64``::
+    Public as `sp_ode.float64()`: build models, constants and generators inside it so that
+    they are float64 from the start, without flipping JAX's process-wide `jax_enable_x64`:
 
         with sp_ode.float64():
             w = jnp.arange(n) / (n - 1.0)        # float64, not float32
@@ -49,7 +49,7 @@ def float64():
 
 
 def in_float64(fn: F) -> F:
-    """Decorator: run `fn` inside :func:`float64`."""
+    """Decorator: run `fn` inside `float64`."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -63,8 +63,8 @@ def float64_callable(fn: F) -> F:
     """`fn` that computes in float64 when called eagerly, and stays transparent under a trace.
 
     For JAX functions that sp_ode hands to users (closed forms of the catalogue,
-    ``SlowManifold.jax_fn()``): called directly they give float64 results whatever
-    the user's global setting; inside ``jit``/``vmap``/``grad`` the enclosing trace
+    `SlowManifold.jax_fn()`): called directly they give float64 results whatever
+    the user's global setting; inside `jit`/`vmap`/`grad` the enclosing trace
     decides, as for any JAX function.
     """
     import jax

@@ -14,7 +14,7 @@ One-dimensional chains (birth–death, KMR) have b = 1; a k × k grid has b ≈ 
 
 The elimination is trusted only while every stored entry stays well inside
 the normal float range (the same sufficient test as the dense path, see
-:func:`sp_ode.markov._gth.elimination_is_exact_range`); otherwise the result
+`sp_ode.markov._gth.elimination_is_exact_range`); otherwise the result
 is reported as unreliable (the caller escalates) instead of silently losing
 underflowed terms.  Back substitution carries exact binary exponents, so
 entries far below 1e-308 keep their relative accuracy.
@@ -55,13 +55,15 @@ def banded_gth(Q, perm: np.ndarray, b: int, *, log: bool = False) -> tuple[np.nd
 
     Parameters
     ----------
-    Q : scipy.sparse (n, n), a validated irreducible generator
-    perm, b : from :func:`band_plan`
+    Q
+        Scipy.sparse (n, n), a validated irreducible generator
+    perm, b : from `band_plan`
 
     Returns
     -------
     p : ndarray (n,) in the original state order
-    info : dict — ``bandwidth``, ``reliable`` (False when an entry left the
+    info : dict
+        `bandwidth`, `reliable` (False when an entry left the
         range in which no update term can underflow; the answer then carries no
         componentwise promise and the caller must not accept it).
     """

@@ -22,12 +22,12 @@ Two kinds of bound, one per kind of method:
   rounded diagonal) are added, and |1ᵀq − 1| is added for the normalisation.
   The bound is rigorous up to the rounding in those few extra sums.
 * **A-priori, componentwise (§7.2)** — for GTH, |p̂_i − p_i| ≤ c·n³·u·p_i
-  (:func:`sp_ode.markov._gth.gth_componentwise_bound`), hence also in ℓ1.
-* **Rounding of the rates as given (§7.8)** — :func:`input_rounding_bound`: rates
+  (`sp_ode.markov._gth.gth_componentwise_bound`), hence also in ℓ1.
+* **Rounding of the rates as given (§7.8)** — `input_rounding_bound`: rates
   known only to relative δ (a float32 Q: δ = 2⁻²⁴) move p_st by at most the factor
   ((1 + δ)/(1 − δ))^(n−1) − 1 in every entry, by the Markov chain tree theorem.
 
-:class:`ConvergenceError` is raised by :func:`sp_ode.stationary_distribution`
+[`ConvergenceError`][sp_ode.markov.bounds.ConvergenceError] is raised by [`sp_ode.stationary_distribution`][sp_ode.markov.stationary.stationary_distribution]
 when no method reaches the requested tolerance.
 """
 from __future__ import annotations
@@ -45,7 +45,7 @@ _U_LD = float(np.finfo(np.longdouble).eps) / 2
 
 
 class ConvergenceError(RuntimeError):
-    """No method reached the requested accuracy; ``bound``, ``tol`` and ``info`` say how far it got."""
+    """No method reached the requested accuracy; `bound`, `tol` and `info` say how far it got."""
 
     def __init__(self, message: str, *, bound: float = math.inf, tol: float = math.nan, info: dict | None = None):
         super().__init__(message)
@@ -69,7 +69,7 @@ def _terms_per_column(Q) -> int:
 def residual_l1_bound(Q, q: np.ndarray) -> float:
     """An upper bound on ‖Qᵀq‖₁ for the exact Q (float off-diagonal rates, exact diagonal −Σ_j Q_ij) and q ≥ 0.
 
-    Sparse Q: evaluated in extended precision (``np.longdouble``, unit roundoff
+    Sparse Q: evaluated in extended precision (`np.longdouble`, unit roundoff
     u_ld = 2⁻⁶⁴ on x86-64; equal to u where the platform has no extended type):
     with R the off-diagonal rates, r = Rᵀq − (R1)∘q, and both nonnegative sums
     carry the rounding γ_m(u_ld) of m-term sums of products — so the floor of the

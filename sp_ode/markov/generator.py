@@ -1,18 +1,18 @@
 """Markov generators Q (docs/theory.md §2): validation, builders, structure.
 
-Convention: ``Q[i, j] ≥ 0`` is the rate i → j (i ≠ j) and every row sums to
+Convention: `Q[i, j] ≥ 0` is the rate i → j (i ≠ j) and every row sums to
 zero, so the master equation reads dp/dt = Qᵀp and 1ᵀp is conserved.
 
 Contents
 --------
-- :func:`check_generator` — the boundary validator (dense or ``scipy.sparse``).
-- Builders: :func:`from_rates`, :func:`birth_death`, :func:`uniformize`,
-  :func:`from_transition_matrix` (Q ↔ P = I + Q/λ).
-- Structure: :func:`communicating_classes`, :func:`closed_classes`,
-  :func:`is_irreducible`, :class:`NotIrreducibleError`.
+- [`check_generator`][sp_ode.markov.generator.check_generator] — the boundary validator (dense or `scipy.sparse`).
+- Builders: [`from_rates`][sp_ode.markov.generator.from_rates], [`birth_death`][sp_ode.markov.generator.birth_death], [`uniformize`][sp_ode.markov.generator.uniformize],
+  [`from_transition_matrix`][sp_ode.markov.generator.from_transition_matrix] (Q ↔ P = I + Q/λ).
+- Structure: [`communicating_classes`][sp_ode.markov.generator.communicating_classes], [`closed_classes`][sp_ode.markov.generator.closed_classes],
+  [`is_irreducible`][sp_ode.markov.generator.is_irreducible], [`NotIrreducibleError`][sp_ode.markov.generator.NotIrreducibleError].
 
 The spectrum and the group inverse, which need p_st, live in
-:mod:`sp_ode.markov.spectral`.
+`sp_ode.markov.spectral`.
 """
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ class NotIrreducibleError(ValueError):
     ----------
     closed_classes : list of ndarray
         The closed (recurrent) classes; each carries its own stationary
-        distribution (see :func:`sp_ode.stationary_distributions`).
+        distribution (see [`sp_ode.stationary_distributions`][sp_ode.markov.stationary.stationary_distributions]).
     """
 
     def __init__(self, message: str, closed_classes: list[np.ndarray]):
@@ -192,11 +192,11 @@ def _check_sparse(Q, name: str) -> sp.csr_array:
 def check_generator(Q, name: str = "Q", *, batch: bool = False, states=None):
     """Validate a generator and return it as float64.
 
-    Rules, each with its own message: an array or ``scipy.sparse`` matrix;
-    real numeric dtype; 2-D (or ``(..., n, n)`` with ``batch=True``); square;
+    Rules, each with its own message: an array or `scipy.sparse` matrix;
+    real numeric dtype; 2-D (or `(..., n, n)` with `batch=True`); square;
     n ≥ 1; finite; off-diagonal rates ≥ 0; every row sums to zero within
     64·n·eps·Σ_j|Q_ij| (a row-stochastic P is recognised and named), eps that of
-    the input's dtype: a float32 Q (a ``jnp`` array made outside JAX's float64 mode)
+    the input's dtype: a float32 Q (a `jnp` array made outside JAX's float64 mode)
     is accepted with eps = 2⁻²³, and returned in float64 with its diagonal re-formed
     from its rates (`input_unit_roundoff` gives the rates' rounding for error bounds).
 
@@ -237,7 +237,7 @@ def _index(name: str, value, n: int | None) -> int:
 
 
 def from_rates(rates: Mapping | Iterable, n: int | None = None, *, sparse: bool = False):
-    """Build Q from rates ``{(i, j): r}`` or an edge list ``[(i, j, r), ...]``.
+    """Build Q from rates `{(i, j): r}` or an edge list `[(i, j, r), ...]`.
 
     Repeated edges add.  The diagonal is set to minus the row sums.
 
@@ -280,7 +280,7 @@ def from_rates(rates: Mapping | Iterable, n: int | None = None, *, sparse: bool 
 def birth_death(birth, death, *, sparse: bool = False):
     """Birth–death generator on states 0 … n−1.
 
-    ``birth[k]`` = λ_k is the rate k → k+1 (k = 0 … n−2) and ``death[k]`` =
+    `birth[k]` = λ_k is the rate k → k+1 (k = 0 … n−2) and `death[k]` =
     μ_{k+1} the rate k+1 → k.  Stationary law (docs/theory.md §6, detailed balance):
     p_k ∝ Π_{i<k} λ_i / μ_{i+1}.
 
@@ -314,8 +314,10 @@ def uniformize(Q, lam: float | None = None, *, margin: float = 1.0):
     Parameters
     ----------
     Q : array_like (n, n) or (..., n, n), or scipy.sparse (n, n)
-    lam : float, optional — λ (a single generator only).
-    margin : float ≥ 1 — the default λ is margin·max exit rate (1 when every rate is 0).
+    lam : float, optional
+        Λ (a single generator only).
+    margin : float ≥ 1
+        The default λ is margin·max exit rate (1 when every rate is 0).
 
     Returns
     -------
@@ -429,7 +431,7 @@ def is_irreducible(Q) -> bool:
 
 
 def require_irreducible(Q, name: str = "Q", states=None) -> None:
-    """Raise :class:`NotIrreducibleError` naming the closed classes unless Q (already checked) is irreducible.
+    """Raise [`NotIrreducibleError`][sp_ode.markov.generator.NotIrreducibleError] naming the closed classes unless Q (already checked) is irreducible.
 
     `states` (n labels) names the states of the classes instead of their indices.
     """
@@ -459,13 +461,20 @@ class DetailedBalanceCheck:
 
     Attributes
     ----------
-    reversible : every pair balanced within its tolerance (and no one-way rate).
-    potential : ndarray (n,) or None — the normalised π of the spanning tree (= p_st when reversible).
-    worst : largest |log(π_i Q_ij / (π_j Q_ji))| over the pairs off the tree (0 for a tree-shaped chain).
-    tolerance : the tolerance at the worst pair (by the ratio worst / tolerance).
-    pair : (i, j) of the worst pair, or of the one-way rate; None when there is none.
-    checked : number of pairs compared off the tree (each tree pair balances by construction).
-    message : one line: the verdict, the worst pair by state name and the numbers.
+    reversible
+        Every pair balanced within its tolerance (and no one-way rate).
+    potential : ndarray (n,) or None
+        The normalised π of the spanning tree (= p_st when reversible).
+    worst
+        Largest |log(π_i Q_ij / (π_j Q_ji))| over the pairs off the tree (0 for a tree-shaped chain).
+    tolerance
+        The tolerance at the worst pair (by the ratio worst / tolerance).
+    pair
+        (i, j) of the worst pair, or of the one-way rate; None when there is none.
+    checked
+        Number of pairs compared off the tree (each tree pair balances by construction).
+    message
+        One line: the verdict, the worst pair by state name and the numbers.
     """
 
     reversible: bool
@@ -495,8 +504,10 @@ def check_detailed_balance(Q, *, states=None) -> DetailedBalanceCheck:
 
     Parameters
     ----------
-    Q : array_like (n, n) or scipy.sparse (n, n) — an irreducible generator (float32 accepted).
-    states : sequence of n str, optional — state names for the message.
+    Q : array_like (n, n) or scipy.sparse (n, n)
+        An irreducible generator (float32 accepted).
+    states : sequence of n str, optional
+        State names for the message.
 
     Returns
     -------

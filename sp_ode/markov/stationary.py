@@ -1,35 +1,35 @@
 """Stationary distributions p_st of Markov generators (docs/theory.md §2–3, T1, §7).
 
 p_st solves Qᵀp = 0, 1ᵀp = 1, p ≥ 0; it is unique and strictly positive when Q
-is irreducible (T1).  :func:`stationary_distribution` validates Q once and
+is irreducible (T1).  [`stationary_distribution`][sp_ode.markov.stationary.stationary_distribution] validates Q once and
 dispatches to a registry of methods, **each answer carrying an error bound**
 (docs/theory.md §7):
 
 ========  ==================================================================
-``gth``   Grassmann–Taksar–Heyman elimination (blocked, BLAS-3) over the whole
-          float range (``sp_ode.markov._gth``): subtraction-free; a-priori
-          componentwise bound |p̂_i − p_i| ≤ c·n³·u·p_i (§7.2).  ``log=True``
+`gth`   Grassmann–Taksar–Heyman elimination (blocked, BLAS-3) over the whole
+          float range (`sp_ode.markov._gth`): subtraction-free; a-priori
+          componentwise bound |p̂_i − p_i| ≤ c·n³·u·p_i (§7.2).  `log=True`
           returns log p_st, also for entries below 1e-308.  Default for dense Q.
-``solve`` LU solve of the bordered system (Qᵀ with one redundant equation
+`solve` LU solve of the bordered system (Qᵀ with one redundant equation
           replaced by 1ᵀp = 1); normwise accurate only.
-``sparse``AMG-preconditioned GMRES for large sparse Q (``sp_ode.markov._sparse``);
-          default for ``scipy.sparse`` input.
-``jax``   :func:`stationary_jax`, a pure-JAX bordered solve: ``jit``/``vmap``/
-          ``grad``-compatible (the bound is computed afterwards in NumPy).
-``banded``GTH in band storage after a reverse Cuthill–McKee permutation
-          (``sp_ode.markov._banded_gth``): the componentwise accuracy of GTH for
+`sparse`AMG-preconditioned GMRES for large sparse Q (`sp_ode.markov._sparse`);
+          default for `scipy.sparse` input.
+`jax`   [`stationary_jax`][sp_ode.markov.stationary.stationary_jax], a pure-JAX bordered solve: `jit`/`vmap`/
+          `grad`-compatible (the bound is computed afterwards in NumPy).
+`banded`GTH in band storage after a reverse Cuthill–McKee permutation
+          (`sp_ode.markov._banded_gth`): the componentwise accuracy of GTH for
           large sparse chains of small bandwidth (chains, grids), O(n·b²).
 ========  ==================================================================
 
-``solve``, ``sparse`` and ``jax`` carry the a-posteriori bound
-‖q − p_st‖₁ ≤ 2·max_i E_i[τ_k]·‖Qᵀq‖₁ of :mod:`sp_ode.markov.bounds` (§7.1,
+`solve`, `sparse` and `jax` carry the a-posteriori bound
+‖q − p_st‖₁ ≤ 2·max_i E_i[τ_k]·‖Qᵀq‖₁ of `sp_ode.markov.bounds` (§7.1,
 hitting times of a pinned state k, certified by one extra solve that reuses the
-factorisation).  When a bound exceeds `tol` the call escalates — ``solve`` and
-``jax`` to ``gth``; ``sparse`` to dense ``gth`` when n ≤ :data:`DENSE_GTH_MAX` —
-and raises :class:`~sp_ode.markov.bounds.ConvergenceError` when nothing meets
-`tol`.  Nothing is ever returned with a bound above `tol`, except by ``gth``
-and ``banded`` under the default `tol` (they are the most accurate methods there
-are; their bound is reported).  Stacks ``(..., n, n)`` of dense generators give ``(..., n)``.
+factorisation).  When a bound exceeds `tol` the call escalates — `solve` and
+`jax` to `gth`; `sparse` to dense `gth` when n ≤ `DENSE_GTH_MAX` —
+and raises [`ConvergenceError`][sp_ode.markov.bounds.ConvergenceError] when nothing meets
+`tol`.  Nothing is ever returned with a bound above `tol`, except by `gth`
+and `banded` under the default `tol` (they are the most accurate methods there
+are; their bound is reported).  Stacks `(..., n, n)` of dense generators give `(..., n)`.
 """
 from __future__ import annotations
 
@@ -212,12 +212,12 @@ def _require_irreducible_stack(Q: np.ndarray) -> None:
 
 
 def stationary_jax(Q):
-    """p_st by a bordered solve in JAX: ``jit``-, ``vmap``- and ``grad``-compatible.
+    """p_st by a bordered solve in JAX: `jit`-, `vmap`- and `grad`-compatible.
 
     Solves [Qᵀ with last row → 1ᵀ] p = e_n.  Derivatives follow from the
-    implicit function theorem through ``jnp.linalg.solve``, giving
+    implicit function theorem through `jnp.linalg.solve`, giving
     Dp_st = −(A − p1ᵀ)⁻¹(∂A)p (T3).  No validation (it runs under tracing):
-    validate with :func:`sp_ode.check_generator` first.
+    validate with [`sp_ode.check_generator`][sp_ode.markov.generator.check_generator] first.
 
     Parameters
     ----------
@@ -295,27 +295,27 @@ def stationary_distribution(Q, method: str | None = None, *, tol: float | None =
     ----------
     Q : array_like (n, n) or (..., n, n), or scipy.sparse (n, n)
         Generator(s): Q[i, j] ≥ 0 the rate i → j, rows summing to zero.  float32 input (a
-        ``jnp`` array made outside JAX's float64 mode) is accepted: its rows need sum to zero
+        `jnp` array made outside JAX's float64 mode) is accepted: its rows need sum to zero
         only to float32 rounding, the diagonal is re-formed from the rates in float64, and
-        the rates' rounding is added to the bound (``input_rounding``, docs/theory.md §7.8).
+        the rates' rounding is added to the bound (`input_rounding`, docs/theory.md §7.8).
     method : {"gth", "solve", "sparse", "jax", "banded"}, optional
-        Default "gth" for dense input, "sparse" for ``scipy.sparse`` input.
+        Default "gth" for dense input, "sparse" for `scipy.sparse` input.
     tol : float, optional
         Largest accepted error bound on ‖p − p_st‖₁ (module docstring; default
-        :data:`DEFAULT_TOL` for solve, sparse and jax; GTH's a-priori bound is
+        `DEFAULT_TOL` for solve, sparse and jax; GTH's a-priori bound is
         checked only when `tol` is given).  A method whose bound exceeds `tol`
-        escalates to a stronger one; if none meets it, :class:`ConvergenceError`.
+        escalates to a stronger one; if none meets it, [`ConvergenceError`][sp_ode.markov.bounds.ConvergenceError].
     maxiter : int, optional
-        Cap on the iterations of ``sparse`` (GMRES steps); ignored by direct methods.
+        Cap on the iterations of `sparse` (GMRES steps); ignored by direct methods.
     return_info : bool
-        Also return a dict: ``method`` (the one that produced p), ``requested_method``,
-        ``algorithm``, ``iterations``, ``residual`` ‖Qᵀp‖∞, ``bound`` (on ‖p − p_st‖₁),
-        ``bound_kind``, ``componentwise_bound`` (GTH: relative, every entry),
-        ``hitting_time`` (the certified max_i E_i[τ_k] of the normwise bound),
-        ``negatives_clipped`` and ``most_negative`` (largest magnitude clipped),
-        ``escalations`` (one dict per rejected attempt: method, bound, reason),
-        ``tol``, ``input_rounding`` (the part of ``bound`` due to the rates' own rounding: nonzero
-        for float32 input, docs/theory.md §7.8); ``sparse`` adds its solver report.
+        Also return a dict: `method` (the one that produced p), `requested_method`,
+        `algorithm`, `iterations`, `residual` ‖Qᵀp‖∞, `bound` (on ‖p − p_st‖₁),
+        `bound_kind`, `componentwise_bound` (GTH: relative, every entry),
+        `hitting_time` (the certified max_i E_i[τ_k] of the normwise bound),
+        `negatives_clipped` and `most_negative` (largest magnitude clipped),
+        `escalations` (one dict per rejected attempt: method, bound, reason),
+        `tol`, `input_rounding` (the part of `bound` due to the rates' own rounding: nonzero
+        for float32 input, docs/theory.md §7.8); `sparse` adds its solver report.
     log : bool
         Return log p_st instead (method "gth" only): accurate also for entries
         far below the float range (docs/theory.md §7.2).
@@ -324,24 +324,26 @@ def stationary_distribution(Q, method: str | None = None, *, tol: float | None =
 
     Returns
     -------
-    p : ndarray (n,) or (..., n), float64, p ≥ 0, sum 1 (or log p when `log`).
-    info : dict, only when ``return_info``.
+    p : ndarray (n,) or (..., n)
+        Float64, p ≥ 0, sum 1 (or log p when `log`).
+    info : dict
+        Only when `return_info`.
 
     Raises
     ------
     TypeError, ValueError
-        Q is not a generator (see :func:`sp_ode.check_generator`), `method`
+        Q is not a generator (see [`sp_ode.check_generator`][sp_ode.markov.generator.check_generator]), `method`
         unknown, `tol` not finite and > 0, `maxiter` < 1, or `log=True` with a
         method other than "gth".
     NotIrreducibleError
         Q has more than one communicating class (the message names the closed
-        classes; see :func:`stationary_distributions`).
+        classes; see [`stationary_distributions`][sp_ode.markov.stationary.stationary_distributions]).
     ConvergenceError
         No method reached `tol`; the message names the bound, `tol` and what to try
         (a dense or banded escalation that would not fit in memory is one of the attempts).
     MemoryBudgetError
         A dense method asked for on a sparse Q whose dense copy would not fit
-        (:mod:`sp_ode.core.memory`; estimated before the copy is made).
+        (`sp_ode.core.memory`; estimated before the copy is made).
     """
     is_sparse = sp.issparse(Q)
     if not isinstance(log, (bool, np.bool_)):
@@ -433,8 +435,10 @@ def stationary_distributions(Q) -> tuple[list[np.ndarray], np.ndarray]:
 
     Returns
     -------
-    classes : list of ndarray of int — the closed classes
-    P : ndarray (K, n) — row k is supported on ``classes[k]``
+    classes : list of ndarray of int
+        The closed classes
+    P : ndarray (K, n)
+        Row k is supported on `classes[k]`
 
     Raises
     ------

@@ -1,26 +1,26 @@
 """Fast–slow systems from reaction networks: a sparse master equation with slow variables.
 
-The fast species of a :class:`~sp_ode.networks.network.ReactionNetwork` follow its
+The fast species of a [`ReactionNetwork`][sp_ode.networks.network.ReactionNetwork] follow its
 chemical master equation on a finite state projection J (docs/theory.md §7.6),
 with rates depending on slow variables y; each y obeys an ODE in expectations of
-the fast state::
+the fast state:
 
     ε dx/dt = Q(y)ᵀx,    dy/dt = G(E_x[f_1], …, E_x[f_K], y),    E_x[f] = Σ_i x_i f(state_i, y),
 
-written as strings, e.g. ``{"P": "k_p*E[M] - g_p*P"}`` (``E[·]`` of any expression in
+written as strings, e.g. `{"P": "k_p*E[M] - g_p*P"}` (`E[·]` of any expression in
 species counts, parameters and slow variables).  Network rates are on the fast
 clock τ = t/ε.  Everything stays sparse (Q has a fixed pattern,
-:mod:`sp_ode.networks._sparse_generator`), so n = 10⁴–10⁶ fast states are practical:
+`sp_ode.networks._sparse_generator`), so n = 10⁴–10⁶ fast states are practical:
 
 - **reduced flow** (T1, docs/theory.md §3.1): y' = G(F(y)p_st(y), y), p_st(y) from warm-started
-  sparse solves (:mod:`sp_ode.markov.warm_start`);
+  sparse solves (`sp_ode.markov.warm_start`);
 - **first-order corrected flow** (T3, §3.3): y' = G(F(y)(p + εh₁), y) with
   Dp_st = −A^#(∂_yA)p and h₁ = A^#[Dp_st·g], each A^# a pinned sparse solve — never an
   n×n matrix;
-- **full stiff simulation**: ``scipy.integrate.solve_ivp`` (BDF/Radau) with the sparse
+- **full stiff simulation**: `scipy.integrate.solve_ivp` (BDF/Radau) with the sparse
   Jacobian [[Qᵀ/ε, (∂_yQ)ᵀx/ε], [G_m F, G_y + G_m(∂_yF)x]];
-- :meth:`NetworkSystem.master_equation_system`: the same system as a dense
-  :class:`sp_ode.MasterEquationSystem` for small J (the diffrax/JAX machinery).
+- [`NetworkSystem.master_equation_system`][sp_ode.networks.system.NetworkSystem.master_equation_system]: the same system as a dense
+  [`sp_ode.MasterEquationSystem`][sp_ode.systems.system.MasterEquationSystem] for small J (the diffrax/JAX machinery).
 
 Errors (§7.5): starting on the critical manifold, y − y_reduced = O(ε) and
 y − y_corrected = O(ε²) past the initial layer; the benchmark measures the constants.
@@ -62,7 +62,7 @@ class NetworkPath:
     kind : str
         "full", "reduced" or "corrected".
     status : int
-        0 success, otherwise the solver's failure status (message in ``message``).
+        0 success, otherwise the solver's failure status (message in `message`).
     message : str
     stats : dict
         Wall time, right-hand-side evaluations, stationary solves and their worst residual,
@@ -120,10 +120,10 @@ class NetworkSystem:
     network : ReactionNetwork
         Its slow variables are the y; every one needs an ODE in `slow`.
     space : StateSpace
-        The projection J (from ``network.state_space``).
+        The projection J (from `network.state_space`).
     slow : mapping name -> str
-        The right-hand side of each slow variable's ODE; ``E[expr]`` is the expectation of
-        ``expr`` (species counts, parameters, slow variables) under the fast distribution.
+        The right-hand side of each slow variable's ODE; `E[expr]` is the expectation of
+        `expr` (species counts, parameters, slow variables) under the fast distribution.
     eps : float
         Timescale ratio ε > 0.
     solver : {"direct", "amg"}
@@ -134,7 +134,7 @@ class NetworkSystem:
     ------
     NetworkError
         A slow variable without an ODE or an ODE for an unknown variable (named); a species
-        used outside ``E[…]`` (named); an unknown name in an ODE (named).
+        used outside `E[…]` (named); an unknown name in an ODE (named).
     """
 
     def __init__(self, network: ReactionNetwork, space: StateSpace, slow: Mapping[str, str], *, eps: float,
@@ -255,7 +255,7 @@ class NetworkSystem:
         return WarmStationary(self.gen, solver or self.solver, warm=warm)
 
     def stationary(self, y):
-        """p_st(y) and info through the public solver ``sp_ode.stationary_distribution``.
+        """p_st(y) and info through the public solver `sp_ode.stationary_distribution`.
 
         Dense GTH (componentwise accurate, docs/theory.md §7.2) for n ≤ 2000, the sparse solver
         above; info carries its residual and bound, and the FSP outflow rate (§7.6).
@@ -281,7 +281,7 @@ class NetworkSystem:
         return p, Q
 
     def h1(self, y, p: np.ndarray, ws: WarmStationary) -> np.ndarray:
-        """h₁(y) = A^#[Dp_st(y)·g(p, y)], Dp_st = −A^#(∂_yA)p (docs/theory.md §3.3), after ``ws.solve`` at y."""
+        """h₁(y) = A^#[Dp_st(y)·g(p, y)], Dp_st = −A^#(∂_yA)p (docs/theory.md §3.3), after `ws.solve` at y."""
         dQ = self.gen.dQ(y)
         V = np.stack([dq.T @ p for dq in dQ], axis=1)           # (n, d): (∂_j A) p, in 1^⊥
         Dp = -ws.group_inverse_apply(V)                            # (n, d)
@@ -309,7 +309,7 @@ class NetworkSystem:
         y' = G(m₀ + εm₁, y) then holds for every ε at once (docs/theory.md §3.3).  Nodes are
         nested Chebyshev–Lobatto points (9, 17, 33, …); the degree doubles until the change
         of the interpolant at the new nodes is below `tol`·max(1, |m|) — that change is
-        reported as ``error_estimate``.
+        reported as `error_estimate`.
 
         Raises
         ------
@@ -366,7 +366,7 @@ class NetworkSystem:
 
         The cost does not depend on ε.  Without a table every right-hand side is one
         warm-started sparse stationary solve (+ 2d + 1 group-inverse solves for order 1).
-        With ``table=True`` (d = 1) the expectations m₀ + εm₁ come from :meth:`manifold_table`
+        With `table=True` (d = 1) the expectations m₀ + εm₁ come from [`manifold_table`][sp_ode.networks.system.NetworkSystem.manifold_table]
         on the range of a coarse order-0 pass (padded by 10%, never across 0), or pass a table to reuse it
         for several ε; a path that leaves the table's interval is refused (status −1).
         """
@@ -418,7 +418,7 @@ class NetworkSystem:
         return rhs
 
     def full_jacobian(self, eps: float | None = None):
-        """The sparse Jacobian of :meth:`full_rhs` (module docstring), as CSC."""
+        """The sparse Jacobian of [`full_rhs`][sp_ode.networks.system.NetworkSystem.full_rhs] (module docstring), as CSC."""
         eps = self.eps if eps is None else check_positive("eps", eps)
         n = self.n
 
@@ -441,7 +441,7 @@ class NetworkSystem:
         """The full stiff system with scipy BDF/Radau and the sparse Jacobian.
 
         `x0` defaults to p_st(y0) (start on the critical manifold, docs/theory.md §7.5).
-        Failure comes back as ``status`` ≠ 0 with the solver's message.
+        Failure comes back as `status` ≠ 0 with the solver's message.
         """
         from scipy.integrate import solve_ivp
 
@@ -464,7 +464,7 @@ class NetworkSystem:
 
     # --- bridge to the dense JAX system ----------------------------------------------------------
     def master_equation_system(self, *, eps: float | None = None):
-        """This system as an :class:`sp_ode.MasterEquationSystem` (dense JAX Q(y); n ≤ 4096)."""
+        """This system as an [`sp_ode.MasterEquationSystem`][sp_ode.systems.system.MasterEquationSystem] (dense JAX Q(y); n ≤ 4096)."""
         import jax.numpy as jnp
 
 

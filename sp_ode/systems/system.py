@@ -1,7 +1,7 @@
 """Fast–slow systems ε dx/dt = f(x, y), dy/dt = g(x, y), with ε = 1/P (docs/theory.md §2).
 
 A `FastSlowSystem` holds the two vector fields, the timescale ratio ε (or the
-block size P, ε = 1/P) and the parameters ``args`` passed to both.  On the slow
+block size P, ε = 1/P) and the parameters `args` passed to both.  On the slow
 clock t the concatenated state z = [x, y] ∈ ℝᵐ⁺ᵈ obeys
 
     dz/dt = [f(t, x, y, args) / ε,  g(t, x, y, args)],
@@ -13,9 +13,9 @@ with x on the simplex Δⁿ⁻¹: 1ᵀx is conserved because Q(y)1 = 0, and the 
 manifold is φ(y) = p_st(y) (T1).
 
 Both objects are immutable and compare by identity, so compiled solves can be
-cached per (system, shapes) by `sp_ode.simulate`; ε and ``args`` are passed to
+cached per (system, shapes) by `sp_ode.simulate`; ε and `args` are passed to
 compiled code as data, so changing them (`with_eps`) does not recompile.  Every
-`MasterEquationSystem` over the same ``Q_of_y`` shares one f, so rebuilding a system
+`MasterEquationSystem` over the same `Q_of_y` shares one f, so rebuilding a system
 over a generator family does not recompile either.  That f carries a hand-written
 JVP, d(Q(y)ᵀx) = Q(y)ᵀdx + (∂_yQ(y)·dy)ᵀx, which makes the Jacobians of the implicit
 solvers build Q(y) once instead of once per basis tangent.
@@ -68,9 +68,9 @@ class FastSlowSystem:
 
     Parameters
     ----------
-    f : callable ``f(t, x, y, args) -> (m,)``
+    f : callable `f(t, x, y, args) -> (m,)`
         Fast vector field, JAX-traceable; t scalar, x (m,), y (d,).
-    g : callable ``g(t, x, y, args) -> (d,)``
+    g : callable `g(t, x, y, args) -> (d,)`
         Slow vector field, JAX-traceable.
     eps : float, optional
         Timescale ratio ε, finite and > 0.  Give exactly one of `eps`, `P`.
@@ -87,7 +87,7 @@ class FastSlowSystem:
     Attributes
     ----------
     f, g, eps, P, args, m, d, name
-        As given; ``P`` is None when the system was built from `eps`.
+        As given; `P` is None when the system was built from `eps`.
 
     Raises
     ------
@@ -145,7 +145,7 @@ class FastSlowSystem:
         return new
 
     def with_eps(self, eps) -> FastSlowSystem:
-        """A copy with timescale ratio `eps` (finite, > 0); ``P`` becomes None."""
+        """A copy with timescale ratio `eps` (finite, > 0); `P` becomes None."""
         eps, P = _resolve_eps(eps, None)
         return self._replace(eps=eps, P=P)
 
@@ -161,13 +161,13 @@ class FastSlowSystem:
     def vector_field(self, t, z, args=None):
         """dz/dt = [f/ε, g] on the concatenated state z = [x, y], shape (m + d,).
 
-        `args` defaults to ``self.args``.  Requires ``m`` to be known (given at
+        `args` defaults to `self.args`.  Requires `m` to be known (given at
         construction), since it splits z.
 
         Raises
         ------
         ValueError
-            If ``m`` is unknown.
+            If `m` is unknown.
         """
         if self.m is None:
             dim = "`n=` (the number of states)" if isinstance(self, MasterEquationSystem) else "`m=`"
@@ -185,7 +185,8 @@ class FastSlowSystem:
         ----------
         x0 : array (m,)
         y0 : array (d,)
-        args : pytree, optional; defaults to ``self.args``.
+        args : pytree
+            Optional; defaults to `self.args`.
 
         Returns
         -------
@@ -398,7 +399,7 @@ def _check_states(states, n: int | None) -> tuple[str, ...] | None:
 
 
 def state_label(states, i: int) -> str:
-    """The label of state `i`: its name when the system has ``states``, else the index."""
+    """The label of state `i`: its name when the system has `states`, else the index."""
     return str(i) if states is None else f"{states[i]}"
 
 
@@ -410,20 +411,20 @@ class MasterEquationSystem(FastSlowSystem):
 
     Parameters
     ----------
-    Q_of_y : callable ``Q_of_y(y) -> (n, n)`` or ``Q_of_y(y, args) -> (n, n)``, or a `GeneratorFamily`
+    Q_of_y : callable `Q_of_y(y) -> (n, n)` or `Q_of_y(y, args) -> (n, n)`, or a `GeneratorFamily`
         The generator family, JAX-traceable in y (d,).  With two parameters it receives
-        the system's ``args`` (the same pytree as g), so the rate constants of the chain
+        the system's `args` (the same pytree as g), so the rate constants of the chain
         are parameters: varied with `with_args`, swept by `sp_ode.sweep`, batched with
-        ``simulate(..., batch_args=True)``, all without recompiling.  Computed in float64
+        `simulate(..., batch_args=True)`, all without recompiling.  Computed in float64
         whatever the user's JAX setting (float32 output is cast; `sp_ode.float64`).  For a
         `GeneratorFamily`, n and d are taken from it.
-    g : callable ``g(t, x, y, args) -> (d,)`` (or the shorthand ``g(x, y)``)
+    g : callable `g(t, x, y, args) -> (d,)` (or the shorthand `g(x, y)`)
     eps, P, args, name
         As for `FastSlowSystem`.
     n, d : int, optional
         Number of fast states (m = n) and slow dimension.
     states : sequence of n str, optional
-        Names of the fast states (e.g. ``["C1", "C2", "O", "I"]``), used instead of the
+        Names of the fast states (e.g. `["C1", "C2", "O", "I"]`), used instead of the
         indices 0 … n−1 in figure legends, tables and messages (negative rates, reducible
         chains, detailed-balance failures).
     simplex : bool
@@ -472,11 +473,11 @@ class MasterEquationSystem(FastSlowSystem):
 
     @property
     def takes_args(self) -> bool:
-        """Whether Q_of_y receives the system's ``args`` (it was written ``Q_of_y(y, args)``)."""
+        """Whether Q_of_y receives the system's `args` (it was written `Q_of_y(y, args)`)."""
         return not self.Q_fn.shorthand
 
     def state_label(self, i: int) -> str:
-        """The name of fast state `i` (``states[i]``, or ``str(i)`` when the system has no ``states``)."""
+        """The name of fast state `i` (`states[i]`, or `str(i)` when the system has no `states`)."""
         return state_label(self.states, i)
 
     def _checked_y(self, y) -> np.ndarray:
@@ -493,7 +494,7 @@ class MasterEquationSystem(FastSlowSystem):
 
     @in_float64  # a user's jnp Q_of_y called outside sp_ode's scope must not drop to float32
     def Q(self, y, args=None):
-        """The generator Q(y) (``Q(y, args)`` when Q_of_y takes parameters), shape (n, n), float64.
+        """The generator Q(y) (`Q(y, args)` when Q_of_y takes parameters), shape (n, n), float64.
 
         `args` defaults to the system's.  A `GeneratorFamily` accepts NumPy or JAX y (and
         answers in that namespace); a plain callable is evaluated compiled (one small
@@ -534,8 +535,8 @@ class MasterEquationSystem(FastSlowSystem):
     def stationary_phi(self) -> Callable:
         """The critical manifold φ(y) = p_st(Q(y)) as a JAX function y (d,) -> (n,) (T1).
 
-        One function per ``Q_of_y`` (cached) when Q takes no parameters, so compiled reduced
-        solves keyed on it are reused; for ``Q_of_y(y, args)`` the system's ``args`` are bound
+        One function per `Q_of_y` (cached) when Q takes no parameters, so compiled reduced
+        solves keyed on it are reused; for `Q_of_y(y, args)` the system's `args` are bound
         (`stationary_phi_args` takes them as an argument).  Inside a compiled solve it turns
         NaN where Q(y) is not an irreducible generator, which stops the solve there with the
         cause named.
@@ -566,7 +567,7 @@ class MasterEquationSystem(FastSlowSystem):
         ------
         ValueError
             Naming `Q_of_y`, y, and the rule violated (negative rate, row sums), with the
-            states by name when the system has ``states``.
+            states by name when the system has `states`.
         """
 
         y = self._checked_y(y)

@@ -1,26 +1,26 @@
 """A user's functions in sp_ode's signatures, computing in float64 (docs/theory.md §2, §9; README "Your own model").
 
-Every solver calls f and g as ``f(t, x, y, args)`` and a master equation's generator
-as ``Q(y, args)``; many models are written ``f(x, y)`` or ``Q(y)``.  `as_vector_field`
+Every solver calls f and g as `f(t, x, y, args)` and a master equation's generator
+as `Q(y, args)`; many models are written `f(x, y)` or `Q(y)`.  `as_vector_field`
 and `as_generator_function` accept both and return a `UserFunction`, one per user
 function (cached on its identity, so that compiled solves keyed on it are shared by
 every system built from it).  A `UserFunction` does three things around each call:
 
 * **float64 without asking.**  A user's process does not enable JAX's float64, so
-  module-level constants of their script are float32, and ``jnp.arange(n) / (n - 1.0)``
+  module-level constants of their script are float32, and `jnp.arange(n) / (n - 1.0)`
   is a *weakly typed* float32 array.  Captured by f or g, such a constant crashed
-  diffrax with a bare ``AssertionError`` (its closure conversion compares the dtype of
+  diffrax with a bare `AssertionError` (its closure conversion compares the dtype of
   a weak float32 constant as float64 on one side, float32 on the other).  The first
   call traces the function once (`jax.make_jaxpr`) and looks at the constants it
   captured; when one is weakly typed, every call evaluates the traced program with
   those constants made strongly typed (same dtype and values, so the same
   arithmetic).  Every floating output is then cast to float64, so a float32
   generator or vector field never reaches a float64 solver.
-* **tracer errors named.**  A NumPy call, ``float()``, or a Python ``if`` on a traced
+* **tracer errors named.**  A NumPy call, `float()`, or a Python `if` on a traced
   array raises JAX's tracer errors; they become a TypeError naming the function and
   saying "write it with jax.numpy" (the advice of `sp_ode.check_model`).
-* **the shorthand signatures**, wrapped once: ``f(x, y)`` (exactly two required
-  positional parameters) and ``Q(y)`` (one); ``f(t, x, y, args)`` and ``Q(y, args)``
+* **the shorthand signatures**, wrapped once: `f(x, y)` (exactly two required
+  positional parameters) and `Q(y)` (one); `f(t, x, y, args)` and `Q(y, args)`
   pass their arguments through.  Any other count is refused with a message naming
   the function.
 
@@ -109,10 +109,14 @@ class UserFunction:
 
     Attributes
     ----------
-    fn : the user's function, as given.
-    name : "f", "g" or "Q_of_y", for messages.
-    kind : "vector_field" (called ``(t, x, y, args)``) or "generator" (called ``(y, args)``).
-    shorthand : whether `fn` takes the shorthand ``(x, y)`` / ``(y)``.
+    fn
+        The user's function, as given.
+    name
+        "f", "g" or "Q_of_y", for messages.
+    kind
+        "vector_field" (called `(t, x, y, args)`) or "generator" (called `(y, args)`).
+    shorthand
+        Whether `fn` takes the shorthand `(x, y)` / `(y)`.
     """
 
     def __init__(self, name: str, fn: Callable, kind: str, shorthand: bool):
@@ -207,12 +211,14 @@ def _wrap(name: str, fn: Any, kind: str) -> UserFunction:
 
 
 def as_vector_field(name: str, fn: Any) -> UserFunction:
-    """`fn` as ``fn(t, x, y, args)`` (module docstring): the shorthand ``fn(x, y)`` is accepted.
+    """`fn` as `fn(t, x, y, args)` (module docstring): the shorthand `fn(x, y)` is accepted.
 
     Parameters
     ----------
-    name : "f" or "g", for messages.
-    fn : callable ``fn(t, x, y, args)`` or ``fn(x, y)``, or a `UserFunction` (returned as is).
+    name
+        "f" or "g", for messages.
+    fn
+        Callable `fn(t, x, y, args)` or `fn(x, y)`, or a `UserFunction` (returned as is).
 
     Returns
     -------
@@ -228,7 +234,7 @@ def as_vector_field(name: str, fn: Any) -> UserFunction:
 
 
 def as_generator_function(name: str, fn: Any) -> UserFunction:
-    """`fn` as ``fn(y, args)`` (module docstring): ``Q_of_y(y)`` and ``Q_of_y(y, args)`` are accepted.
+    """`fn` as `fn(y, args)` (module docstring): `Q_of_y(y)` and `Q_of_y(y, args)` are accepted.
 
     Raises
     ------
