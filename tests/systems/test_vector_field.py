@@ -175,9 +175,11 @@ def _turning_negative(y):
 
 def test_a_rate_turning_negative_mid_path_names_t_y_and_the_rate():
     system = MasterEquationSystem(_turning_negative, lambda x, y: jnp.array([1.0]), eps=0.01, states=["A", "B", "C"])
-    traj = simulate(system, (0.0, 2.0), np.ones(3) / 3, [0.0], backend="diffrax", throw=False)
-    assert traj.status == 4
-    assert "t=1" in traj.message and "y=[1.]" in traj.message and "rate B -> C" in traj.message
-    assert traj.stats["t_end"] == pytest.approx(1.0, abs=1e-3)   # y(t) = t reaches 1 at t = 1
+    for traj in (simulate(system, (0.0, 2.0), np.ones(3) / 3, [0.0], backend="diffrax", throw=False),
+                 simulate(system, (0.0, 2.0), np.ones(3) / 3, [0.0], backend="scipy", throw=False),
+                 simulate_reduced(system, (0.0, 2.0), [0.0], throw=False)):
+        assert traj.status == 4, traj.message
+        assert "t=1" in traj.message and "y=[1.]" in traj.message and "rate B -> C" in traj.message
+        assert traj.stats["t_end"] == pytest.approx(1.0, abs=1e-3)   # y(t) = t reaches 1 at t = 1
     ok = simulate(system, (0.0, 0.9), np.ones(3) / 3, [0.0], backend="diffrax")   # negative control
     assert ok.success
