@@ -9,7 +9,7 @@ then the bound on ‖p − p_st‖₁ (docs/theory.md §7) and the negatives cli
 `--out FILE` writes p to `.npy` or `.csv` (an existing file is refused unless
 `--overwrite`).  A `.json` file may name its states (`"states": [...]`), and the
 table then shows p by name.  A float32 `.npy` is accepted: its rounding is part of
-the bound (docs/theory.md §7.8).  `--reversibility` adds the numeric detailed-balance
+the bound (docs/theory.md §7.9).  `--reversibility` adds the numeric detailed-balance
 check (`sp_ode.check_detailed_balance`).  Exit codes: 0 the bound meets
 `--tol`; 1 it does not (no method reached it: the best attempt is reported);
 2 bad input; 3 a runtime failure.  During the computation file descriptor 1 is

@@ -327,7 +327,11 @@ def simulate_reduced(system, t_span, y0, *, phi=None, x_guess=None, backend: str
 
     Parameters
     ----------
-    system : FastSlowSystem, catalogue entry or ReducedSystem
+    system : FastSlowSystem, catalogue entry, ReducedSystem or NetworkSystem
+        A `NetworkSystem` (sparse CME) is integrated by its own
+        [`simulate_reduced`][sp_ode.networks.system.NetworkSystem.simulate_reduced] (scipy; p_st by sparse
+        solves, or `phi=` such as a fitted φ_θ) and returns its `NetworkPath`; `ts` is
+        its `t_eval`, `rtol`/`atol` pass through, the other options do not apply.
     t_span : (t0, t1)
     y0 : array (d,) or (B, d)
     phi : optional, see `reduced_system`
@@ -362,6 +366,11 @@ def simulate_reduced(system, t_span, y0, *, phi=None, x_guess=None, backend: str
         (p_st(y0) undefined; the closed classes are named).  Along the path the same
         checks run inside the compiled solve: a failure there is status 4 with that cause.
     """
+    if _is_network_system(system):
+        # a sparse network system has its own reduced flow (scipy, sparse solves or phi=): a NetworkPath
+        if x_guess is not None:
+            raise ValueError("`x_guess` is for a general system; a network's critical manifold is p_st(y) (T1).")
+        return system.simulate_reduced(t_span, y0, phi=phi, rtol=rtol, atol=atol, t_eval=ts)
     if isinstance(system, ReducedSystem):
         if phi is not None or x_guess is not None:
             given = "`phi`" if phi is not None else "`x_guess`"
@@ -453,6 +462,11 @@ def _p_st_or_nan(Q_of_y, y) -> np.ndarray:
         return stationary_distribution(Q)
     except (ValueError, ArithmeticError):
         return np.full(Q.shape[-1], np.nan)
+
+
+def _is_network_system(system) -> bool:
+    """An sp_ode.NetworkSystem (duck-typed: the networks layer sits above this one)."""
+    return all(hasattr(system, a) for a in ("network", "space", "gen", "slow_odes", "simulate_reduced"))
 
 
 def _make_phi_eval(red: ReducedSystem, args_static) -> Callable:

@@ -23,7 +23,7 @@ Two kinds of bound, one per kind of method:
   The bound is rigorous up to the rounding in those few extra sums.
 * **A-priori, componentwise (§7.2)** — for GTH, |p̂_i − p_i| ≤ c·n³·u·p_i
   (`sp_ode.markov._gth.gth_componentwise_bound`), hence also in ℓ1.
-* **Rounding of the rates as given (§7.8)** — `input_rounding_bound`: rates
+* **Rounding of the rates as given (§7.9)** — `input_rounding_bound`: rates
   known only to relative δ (a float32 Q: δ = 2⁻²⁴) move p_st by at most the factor
   ((1 + δ)/(1 − δ))^(n−1) − 1 in every entry, by the Markov chain tree theorem.
 
@@ -140,7 +140,7 @@ def posterior_bound(Q, q: np.ndarray, k: int, y_hat: np.ndarray) -> tuple[float,
 
 
 def input_rounding_bound(n: int, delta: float) -> float:
-    """Componentwise relative change of p_st when every rate moves by a relative δ at most (docs/theory.md §7.8).
+    """Componentwise relative change of p_st when every rate moves by a relative δ at most (docs/theory.md §7.9).
 
     By the Markov chain tree theorem p_i = w_i / Σ_r w_r, each w_r a sum of products of
     n − 1 rates with positive coefficients; rates within a factor (1 ± δ) of the true ones

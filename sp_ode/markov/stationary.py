@@ -297,7 +297,7 @@ def stationary_distribution(Q, method: str | None = None, *, tol: float | None =
         Generator(s): Q[i, j] ≥ 0 the rate i → j, rows summing to zero.  float32 input (a
         `jnp` array made outside JAX's float64 mode) is accepted: its rows need sum to zero
         only to float32 rounding, the diagonal is re-formed from the rates in float64, and
-        the rates' rounding is added to the bound (`input_rounding`, docs/theory.md §7.8).
+        the rates' rounding is added to the bound (`input_rounding`, docs/theory.md §7.9).
     method : {"gth", "solve", "sparse", "jax", "banded"}, optional
         Default "gth" for dense input, "sparse" for `scipy.sparse` input.
     tol : float, optional
@@ -315,7 +315,7 @@ def stationary_distribution(Q, method: str | None = None, *, tol: float | None =
         `negatives_clipped` and `most_negative` (largest magnitude clipped),
         `escalations` (one dict per rejected attempt: method, bound, reason),
         `tol`, `input_rounding` (the part of `bound` due to the rates' own rounding: nonzero
-        for float32 input, docs/theory.md §7.8); `sparse` adds its solver report.
+        for float32 input, docs/theory.md §7.9); `sparse` adds its solver report.
     log : bool
         Return log p_st instead (method "gth" only): accurate also for entries
         far below the float range (docs/theory.md §7.2).
@@ -364,7 +364,7 @@ def stationary_distribution(Q, method: str | None = None, *, tol: float | None =
     if user_tol is not None and rounding > user_tol:
         raise ConvergenceError(
             f"stationary_distribution: `Q` is {in_dtype}: its rates are rounded to relative {u_in:.3g}, which alone "
-            f"moves p_st by up to {rounding:.3g} per entry (docs/theory.md §7.8), more than `tol` = {user_tol:.3g}; "
+            f"moves p_st by up to {rounding:.3g} per entry (docs/theory.md §7.9), more than `tol` = {user_tol:.3g}; "
             "build Q in float64 (inside `with sp_ode.float64():`) or pass a larger `tol`.",
             bound=rounding, tol=user_tol, info={"input_rounding": rounding})
     if Q.ndim == 2:

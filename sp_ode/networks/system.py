@@ -361,7 +361,7 @@ class NetworkSystem:
 
     def simulate_reduced(self, t_span, y0, *, order: int = 0, t_eval=None, rtol: float = 1e-10,
                          atol: float = 1e-12, method: str = "DOP853", warm: bool = True,
-                         return_x: bool = False, table: ManifoldTable | bool = False) -> NetworkPath:
+                         return_x: bool = False, table: ManifoldTable | bool = False, phi=None) -> NetworkPath:
         """Integrate the reduced (order 0) or corrected (order 1) slow flow with solve_ivp.
 
         The cost does not depend on ε.  Without a table every right-hand side is one
@@ -369,9 +369,15 @@ class NetworkSystem:
         With `table=True` (d = 1) the expectations m₀ + εm₁ come from [`manifold_table`][sp_ode.networks.system.NetworkSystem.manifold_table]
         on the range of a coarse order-0 pass (padded by 10%, never across 0), or pass a table to reuse it
         for several ε; a path that leaves the table's interval is refused (status −1).
+        With `phi=` — a callable y (d,) -> (n,) or an object with `jax_fn()` such as a fitted
+        φ_θ (`neural.load_phi`) — the flow is y' = G(F(y)φ(y), y) with no solve at all (order 0
+        only; the error of φ is the caller's to certify, e.g. `PhiFit.certified_predict`).
         """
         from scipy.integrate import solve_ivp
 
+        if phi is not None:
+            return self._simulate_with_phi(phi, t_span, y0, order=order, t_eval=t_eval, rtol=rtol, atol=atol,
+                                           method=method, return_x=return_x, table=table)
         stats: dict = {}
         ws = self.stationary_solver(warm=warm)
         t0 = time.perf_counter()
@@ -404,6 +410,40 @@ class NetworkSystem:
             X = np.array(X)
         return NetworkPath(sol.t, sol.y.T, X, "reduced" if order == 0 else "corrected", int(sol.status),
                            sol.message, stats)
+
+    def _simulate_with_phi(self, phi, t_span, y0, *, order, t_eval, rtol, atol, method, return_x, table):
+        from scipy.integrate import solve_ivp
+
+        if order != 0 or table is not False:
+            raise ValueError("`phi` gives the order-0 reduced flow y' = G(F φ(y), y): pass order=0 and no `table` "
+                             f"with it; got order={order!r}, table={type(table).__name__}.")
+        jax_fn = getattr(phi, "jax_fn", None)
+        fn = jax_fn() if callable(jax_fn) else phi   # duck typing: sp_ode never imports `neural`
+        if not callable(fn):
+            raise TypeError(f"`phi` must be a callable y -> (n,) or have a jax_fn() method; got {type(phi).__name__}.")
+        if callable(jax_fn):
+            import jax
+
+            from sp_ode.core.precision import float64
+
+            jitted = jax.jit(fn)
+
+            def manifold(y):
+                with float64():
+                    return np.asarray(jitted(np.asarray(y, dtype=np.float64)), dtype=np.float64)
+        else:
+            def manifold(y):
+                return np.asarray(fn(np.asarray(y, dtype=np.float64)), dtype=np.float64)
+        y0 = np.asarray(y0, dtype=np.float64).reshape(self.d)
+        x0 = manifold(y0)
+        if x0.shape != (self.n,):
+            raise ValueError(f"`phi`(y0) must have shape (n,) = ({self.n},); got {x0.shape}.")
+        t0 = time.perf_counter()
+        sol = solve_ivp(lambda t, y: self.g(manifold(y), y), t_span, y0, method=method, rtol=rtol, atol=atol,
+                        t_eval=t_eval)
+        stats = {"seconds": time.perf_counter() - t0, "nfev": int(sol.nfev), "solves": 0, "manifold": "phi"}
+        X = np.array([manifold(y) for y in sol.y.T]) if return_x else None
+        return NetworkPath(sol.t, sol.y.T, X, "reduced", int(sol.status), sol.message, stats)
 
     # --- the full stiff system -------------------------------------------------------------------
     def full_rhs(self, eps: float | None = None):
