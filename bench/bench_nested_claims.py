@@ -1,4 +1,4 @@
-"""Benchmark: checking a claimed p_st written as fractions of fractions (issue 25 item 5).
+"""Benchmark: checking a claimed p_st written as fractions of fractions.
 
 A kinetic-proofreading chain E → C1 → … → C_L, every C_i returning to E, has
 p_C_k / p_E = Π_{i<k} r_i with r_i = k_{2i} / (k_{2i+1} + k_{2i+2}), and the claim a person
@@ -98,7 +98,7 @@ def main(argv=None) -> int:
         print(f"{L:3d} {L + 1:6d} {shown:>22} {flat['seconds']:19.3f}")
     passed = all(r["together_first"]["true"] and r["nested_as_written"]["true"] in (True, None) for r in rows)
     print(f"passed: {passed} (every check that finished found the claim TRUE)")
-    record = {"benchmark": "nested claims (issue 25 item 5)", "rows": rows, "passed": passed,
+    record = {"benchmark": "nested claims", "rows": rows, "passed": passed,
               "command": "python bench/bench_nested_claims.py" + (" --smoke" if args.smoke else "")}
     if args.out:
         with open(args.out, "x" if not args.smoke else "w") as fh:   # a full record is never overwritten
