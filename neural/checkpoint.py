@@ -173,6 +173,9 @@ def clean_stale_temps(folder: str | Path) -> list[Path]:
 # Settings that may change between a run and its resumption: they do not alter the trajectory
 # (device/compile change float rounding on GPUs but not the algorithm; evaluation is read-only).
 RESUMABLE_CHANGES = frozenset({"device", "compile", "eval_every", "eval_windows", "checkpoint_every"})
+# Data descriptor keys added after checkpoints were first written (the bytes' SHA-256): a checkpoint
+# without one is compared on name and sizes only; one with it must match the data's digest.
+ADDED_DATA_KEYS = frozenset({"sha256"})
 
 
 def check_compatible(state: dict, *, model_config: dict, train_config: dict, data: dict, world_size: int,
@@ -188,6 +191,8 @@ def check_compatible(state: dict, *, model_config: dict, train_config: dict, dat
     for section, mine in (("model", model_config), ("data", data)):
         theirs = state["model_config" if section == "model" else "data"]
         for key in sorted(set(mine) | set(theirs)):
+            if section == "data" and key in ADDED_DATA_KEYS and key not in theirs:
+                continue  # a checkpoint written before the key existed: compared on the rest
             if mine.get(key) != theirs.get(key):
                 diffs.append(f"{section}.{key}: checkpoint {theirs.get(key)!r}, now {mine.get(key)!r}")
     theirs = state["train_config"]

@@ -31,6 +31,7 @@ validation loss minus this number on the same target positions.
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
 from bisect import bisect_right
 from dataclasses import dataclass, field
@@ -87,6 +88,23 @@ class ByteCorpus:
     val: torch.Tensor
     bayes_losses: np.ndarray | None = field(default=None, repr=False)
     source: MarkovSource | None = field(default=None, repr=False)
+
+    @property
+    def sha256(self) -> str:
+        """SHA-256 of the train and validation bytes: what identifies the data, whatever its name.
+
+        A resumed run must see the same bytes (`neural.checkpoint.check_compatible`): a text file
+        edited in place keeps its path and often its length, but not this digest.
+        """
+        cached = self.__dict__.get("_sha256")
+        if cached is None:
+            h = hashlib.sha256()
+            for part in (self.train, self.val):
+                h.update(len(part).to_bytes(8, "little"))
+                h.update(part.numpy().tobytes())
+            cached = h.hexdigest()
+            object.__setattr__(self, "_sha256", cached)
+        return cached
 
     def bayes_loss(self, starts: np.ndarray | None = None, seq_len: int | None = None) -> float | None:
         """Bayes-optimal mean loss (nats) on the validation targets a model is scored on.

@@ -313,7 +313,8 @@ def _data_seed(seed: int, rank: int) -> int:
 
 
 def _data_descriptor(corpus: ByteCorpus) -> dict:
-    return {"name": corpus.name, "n_train": int(corpus.train.shape[0]), "n_val": int(corpus.val.shape[0])}
+    return {"name": corpus.name, "n_train": int(corpus.train.shape[0]), "n_val": int(corpus.val.shape[0]),
+            "sha256": corpus.sha256}
 
 
 @contextlib.contextmanager

@@ -18,6 +18,9 @@ from .core.expressions import (
 from .core.memory import (
     MemoryBudgetError as MemoryBudgetError,
 )
+from .core.precision import (
+    float64 as float64,
+)
 from .manifolds.critical_manifold import (
     ManifoldNotFoundError as ManifoldNotFoundError,
     continue_manifold as continue_manifold,
@@ -45,8 +48,10 @@ from .markov.families import (
     get_family as get_family,
 )
 from .markov.generator import (
+    DetailedBalanceCheck as DetailedBalanceCheck,
     NotIrreducibleError as NotIrreducibleError,
     birth_death as birth_death,
+    check_detailed_balance as check_detailed_balance,
     check_generator as check_generator,
     closed_classes as closed_classes,
     communicating_classes as communicating_classes,
@@ -109,6 +114,7 @@ from .symbolic.stationary import (
     StationaryCertificate as StationaryCertificate,
     SymbolicSizeError as SymbolicSizeError,
     SymbolicStationary as SymbolicStationary,
+    SymbolicTimeoutError as SymbolicTimeoutError,
     numeric_bridge as numeric_bridge,
     symbolic_stationary as symbolic_stationary,
     verify_stationary as verify_stationary,

@@ -4,8 +4,10 @@ Trains [`neural.PhiMLP`][neural.phi.model.PhiMLP] with the `kl` or `residual` lo
 Q(y), evaluates on a held-out grid inside the domain and on points outside it
 (flagged as extrapolation), prints a table (or one JSON object with `--json`),
 and writes `report.json`, figures (`--format png|pdf|svg`, `--dpi`) and the fitted
-network (`phi/`: safetensors weights + config; `neural.load_phi`) under `--out`.  Exit 1 when training
-stopped on a non-finite loss or the certificate failed to bound the error.
+network (`phi/`: safetensors weights + config; `neural.load_phi`) under `--out`; a folder that already
+holds a fit (`report.json` or `phi/`) is refused before any work unless `--overwrite` (or `--resume`,
+which continues a sparse fit there).  Exit 1 when
+training stopped on a non-finite loss or the certificate failed to bound the error.
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sp_ode.cli.common import UsageError, default_out
+from sp_ode.cli.common import UsageError, default_out, refuse_existing
 
 HELP = "fit an MLP phi_theta(y) to p_st(y) and certify its error"
 
@@ -45,6 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default="cpu", help="cpu only: the fit is a small float64 problem")
     parser.add_argument("--out", default=None,
                         help="output folder: report.json, figures and the fitted φ_θ in phi/ (default out/fit-phi)")
+    parser.add_argument("--overwrite", action="store_true", help="replace the fit already in --out")
     parser.add_argument("--format", default="png", help="figure format: png (default) | pdf | svg")
     parser.add_argument("--dpi", type=int, default=150, help="figure resolution in dots per inch (default 150)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
@@ -78,7 +81,10 @@ def run(args) -> int:
     from neural.phi.fit import LOSSES, OPTIMIZERS, evaluate_sample, fit_phi
     from neural.phi.sparse import SparseFamily
     from sp_ode.core.files import dumps, write_json
+    from sp_ode.core.precision import UNIT_ROUNDOFF
     from sp_ode.core.validation import check_choice
+    from sp_ode.markov.bounds import input_rounding_bound
+    from sp_ode.markov.generator import input_unit_roundoff
 
     if args.device != "cpu":
         raise UsageError(f"`--device` must be 'cpu' (φ_θ is a small float64 fit); got {args.device!r}.")
@@ -89,6 +95,8 @@ def run(args) -> int:
     out = Path(args.out if args.out is not None else default_out("fit-phi"))
     if out.exists() and not out.is_dir():
         raise UsageError(f"`--out` {str(out)!r} is a file; give a folder.")
+    if not (args.overwrite or args.resume):  # before the fit: a second run never replaces the first one silently
+        refuse_existing([out / "report.json", out / "phi"], what=f"a φ_θ fit in `--out` {str(out)!r}")
     if args.domain is not None and len(args.domain) % 2:
         raise UsageError(f"`--domain` takes LO HI pairs (an even count); got {len(args.domain)} numbers.")
     system = resolve_system(args.system, args.domain)
@@ -118,6 +126,13 @@ def run(args) -> int:
         print(f"fit-phi: {len(shell.skipped)} extrapolation points skipped: Q(y) is not an irreducible generator "
               "there", file=sys.stderr)
     holds = bool(hs["certificate_holds"] and es.get("certificate_holds", True))
+    # A float32 Q(y) (a jnp function run outside JAX's float64 mode) is accepted; the rounding of its
+    # rates moves p_st by at most this much more, relative to the rates meant (docs/theory.md §7.9).
+    u_in = input_unit_roundoff(system.Q((system.lower + system.upper) / 2))
+    rounding = input_rounding_bound(system.n, u_in) if u_in > UNIT_ROUNDOFF else 0.0
+    if rounding:
+        print(f"fit-phi: Q(y) has reduced-precision rates (unit roundoff {u_in:.3g}, e.g. float32): p_st may move by "
+              f"up to {rounding:.3g} more; added to the certificate's bound in the report", file=sys.stderr)
 
     figures = write_figures(fit, held, extra, out, fmt=args.format, dpi=args.dpi)
     phi_dir = save_phi(fit.model, out / "phi", metadata={
@@ -131,6 +146,7 @@ def run(args) -> int:
         "max_abs_error": hs["max_abs_error"], "max_tv": hs["max_tv"], "max_kl": hs["max_kl"],
         "max_certificate": hs["max_certificate"], "max_sharp_certificate": hs["max_sharp_certificate"],
         "certificate_holds": holds, "certificate_norm": "2-norm: ‖φ_θ − p_st‖₂ ≤ ‖A^#‖₂‖Qᵀφ_θ‖₂",
+        "input_rounding": rounding, "max_certificate_with_input_rounding": hs["max_certificate"] + rounding,
         "train_seconds": fit.train_seconds, "setup_seconds": fit.setup_seconds,
         "held_out": hs, "extrapolation": es, "config": fit.config,
         "history": fit.history, "figures": [str(p) for p in figures], "phi": str(phi_dir),

@@ -13,6 +13,8 @@ from collections.abc import Callable
 
 import torch
 
+from sp_ode.core.precision import float64_callable
+
 __all__ = ["phi_to_jax"]
 
 # activation name -> (jax, jnp) -> function; the names of neural.phi.model.ACTIVATIONS
@@ -27,8 +29,10 @@ def phi_to_jax(model) -> Callable:
     """φ_θ as a pure JAX function y (d,) -> (n,) (or (..., d) -> (..., n)), usable as `phi=`.
 
     The weights are copied to NumPy float64 once; later changes to `model` do not affect
-    the function.  Computes in the precision of the caller's JAX scope (float64 inside
-    sp_ode's solvers).
+    the function.  Returns a JAX array of shape (n,) (or (..., n)), float64: called directly
+    it computes in float64 whatever the user's JAX setting (`sp_ode.core.precision.float64_callable`);
+    under a JAX transformation (`jit`, `vmap`, `grad`) the enclosing trace decides, so
+    trace inside `with sp_ode.float64():` (sp_ode's own solvers always do).
 
     Raises
     ------
@@ -82,4 +86,4 @@ def phi_to_jax(model) -> Callable:
         return jax.nn.softmax(head(z), axis=-1)
 
     phi.__name__ = f"phi_theta_d{d}_n{model.n}"
-    return phi
+    return float64_callable(phi)

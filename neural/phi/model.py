@@ -230,7 +230,11 @@ class PhiMLP(torch.nn.Module):
     def jax_fn(self):
         """φ_θ as a pure JAX function y (d,) -> (n,), e.g. `phi=` of `sp_ode.simulate_reduced`.
 
-        See `neural.phi.jax_copy.phi_to_jax` (the weights are copied; float64 in sp_ode's scope).
+        The function returns a float64 JAX array of shape (n,) for y of shape (d,) (or (..., n)
+        for (..., d)): called directly it computes in float64 whatever the user's JAX setting;
+        traced by `jax.jit`/`vmap`/`grad`, the trace's precision decides, so trace inside
+        `with sp_ode.float64():` (as sp_ode's solvers do).  See `neural.phi.jax_copy.phi_to_jax`
+        (the weights are copied).
         The same function object is returned while the weights are unchanged, so repeated
         `simulate_reduced(phi=model)` calls reuse one compiled solve (sp_ode caches
         compilations by the function's identity); any in-place update of a parameter

@@ -34,3 +34,15 @@ class UsageError(Exception):
 def default_out(command: str) -> str:
     """The one output convention: `out/<command>/` under the current directory."""
     return str(Path("out") / command)
+
+
+def refuse_existing(paths, *, what: str, flag: str = "--overwrite") -> None:
+    """No earlier result is replaced silently: a UsageError naming the files that exist, unless the caller passed `flag`.
+
+    `paths` are the files (or folders) a command is about to write; call this before any work.
+    """
+    found = [str(p) for p in paths if p is not None and Path(p).exists()]
+    if found:
+        shown = ", ".join(repr(f) for f in found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+        raise UsageError(f"{what} already exists ({shown}); an earlier result is never replaced silently: choose "
+                         f"another `--out` or pass {flag}.")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sp_ode.cli.common import BUILTIN_HELP
+from sp_ode.cli.common import BUILTIN_HELP, UsageError
 from sp_ode.cli.verify import DEMO_SYSTEM
 from sp_ode.core.files import dumps, write_json
 from sp_ode.core.reporting import figures
@@ -31,7 +31,7 @@ HELP = BUILTIN_HELP["demo"]
 
 def add_arguments(parser) -> None:
     parser.add_argument("--family", default=None, help="generator family (default: cycle3)")
-    parser.add_argument("--num", type=int, default=41, help="grid points in y")
+    parser.add_argument("--num", type=int, default=None, help="grid points in y, >= 2 (default 41; 9 with --smoke)")
     parser.add_argument("--out", default="out/demo", help="output folder")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--smoke", action="store_true", help="tiny, fast version")
@@ -69,7 +69,9 @@ def run(args) -> int:
     family = get_family(args.family or DEFAULT_FAMILY)
     if family.d != 1:
         raise ValueError(f"`--family` must have a scalar y for the demo table; {family.name!r} has d = {family.d}.")
-    num = 9 if args.smoke else args.num
+    if args.num is not None and args.num < 2:  # checked under --smoke too: a given value is never ignored
+        raise UsageError(f"`--num` must be >= 2 (grid points in y); got {args.num}.")
+    num = args.num if args.num is not None else (9 if args.smoke else 41)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     table = stationary_table(family, family.grid(num))

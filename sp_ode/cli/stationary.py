@@ -6,7 +6,11 @@ FILE formats: `.npy` (dense n×n), `.npz` (`scipy.sparse.save_npz`), `.json`
 The table shows every entry of p (≤ 20 states, else the first 10 and last 5)
 with 17 significant digits in exponent form, so no positive entry prints as 0,
 then the bound on ‖p − p_st‖₁ (docs/theory.md §7) and the negatives clipped.
-`--out FILE` writes p to `.npy` or `.csv`.  Exit codes: 0 the bound meets
+`--out FILE` writes p to `.npy` or `.csv` (an existing file is refused unless
+`--overwrite`).  A `.json` file may name its states (`"states": [...]`), and the
+table then shows p by name.  A float32 `.npy` is accepted: its rounding is part of
+the bound (docs/theory.md §7.9).  `--reversibility` adds the numeric detailed-balance
+check (`sp_ode.check_detailed_balance`).  Exit codes: 0 the bound meets
 `--tol`; 1 it does not (no method reached it: the best attempt is reported);
 2 bad input; 3 a runtime failure.  During the computation file descriptor 1 is
 pointed at stderr, so whatever a dependency prints cannot corrupt `--json`.
@@ -14,6 +18,7 @@ pointed at stderr, so whatever a dependency prints cannot corrupt `--json`.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import math
 import os
@@ -22,10 +27,10 @@ from pathlib import Path
 
 import numpy as np
 
-from sp_ode.cli.common import BUILTIN_HELP, EXIT_FAILED, EXIT_OK, UsageError
-from sp_ode.core.files import dumps
+from sp_ode.cli.common import BUILTIN_HELP, EXIT_FAILED, EXIT_OK, UsageError, refuse_existing
+from sp_ode.core.files import atomic_write_bytes, dumps
 from sp_ode.markov.bounds import ConvergenceError
-from sp_ode.markov.generator import from_rates
+from sp_ode.markov.generator import check_detailed_balance, from_rates
 from sp_ode.markov.spectral import spectral_gap
 from sp_ode.markov.stationary import stationary_distribution
 
@@ -38,13 +43,32 @@ def add_arguments(parser) -> None:
     parser.add_argument("--tol", type=float, default=None,
                         help="largest accepted bound on ‖p − p_st‖₁ (default 1e-8; GTH checked only when given)")
     parser.add_argument("--maxiter", type=int, default=None, help="iteration cap of the sparse solver")
-    parser.add_argument("--out", default=None, help="write p to this file (.npy or .csv)")
+    parser.add_argument("--out", default=None, help="write p to this file (.npy or .csv); an existing one needs --overwrite")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
+    parser.add_argument("--reversibility", action="store_true",
+                        help="also check detailed balance numerically (tolerance from the rounding of the rates)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--no-gap", action="store_true", help="skip the spectral gap (large chains)")
 
 
 def _bad(path: Path, rule: str) -> UsageError:
     return UsageError(f"`FILE` {str(path)!r} {rule}.")
+
+
+def load_states(path: str | Path, n: int) -> list[str] | None:
+    """The state names of a .json generator file (`"states": [...]`), or None."""
+    path = Path(path)
+    if path.suffix.lower() != ".json":
+        return None
+    data = json.loads(path.read_text())
+    states = data.get("states") if isinstance(data, dict) else None
+    if states is None:
+        return None
+    if not isinstance(states, list) or len(states) != n or not all(isinstance(x, (str, int)) for x in states):
+        raise _bad(path, f"must give `states` as a list of n = {n} names; got {states!r:.80}")
+    if len({str(x) for x in states}) != n:
+        raise _bad(path, "must give distinct `states` names")
+    return [str(x) for x in states]
 
 
 def load_generator(path: str | Path):
@@ -126,6 +150,9 @@ def run(args) -> int:
 
     out = _check_out(args.out)
     Q = load_generator(args.file)
+    if not args.overwrite:  # before any work
+        refuse_existing([out], what="`--out` file")
+    states = load_states(args.file, int(Q.shape[0]))
     failed = None
     with _stdout_to_stderr():
         try:
@@ -141,15 +168,22 @@ def run(args) -> int:
             print(dumps(record))
         print(f"sp-ode stationary: {failed}", file=sys.stderr)
         return EXIT_FAILED
-    if out is not None:
+    if out is not None:  # written whole or not at all (a killed run leaves no partial file)
+        buffer = io.BytesIO()
         if out.suffix.lower() == ".npy":
-            np.save(out, p)
+            np.save(buffer, p)
         else:
-            np.savetxt(out, p, fmt="%.17g")
+            np.savetxt(buffer, p, fmt="%.17g")
+        atomic_write_bytes(out, buffer.getvalue())
+    balance = check_detailed_balance(Q, states=states) if args.reversibility else None
     record = {"n": int(p.shape[0]), "p": p, "passed": True, "residual": info["residual"], "spectral_gap": gap,
               "spectral_gap_resolved": None if gap_info is None else gap_info["resolved"],
               "spectral_gap_upper_bound": None if gap_info is None else gap_info["upper_bound"],
+              "states": states,
               **{k: v for k, v in info.items() if k != "residual"}}
+    if balance is not None:
+        record["detailed_balance"] = {"reversible": balance.reversible, "worst": balance.worst,
+                                      "tolerance": balance.tolerance, "message": balance.message}
     if args.json:
         print(dumps(record))
         return EXIT_OK
@@ -159,10 +193,14 @@ def run(args) -> int:
     for i in shown:
         if n > 20 and i == n - 5:
             print("   …")
-        print(f"  p[{i}] = {p[i]:.17g}")
+        label = str(i) if states is None else states[i]
+        print(f"  p[{label}] = {p[i]:.17g}")
     print(f"error bound ‖p − p_st‖₁ ≤ {info['bound']:.3g}  ({info['bound_kind']})")
     if info.get("componentwise_bound") is not None:
         print(f"componentwise   |p̂_i − p_i| ≤ {info['componentwise_bound']:.3g}·p_i")
+    if info.get("input_rounding"):
+        print(f"  of which {info['input_rounding']:.3g} from the rounding of the rates as given (reduced-precision "
+              "input, e.g. float32)")
     print(f"negatives clipped = {info['negatives_clipped']} (largest magnitude {info['most_negative']:.3g})")
     for e in info["escalations"]:
         print(f"escalated from {e['method']}: {e['reason']}")
@@ -172,6 +210,8 @@ def run(args) -> int:
             print(f"spectral gap γ  = {gap:.6g}")
         else:
             print(f"spectral gap γ  ≤ {gap_info['upper_bound']:.3g} (below what float64 resolves for this Q)")
+    if balance is not None:
+        print(f"detailed balance: {balance.message}")
     if out is not None:
         print(f"p written to {out}")
     if math.isinf(info["bound"]):  # GTH under the default tol with lost underflow terms

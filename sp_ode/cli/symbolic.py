@@ -13,18 +13,24 @@ JSON (format: `sp_ode.symbolic.io`).  The command
 
 `--json` prints one object (`p`: the n entries as sympy-parsable strings, `passed`);
 `--out` writes `report.json` and `p_st.tex` into a folder (default `out/symbolic`),
-or one report when it ends in `.json` or `.tex`.  Exit 0 when the certificate (and the
-claim) hold, 1 when not, 2 for a bad file (one line naming file, line or field, and rule).
+or one report when it ends in `.json` or `.tex`; an existing report is refused before any
+work unless `--overwrite`.  A claim right up to normalisation is reported as "proportional
+to p_st (normalisation c = …)".  `--timeout SECONDS` bounds the symbolic work (checked
+between steps, with a progress bar on stderr): past it the command stops with one line
+saying where (exit 3).  Exit 0 when the certificate (and the claim) hold, 1 when not, 2 for a
+bad file (one line naming file, line or field, and rule).
 """
 from __future__ import annotations
 
+import sys
+import time
 from pathlib import Path
 
-from sp_ode.cli.common import BUILTIN_HELP, EXIT_FAILED, EXIT_OK, UsageError, default_out
+from sp_ode.cli.common import BUILTIN_HELP, EXIT_FAILED, EXIT_OK, EXIT_RUNTIME, UsageError, default_out, refuse_existing
 from sp_ode.core.files import atomic_write_bytes, dumps, write_json
 from sp_ode.symbolic.io import GeneratorFileError, read_claim, read_generator
 from sp_ode.symbolic.reversibility import detailed_balance, kolmogorov_criterion
-from sp_ode.symbolic.stationary import MAX_TREES, symbolic_stationary, verify_stationary
+from sp_ode.symbolic.stationary import MAX_TREES, SymbolicTimeoutError, symbolic_stationary, verify_stationary
 
 HELP = BUILTIN_HELP["symbolic"]
 
@@ -41,6 +47,9 @@ def add_arguments(parser) -> None:
                         help="folder for report.json and p_st.tex, or a .json/.tex file (default out/symbolic)")
     parser.add_argument("--max-trees", type=int, default=None, metavar="N",
                         help="refuse generators with more than N spanning in-trees (default 250000)")
+    parser.add_argument("--overwrite", action="store_true", help="replace an earlier report in --out")
+    parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                        help="stop the symbolic work after SECONDS (checked between steps) with a message saying where")
 
 
 def _out_target(out: str | None) -> tuple[Path | None, Path | None]:
@@ -61,17 +70,32 @@ def run(args) -> int:
 
 
     json_path, tex_path = _out_target(args.out)
+    if args.timeout is not None and not args.timeout > 0:
+        raise UsageError(f"`--timeout` must be a positive number of seconds; got {args.timeout}.")
     try:
         gen = read_generator(args.file)
         claim = read_claim(args.claim, gen) if args.claim else None
     except GeneratorFileError as exc:
         raise UsageError(str(exc)) from None
+    if not args.overwrite:  # before any symbolic work
+        refuse_existing([json_path, tex_path], what="a `sp-ode symbolic` report")
     labels = list(gen.states)
+    deadline = None if args.timeout is None else time.perf_counter() + args.timeout
     try:
-        result = symbolic_stationary(gen.Q, max_trees=args.max_trees or MAX_TREES)
-    except (TypeError, ValueError) as exc:  # sign, irreducibility, size: a property of the file's generator
-        raise UsageError(f"{gen.path}: {_with_labels(str(exc), labels)}") from None
-    cert = result.verify()
+        try:
+            result = symbolic_stationary(gen.Q, max_trees=args.max_trees or MAX_TREES, max_seconds=args.timeout,
+                                         progress=True)
+        except SymbolicTimeoutError:
+            raise
+        except (TypeError, ValueError) as exc:  # sign, irreducibility, size: a property of the file's generator
+            raise UsageError(f"{gen.path}: {_with_labels(str(exc), labels)}") from None
+        cert = result.verify()
+        ccert = None if claim is None else verify_stationary(
+            gen.Q, claim, states=labels, progress=True,
+            max_seconds=None if deadline is None else max(deadline - time.perf_counter(), 1e-3))
+    except SymbolicTimeoutError as exc:
+        print(f"sp-ode symbolic: stopped: {exc} (--timeout {args.timeout:g})", file=sys.stderr)
+        return EXIT_RUNTIME
     nums, den = result.common_form
     record: dict = {
         "file": gen.path,
@@ -86,14 +110,13 @@ def run(args) -> int:
         "latex": result.latex(labels=labels),
     }
     passed = cert.passed
-    if claim is not None:
-        ccert = verify_stationary(gen.Q, claim)
+    if ccert is not None:
         record["claim"] = {"file": str(args.claim), "p": [str(x) for x in claim], **ccert.to_dict()}
         passed = passed and ccert.passed
     if args.reversibility:
 
-        db = detailed_balance(gen.Q)
-        kc = kolmogorov_criterion(gen.Q)
+        db = detailed_balance(gen.Q, states=labels)
+        kc = kolmogorov_criterion(gen.Q, states=labels)
         record["reversibility"] = {
             "reversible": db.reversible,
             "detailed_balance": {"holds": db.reversible, "checked": db.checked,
@@ -132,7 +155,8 @@ def _print(record: dict, result, labels: list[str], args) -> None:
           f"{'PASS' if cert['passed'] else 'FAIL'}")
     if "claim" in record:
         claim = record["claim"]
-        print(f"claim {claim['file']}: {'TRUE (Q^T p = 0, 1^T p = 1 exactly)' if claim['passed'] else 'FALSE'}")
+        verdict = "TRUE (Q^T p = 0, 1^T p = 1 exactly)" if claim["passed"] else claim["verdict"]
+        print(f"claim {claim['file']}: {verdict}")
         for item in claim["leftover"]:
             print(f"  {item['identity']} = {item['leftover']}")
     if "reversibility" in record:

@@ -7,10 +7,14 @@ computation of sp_ode runs inside `float64`, a scope that restores the
 user's setting on exit, and each public entry point that runs JAX code is
 wrapped with `in_float64`.  Nothing in sp_ode touches the global flag.
 
-A JAX callable that sp_ode hands back to the user (e.g.
-`SlowManifold.jax_fn()`) computes in float64 when called through sp_ode
-(`simulate_reduced(phi=...)`); called directly, wrap the call in
-`with sp_ode.core.precision.float64():`.
+For user code, the same scope is public as `sp_ode.float64()`.  A user's process
+does not enable float64, so every `jnp` array their script makes is float32; sp_ode
+copes (each user function's output is cast to float64 inside its scope, and a float32
+generator is accepted with its rounding in the error bound, docs/theory.md §7.9), but
+numbers computed *in the user's own code* stay float32 unless made inside
+`with sp_ode.float64():`.  A JAX callable that sp_ode hands back to the user (e.g.
+`SlowManifold.jax_fn()`, `neural.PhiMLP.jax_fn()`) computes in float64 when called
+through sp_ode (`simulate_reduced(phi=...)`) or inside that block.
 """
 from __future__ import annotations
 
@@ -26,7 +30,19 @@ allowance of sp_ode (GTH's 8n³u, the bounds of `sp_ode.markov.bounds`, the attr
 
 
 def float64():
-    """A context manager in which JAX creates and computes float64 arrays (the user's setting is restored on exit)."""
+    """A context manager in which JAX creates and computes float64 arrays; the user's setting is restored on exit.
+
+    Public as `sp_ode.float64()`: build models, constants and generators inside it so that
+    they are float64 from the start, without flipping JAX's process-wide `jax_enable_x64`:
+
+        with sp_ode.float64():
+            w = jnp.arange(n) / (n - 1.0)        # float64, not float32
+            Q = my_generator(jnp.array([0.3]))   # a float64 Q
+            p = phi_fn(y)                        # a JAX function from sp_ode, evaluated in float64
+
+    Arrays made inside stay float64 after the block; operations on them outside it run in
+    the user's setting again (float32 by default).
+    """
     import jax
 
     return jax.enable_x64(True)

@@ -30,7 +30,10 @@ def check_choice(name: str, value: Any, choices: Iterable[str]) -> str:
 def check_real(name: str, value: Any) -> float:
     """A real number (bool rejected), returned as float."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        if isinstance(value, np.ndarray) and value.shape == () and np.isrealobj(value):
+        # a 0-d array (NumPy or JAX, e.g. `jnp.float32(0.01)`) of a real numeric dtype is a number
+        dtype = getattr(value, "dtype", None)
+        if (np.ndim(value) == 0 and dtype is not None and hasattr(value, "__float__")
+                and (np.issubdtype(dtype, np.floating) or np.issubdtype(dtype, np.integer))):
             return float(value)
         raise TypeError(f"`{name}` must be a real number; got {type(value).__name__} {_seen(value)}.")
     return float(value)

@@ -31,7 +31,18 @@ import numpy as np
 
 from sp_ode.core.precision import in_float64
 from sp_ode.core.validation import check_choice, check_finite_array, check_positive_int
-from sp_ode.manifolds.newton import as_points, fast_dim, guesses, is_master, map_chunks, require_system, system_kernels
+from sp_ode.manifolds.newton import (
+    as_points,
+    check_generators,
+    fast_dim,
+    guess_dim,
+    guesses,
+    is_master,
+    map_chunks,
+    require_system,
+    system_kernels,
+)
+from sp_ode.markov.generator import require_irreducible
 from sp_ode.markov.spectral import spectral_gap
 from sp_ode.markov.stationary import stationary_distribution
 
@@ -79,27 +90,36 @@ def critical_manifold(system, y, *, x_guess=None, throw: bool = True) -> np.ndar
     Returns
     -------
     ndarray, shape (m,) or (N, m)
-        φ(y), float64.
+        φ(y), float64.  The shape follows the system's d (declared, or read off g), never
+        the length of a flat array: for d = 1, y of shape (N,) gives (N, m).
 
     Raises
     ------
     TypeError
         `system` is not a FastSlowSystem; `y` or `x_guess` not real arrays.
     ValueError
-        Wrong shapes or non-finite values in `y` or `x_guess`.
+        Wrong shapes or non-finite values in `y` or `x_guess`; a flat y that fits both one
+        point of d = N and N points of d = 1 (the message says how to choose); for a master
+        equation, Q(y) not a generator at some y (named, as `sp_ode.simulate` does at y0).
+    NotIrreducibleError
+        For a master equation, Q(y) reducible at some y (p_st not unique; closed classes named).
     ManifoldNotFoundError
         Newton did not converge within 50 iterations at some y (`throw=True`).
     """
     require_system(system)
-    ys, batched = as_points(system, y)
-    m = fast_dim(system, x_guess)
+    ys, batched = as_points(system, y, m=guess_dim(system, x_guess))
+    m = fast_dim(system, x_guess, ys.shape[1])
     x0 = guesses(system, x_guess, m, ys.shape[0])
+    Qs = check_generators(system, ys) if is_master(system) else None
     k = system_kernels(system)
     xs, ok, _ = map_chunks(k["newton_batch"], (x0, ys), system.args)
     xs, ok = np.array(xs), np.asarray(ok)
     if not ok.all():
         if throw:
-            bad = ys[np.argmin(ok)]
+            i = int(np.argmin(ok))
+            bad = ys[i]
+            if Qs is not None:  # a generator whose p_st is not unique: name its closed classes
+                require_irreducible(Qs[i], name=f"Q_of_y(y) at y = {bad.tolist()}", states=system.states)
             raise ManifoldNotFoundError(
                 f"no root of f(x, y) = 0 found near the guess at y = {bad.tolist()} "
                 f"({int((~ok).sum())} of {len(ok)} points failed); the branch may end at a fold "
@@ -231,7 +251,7 @@ def continue_manifold(system, ys, x0, *, predictor: str = "secant") -> ManifoldB
     """
     require_system(system)
     predictor = check_choice("predictor", predictor, ("secant", "constant"))
-    ys_arr, _ = as_points(system, ys, "ys")
+    ys_arr, _ = as_points(system, ys, "ys", m=guess_dim(system, x0))
     m = fast_dim(system, x0)
     x0 = check_finite_array("x0", x0, ndim=1)
     if x0.shape != (m,):
@@ -333,7 +353,7 @@ def normal_hyperbolicity(system, x, y) -> Hyperbolicity:
         When `x` is None and φ(y) cannot be found.
     """
     require_system(system)
-    ys, batched = as_points(system, y)
+    ys, batched = as_points(system, y, m=guess_dim(system, x))
     if batched:
         raise ValueError(f"`y` must be a single point of shape (d,); got shape {np.shape(y)}.")
     y1 = ys[0]
@@ -449,8 +469,8 @@ def locate_loss_of_hyperbolicity(system, y_lo, y_hi, *, x0=None, num: int = 101,
     num = check_positive_int("num", num)
     if num < 3:
         raise ValueError(f"`num` must be >= 3; got {num}.")
-    a, _ = as_points(system, y_lo, "y_lo")
-    b, _ = as_points(system, y_hi, "y_hi")
+    a, _ = as_points(system, y_lo, "y_lo", m=guess_dim(system, x0))
+    b, _ = as_points(system, y_hi, "y_hi", m=guess_dim(system, x0))
     if a.shape[0] != 1 or b.shape[0] != 1:
         raise ValueError("`y_lo` and `y_hi` must be single points of shape (d,).")
     a, b = a[0], b[0]

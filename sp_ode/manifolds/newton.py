@@ -40,9 +40,9 @@ def is_master(system) -> bool:
 
 
 def fast_key(system):
-    """What identifies the fast field: Q_of_y for a master equation (each MasterEquationSystem
-    wraps it in a new closure), f otherwise.  Keys every compiled-kernel cache here."""
-    return system.Q_of_y if is_master(system) else system.f
+    """What identifies the fast field: Q(y, args) for a master equation (the `UserFunction` over its
+    Q_of_y, shared by every system over it), f otherwise.  Keys every compiled-kernel cache here."""
+    return system.Q_fn if is_master(system) else system.f
 
 
 def system_kernels(system):
@@ -58,7 +58,7 @@ def kernels(fast, master: bool):
     """
     if master:
         def f(t, x, y, args):
-            return jnp.asarray(fast(y)).T @ x  # f = Q(y)ᵀx, as MasterEquationSystem
+            return jnp.asarray(fast(y, args)).T @ x  # f = Q(y, args)ᵀx, as MasterEquationSystem
     else:
         f = fast
 
@@ -153,38 +153,99 @@ def map_chunks(fn, batched: tuple, *const):
     return jax.tree_util.tree_map(lambda *o: np.concatenate(o), *outs)
 
 
-def slow_dim(system, y_arr: np.ndarray) -> int:
+def _accepts_y(system, d: int, m: int | None) -> bool:
+    """Whether the system's g (and Q for a master equation) take y of shape (d,) and g returns shape (d,)."""
+    y = jax.ShapeDtypeStruct((d,), jnp.float64)
+    args = system.args
+    try:
+        if is_master(system):
+            Qs = jax.eval_shape(lambda yy: system.Q_fn(yy, args), y)
+            m = Qs.shape[-1] if m is None and len(getattr(Qs, "shape", ())) == 2 else m
+        if m is None:
+            return False
+        x = jax.ShapeDtypeStruct((m,), jnp.float64)
+        out = jax.eval_shape(lambda xx, yy: system.g(jnp.float64(0.0), xx, yy, args), x, y)
+    except Exception:  # g cannot take y of this shape: that is the answer
+        return False
+    return getattr(out, "shape", None) == (d,)
+
+
+def slow_dim(system, y_arr: np.ndarray, name: str = "y", m: int | None = None) -> int:
+    """d from the system: declared, or read off g (a flat (N,) array is N points of d = 1 or one of d = N).
+
+    A flat y of length N > 1 for a system that does not declare d is ambiguous: g is traced
+    (`jax.eval_shape`, nothing runs) with y of shape (1,) and (N,), and d is the one shape g
+    maps to itself.  When both fit (g broadcasts), the caller is asked to say which.
+    """
     if system.d is not None:
         return system.d
-    return 1 if y_arr.ndim == 0 else int(y_arr.shape[-1])
+    if y_arr.ndim == 0:
+        return 1
+    if y_arr.ndim != 1 or y_arr.shape[0] == 1:
+        return int(y_arr.shape[-1])
+    N = int(y_arr.shape[0])
+    one, flat = _accepts_y(system, 1, m), _accepts_y(system, N, m)
+    if one and not flat:
+        return 1
+    if flat and not one:
+        return N
+    if one and flat:
+        raise ValueError(
+            f"`{name}` of shape ({N},) is ambiguous for system {system.name!r}, which does not declare d and whose "
+            f"g accepts y of shape (1,) and ({N},): pass shape ({N}, 1) for {N} points of d = 1, or (1, {N}) for "
+            f"one point of d = {N}, or build the system with d=.")
+    raise ValueError(
+        f"`{name}` of shape ({N},) fits neither reading for system {system.name!r}: g returns an array of the shape "
+        f"of y neither for y of shape (1,) ({N} points of d = 1) nor ({N},) (one point of d = {N}). Check g, or "
+        "build the system with d=.")
 
 
-def as_points(system, y, name: str = "y") -> tuple[np.ndarray, bool]:
+def as_points(system, y, name: str = "y", m: int | None = None) -> tuple[np.ndarray, bool]:
     """y → (N, d) float64 and whether the input was a batch.
 
-    Accepted: a scalar (d = 1), shape (d,), shape (N, d), and for d = 1 shape (N,).
+    Accepted: a scalar (d = 1), shape (d,), shape (N, d), and for d = 1 shape (N,).  d comes
+    from the system (`slow_dim`), never from the length of a flat array: a flat (N,) array for
+    a system with d = 1 is N points, not one point whose first entry is used.
     """
     arr = check_finite_array(name, y)
-    d = slow_dim(system, arr)
+    d = slow_dim(system, arr, name, m)
     if arr.ndim == 0:
         if d != 1:
             raise ValueError(f"`{name}` must have shape (d,) or (N, d) with d = {d}; got a scalar.")
         return arr.reshape(1, 1), False
     if arr.ndim == 1:
+        if d == 1:
+            return arr.reshape(-1, 1), arr.shape[0] != 1
         if arr.shape[0] == d:
             return arr.reshape(1, d), False
-        if d == 1:
-            return arr.reshape(-1, 1), True
     if arr.ndim == 2 and arr.shape[1] == d:
         return arr, True
     raise ValueError(f"`{name}` must have shape (d,) or (N, d) with d = {d}; got {arr.shape}.")
 
 
-def fast_dim(system, x_guess) -> int:
+def guess_dim(system, x_guess) -> int | None:
+    """m when the system declares it or `x_guess` shows it; else None."""
     if system.m is not None:
         return system.m
     if x_guess is not None:
         return int(np.size(x_guess)) if np.ndim(x_guess) <= 1 else int(np.shape(x_guess)[-1])
+    return None
+
+
+def fast_dim(system, x_guess, d: int | None = None) -> int:
+    """m: declared, from `x_guess`, or for a master equation the size of Q(y) at a y of shape (d,)."""
+    m = guess_dim(system, x_guess)
+    if m is not None:
+        return m
+    d = d if d is not None else (system.d if system.d is not None else 1)  # Q(y) reads y[0] for any d ≥ 1
+    if is_master(system):
+        try:
+            Qs = jax.eval_shape(lambda yy: system.Q_fn(yy, system.args), jax.ShapeDtypeStruct((d,), jnp.float64))
+        except Exception:
+            Qs = None
+        shape = getattr(Qs, "shape", ())
+        if len(shape) == 2 and shape[0] == shape[1]:
+            return int(shape[0])
     if is_master(system):
         raise ValueError("the number of states n is unknown: build the MasterEquationSystem with `n=` "
                          "(or from a GeneratorFamily), or pass `x_guess`.")
@@ -206,3 +267,36 @@ def guesses(system, x_guess, m: int, N: int) -> np.ndarray:
     if xg.shape == (N, m):
         return xg
     raise ValueError(f"`x_guess` must have shape (m,) = ({m},) or (N, m) = ({N}, {m}); got {xg.shape}.")
+
+
+def check_generators(system, ys: np.ndarray) -> np.ndarray:
+    """Q(y) at every point of ys (N, d), float64 (N, n, n), each checked to be a generator.
+
+    The door check of `sp_ode.simulate` applied at every y asked for: a Q(y) that is not a
+    generator has no p_st, and the bordered Newton system would still return a vector.
+
+    Raises
+    ------
+    ValueError
+        Naming `Q_of_y`, the first y where Q(y) is not a generator, and the rule (states by name).
+    """
+    from sp_ode.markov.generator import check_generator
+
+    args = system.args
+    Qs = np.asarray(map_chunks(jax.jit(jax.vmap(lambda y, a: jnp.asarray(system.Q_fn(y, a), jnp.float64),
+                                                in_axes=(0, None))), (ys,), args), dtype=np.float64)
+    n = Qs.shape[-1]
+    off = ~np.eye(n, dtype=bool)
+    with np.errstate(invalid="ignore"):
+        scale = np.abs(Qs).sum(axis=-1)
+        bad = (~np.all(np.isfinite(Qs), axis=(-2, -1)) | np.any((Qs < 0) & off, axis=(-2, -1))
+               | np.any(np.abs(Qs.sum(axis=-1)) > 64.0 * n * np.finfo(np.float64).eps * np.maximum(scale, 1e-300),
+                        axis=-1))
+    for k in np.flatnonzero(bad)[:1]:
+        try:
+            check_generator(Qs[k], "Q_of_y(y)", states=system.states)
+        except (TypeError, ValueError) as exc:
+            with np.printoptions(precision=6, threshold=8):
+                raise ValueError(f"`Q_of_y` must return a generator at every y; at y = {ys[k]} (point {int(k)} of "
+                                 f"{len(ys)}): {exc}") from None
+    return Qs

@@ -41,6 +41,7 @@ from sp_ode.systems.simulation import (
     run_engines,
 )
 from sp_ode.systems.system import FastSlowSystem, MasterEquationSystem
+from sp_ode.systems.vector_field import user_function_of
 
 __all__ = ["ReducedSystem", "reduced_system", "simulate_reduced"]
 
@@ -138,6 +139,7 @@ def critical_manifold_fn(k, x_guess, phi_user=None):
 # φ(y, args) and φ(y, ε, args) per (fast field, guess): one function object per branch, so
 # repeated reduced solves from the same x_guess share the compiled solve (its key is phi_key).
 _newton_phi_cache = LRUCache()
+_master_phi_eps = LRUCache()   # φ(y, ε, args) = p_st(Q(y, args)) per Q_of_y that takes args
 
 
 def _from_x_guess(system: FastSlowSystem, x_guess) -> ReducedSystem:
@@ -168,10 +170,10 @@ def _same_fields(a: FastSlowSystem, b: FastSlowSystem) -> bool:
     its own f); a shorthand f(x, y) is wrapped afresh by every system built from it.
     """
     def base(fn):
-        return getattr(fn, "__wrapped_shorthand__", fn)
+        return user_function_of(fn)
 
     def fast(s):
-        return s.Q_of_y if isinstance(s, MasterEquationSystem) else base(s.f)
+        return s.Q_fn if isinstance(s, MasterEquationSystem) else base(s.f)
 
     return type(a) is type(b) and fast(a) is fast(b) and base(a.g) is base(b.g)
 
@@ -273,9 +275,14 @@ def reduced_system(system, phi=None, *, x_guess=None) -> ReducedSystem:
         return _from_x_guess(system, x_guess)
     if phi is None:
         if master:
-            key = ("p_st", system.Q_of_y)
+            key = ("p_st", system.Q_fn)
+            phi_args = system.stationary_phi_args()
+            # Q(y, args): the manifold reads the parameters as data (phi_eps), so a sweep over the
+            # rate constants shares one compiled solve
+            phi_eps = _master_phi_eps.get_or_make(key, lambda: lambda y, eps, args: phi_args(y, args)) \
+                if system.takes_args else None
             return ReducedSystem(system.g, system.stationary_phi(), system.args, system.d, f"{system.name}/reduced", key,
-                                 Q_of_y=system.Q)
+                                 phi_eps=phi_eps, Q_of_y=system.Q)
         if entry_phi is None:
             raise ValueError(
                 f"`phi` is required for system {system.name!r} unless `x_guess` is given: it is not a master "
@@ -382,9 +389,13 @@ def simulate_reduced(system, t_span, y0, *, phi=None, x_guess=None, backend: str
     problem = _reduced_problem(red)
     args_dyn, args_static, static_key = integration.split_args(args)
     _check_reduced_shape(red, problem, probe_y, args, args_dyn, static_key, batch_args, t0)
+    Q_check = None
     if red.Q_of_y is not None:  # p_st must exist at the start: Q(y0) an irreducible generator
-        for y in np.unique(y0.reshape(-1, y0.shape[-1]), axis=0):
-            cause = diagnosis.generator_cause(np.asarray(red.Q_of_y(y), dtype=np.float64), y, need_irreducible=True)
+        Q_check = _generator_at(red.Q_of_y, args, bool(batch_args))
+        states = getattr(getattr(red.Q_of_y, "__self__", None), "states", None)
+        for b, y in _starts(y0, bool(batch_args)):
+            cause = diagnosis.generator_cause(np.asarray(Q_check(y, b), dtype=np.float64), y, need_irreducible=True,
+                                              states=states)
             if cause is not None:
                 raise ValueError(f"`system` has no reduced flow at y0: {cause}")
     if batched and ts is None:
@@ -392,8 +403,10 @@ def simulate_reduced(system, t_span, y0, *, phi=None, x_guess=None, backend: str
 
     def diagnose(i, t_end, y_end):
         args_i = jax.tree_util.tree_map(lambda a: np.asarray(a)[i], args) if batch_args else args
+        Q_i = None if Q_check is None else (lambda y: Q_check(y, i))
         return diagnosis.diagnose(t_end, y_end, f=None, g=lambda t, y: red.rhs(t, jnp.asarray(y), args_i),
-                                  eps=1.0, m=None, span=t1 - t0, Q=red.Q_of_y, need_irreducible=True)
+                                  eps=1.0, m=None, span=t1 - t0, Q=Q_i, need_irreducible=True,
+                                  states=getattr(getattr(red.Q_of_y, "__self__", None), "states", None))
 
     raw = run_engines(problem, y0, t0, t1, ts, eps=red.eps, args=args, options=options, batched=batched,
                       batch_args=bool(batch_args), split=(args_dyn, args_static, static_key), diagnose=diagnose)
@@ -419,6 +432,27 @@ def simulate_reduced(system, t_span, y0, *, phi=None, x_guess=None, backend: str
     raw["z"] = np.concatenate([xs, ys], axis=-1)
     return finish(raw, xs.shape[-1], t0, t1, options.max_steps, throw, batched, diagnose,
                   name=red.name)  # the name is printed in the Trajectory's summary
+
+
+def _starts(y0: np.ndarray, batch_args: bool):
+    """(batch index, y) of each distinct start (every start when each solve has its own args)."""
+    if y0.ndim == 1:
+        return [(0, y0)]
+    if batch_args:
+        return list(enumerate(y0))
+    _, first = np.unique(y0, axis=0, return_index=True)
+    return [(int(i), y0[i]) for i in sorted(first)]
+
+
+def _generator_at(Q_of_y: Callable, args, batch_args: bool) -> Callable:
+    """(y, b) -> Q(y) with the parameters of solve b: a master system's `Q(y, args)` (a bound method
+    taking args) gets them; any other `Q(y)` is called as it is."""
+    takes = getattr(getattr(Q_of_y, "__self__", None), "takes_args", False)
+    if not takes:
+        return lambda y, b: Q_of_y(y)
+    if batch_args:
+        return lambda y, b: Q_of_y(y, jax.tree_util.tree_map(lambda a: np.asarray(a)[b], args))
+    return lambda y, b: Q_of_y(y, args)
 
 
 def _p_st_or_nan(Q_of_y, y) -> np.ndarray:

@@ -46,6 +46,7 @@ from sp_ode.manifolds.newton import (
     default_guess,
     fast_dim,
     fast_key,
+    guess_dim,
     is_master,
     map_chunks,
     require_system,
@@ -129,19 +130,20 @@ def _closed_form_terms_fn(system, order: int):
     closed form against the order-by-order series to 1e-12).
     """
     g = system.g
+    Q_fn = system.Q_fn   # Q(y, args): the parameters of each solve (a sweep's), never the system's own
 
-    def A_of(y):
-        return jnp.asarray(system.Q(y)).T
+    def A_of(y, args):
+        return jnp.asarray(Q_fn(y, args)).T
 
     def terms(y, args):
-        A = A_of(y)
+        A = A_of(y, args)
         n = A.shape[0]
         u = jnp.full((n,), 1.0 / n, dtype=A.dtype)
         M_inv = jnp.linalg.inv(A - jnp.outer(u, jnp.ones_like(u)))
         p = -M_inv @ u
         if order == 0:
             return p[None]
-        dA = jax.jacfwd(A_of)(y)                     # (n, n, d): ∂A/∂y_k
+        dA = jax.jacfwd(A_of)(y, args)               # (n, n, d): ∂A/∂y_k
         Dp = -M_inv @ jnp.einsum("ijk,j->ik", dA, p)  # (n, d)
         h1 = M_inv @ (Dp @ g(0.0, p, y, args))
         return jnp.stack([p, h1])
@@ -223,7 +225,7 @@ class SlowManifold:
         -------
         ndarray (k + 1, m), or (N, k + 1, m) for a batch
         """
-        ys, batched = as_points(self.system, y)
+        ys, batched = as_points(self.system, y, m=guess_dim(self.system, self.x_guess))
         out = map_chunks(self._batched_terms(), (ys,), self.system.args)
         return out if batched else out[0]
 
@@ -334,7 +336,7 @@ def slow_manifold(system, order: int = 1, *, method: str = "series", x_guess=Non
             raise ValueError(f"`method` 'closed_form' is the first-order formula of T3: `order` must be <= 1; "
                              f"got {order}. Use method='series' for higher orders.")
         terms_fn = _closed_form_terms_fn(system, order)
-        key = ("closed_form", system.Q_of_y, system.g, order)
+        key = ("closed_form", system.Q_fn, system.g, order)
     else:
         m = fast_dim(system, x_guess)
         if x_guess is None:

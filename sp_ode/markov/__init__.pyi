@@ -15,13 +15,16 @@ from .families import (
     get_family as get_family,
 )
 from .generator import (
+    DetailedBalanceCheck as DetailedBalanceCheck,
     NotIrreducibleError as NotIrreducibleError,
     birth_death as birth_death,
+    check_detailed_balance as check_detailed_balance,
     check_generator as check_generator,
     closed_classes as closed_classes,
     communicating_classes as communicating_classes,
     from_rates as from_rates,
     from_transition_matrix as from_transition_matrix,
+    input_unit_roundoff as input_unit_roundoff,
     is_irreducible as is_irreducible,
     require_irreducible as require_irreducible,
     uniformize as uniformize,

@@ -23,6 +23,9 @@ Two kinds of bound, one per kind of method:
   The bound is rigorous up to the rounding in those few extra sums.
 * **A-priori, componentwise (§7.2)** — for GTH, |p̂_i − p_i| ≤ c·n³·u·p_i
   (`sp_ode.markov._gth.gth_componentwise_bound`), hence also in ℓ1.
+* **Rounding of the rates as given (§7.9)** — `input_rounding_bound`: rates
+  known only to relative δ (a float32 Q: δ = 2⁻²⁴) move p_st by at most the factor
+  ((1 + δ)/(1 − δ))^(n−1) − 1 in every entry, by the Markov chain tree theorem.
 
 [`ConvergenceError`][sp_ode.markov.bounds.ConvergenceError] is raised by [`sp_ode.stationary_distribution`][sp_ode.markov.stationary.stationary_distribution]
 when no method reaches the requested tolerance.
@@ -36,7 +39,7 @@ import scipy.sparse as sp
 
 from sp_ode.core.precision import UNIT_ROUNDOFF
 
-__all__ = ["ConvergenceError", "residual_l1_bound", "hitting_time_bound", "posterior_bound"]
+__all__ = ["ConvergenceError", "residual_l1_bound", "hitting_time_bound", "posterior_bound", "input_rounding_bound"]
 
 _U_LD = float(np.finfo(np.longdouble).eps) / 2
 
@@ -134,3 +137,20 @@ def posterior_bound(Q, q: np.ndarray, k: int, y_hat: np.ndarray) -> tuple[float,
     eta = abs(total - 1.0) + 2 * UNIT_ROUNDOFF * total
     bound = 2.0 * H * residual_l1_bound(Q, q) / total * (1 + 8 * UNIT_ROUNDOFF) + eta
     return float(bound), H
+
+
+def input_rounding_bound(n: int, delta: float) -> float:
+    """Componentwise relative change of p_st when every rate moves by a relative δ at most (docs/theory.md §7.9).
+
+    By the Markov chain tree theorem p_i = w_i / Σ_r w_r, each w_r a sum of products of
+    n − 1 rates with positive coefficients; rates within a factor (1 ± δ) of the true ones
+    move every w_r by a factor in [(1 − δ)^(n−1), (1 + δ)^(n−1)], hence every p_i by a factor
+    in [((1 − δ)/(1 + δ))^(n−1), ((1 + δ)/(1 − δ))^(n−1)].  Returns that factor minus 1 (also
+    a bound on the ℓ1 change, since Σ p_i = 1); 0 for δ = 0 or n = 1.  The diagonal is not an
+    independent datum: it is minus the row's rates.
+    """
+    if delta <= 0 or n <= 1:
+        return 0.0
+    if delta >= 1:
+        return math.inf
+    return math.expm1((n - 1) * (math.log1p(delta) - math.log1p(-delta)))

@@ -16,8 +16,10 @@ The spectrum and the group inverse, which need p_st, live in
 """
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
@@ -46,17 +48,48 @@ class NotIrreducibleError(ValueError):
         self.closed_classes = closed_classes
 
 
-def _format_classes(classes: list[np.ndarray], limit: int = 4) -> str:
+def format_classes(classes: list[np.ndarray], limit: int = 4, states=None) -> str:
+    """Classes of states as "{0, 1}, {2}" (by name when `states` labels them), at most `limit` of them."""
     shown = []
     for c in classes[:limit]:
         idx = c.tolist()
-        shown.append("{" + ", ".join(map(str, idx[:6])) + (", …" if len(idx) > 6 else "") + "}")
+        names = [str(i) if states is None else str(states[i]) for i in idx[:6]]
+        shown.append("{" + ", ".join(names) + (", …" if len(idx) > 6 else "") + "}")
     return ", ".join(shown) + (f" and {len(classes) - limit} more" if len(classes) > limit else "")
 
 
 # --- validation ----------------------------------------------------------------
 
-def _check_dense(Q, name: str, batch: bool) -> np.ndarray:
+def input_unit_roundoff(Q) -> float:
+    """The relative rounding of the rates as given: u of their float dtype (2⁻²⁴ for float32), else float64's u.
+
+    Integer and boolean entries are exact; anything that is not a floating array counts as float64.
+    """
+    dtype = getattr(Q, "dtype", None)
+    if dtype is None:
+        return EPS / 2
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError:
+        return EPS / 2
+    if np.issubdtype(dtype, np.floating):
+        return max(float(np.finfo(dtype).eps) / 2, EPS / 2)
+    return EPS / 2
+
+
+def _state(states, i: int) -> str:
+    return str(int(i)) if states is None else repr(states[int(i)])
+
+
+def _where(states, index: tuple) -> str:
+    """An index of Q (…, i, j) — with state names when there are labels."""
+    if states is None:
+        return f"index {index}"
+    i, j = index[-2:]
+    return f"index {index} (rate {states[int(i)]} -> {states[int(j)]})"
+
+
+def _check_dense(Q, name: str, batch: bool, states=None) -> np.ndarray:
     if isinstance(Q, (str, bytes)) or Q is None:
         raise TypeError(f"`{name}` must be a square array or scipy.sparse matrix; got {type(Q).__name__}.")
     try:
@@ -77,16 +110,23 @@ def _check_dense(Q, name: str, batch: bool) -> np.ndarray:
         raise ValueError(f"`{name}` must be square; got shape {arr.shape}.")
     if arr.shape[-1] == 0:
         raise ValueError(f"`{name}` must have at least one state; got shape {arr.shape}.")
+    in_dtype = arr.dtype
+    u_in = input_unit_roundoff(arr)
     arr = check_finite_array(name, arr)
     n = arr.shape[-1]
+    if states is not None and len(states) != n:
+        states = None  # labels for another size: fall back to indices rather than mislabel
     off = ~np.eye(n, dtype=bool)
     neg = (arr < 0) & off
     if neg.any():
         where = tuple(int(i) for i in np.argwhere(neg)[0])
-        raise ValueError(f"`{name}` off-diagonal rates must be >= 0; got {arr[where]:.3g} at index {where}.")
+        raise ValueError(f"`{name}` off-diagonal rates must be >= 0; got {arr[where]:.3g} at {_where(states, where)}.")
     row_sums = arr.sum(axis=-1)
     scale = np.abs(arr).sum(axis=-1)
-    tol = ROW_SUM_C * n * EPS * np.maximum(scale, np.finfo(np.float64).tiny)
+    # Rows must vanish up to the rounding of the rates as given: a float32 Q (e.g. built with
+    # jax.numpy outside the float64 scope) has row sums of about n·2⁻²⁴·Σ|Q_ij|, not n·2⁻⁵³.
+    unit = max(EPS, 2 * u_in)
+    tol = ROW_SUM_C * n * unit * np.maximum(scale, np.finfo(np.float64).tiny)
     bad = np.abs(row_sums) > tol
     if bad.any():
         worst = float(np.max(np.abs(row_sums)))
@@ -96,8 +136,18 @@ def _check_dense(Q, name: str, batch: bool) -> np.ndarray:
                              "transition matrix P (rows sum to one) — pass Q = P - I, or use "
                              "sp_ode.from_transition_matrix(P).")
         where = tuple(int(i) for i in np.argwhere(bad)[0])
-        raise ValueError(f"`{name}` rows must sum to zero (max |row sum| {worst:.2g}, first at row {where}); "
+        row = f"row {where}" if states is None else f"row {where} (state {states[where[-1]]})"
+        allowance = (f"; {in_dtype} input is allowed {ROW_SUM_C:g}·n·{unit:.2g}·Σ|Q_ij| for its rounding, and this "
+                     f"row is beyond that too" if unit > EPS else "")
+        raise ValueError(f"`{name}` rows must sum to zero (max |row sum| {worst:.2g}, first at {row}){allowance}; "
                          "set each diagonal entry to minus the sum of the rates leaving that state.")
+    if unit > EPS:
+        # Reduced-precision input (float32, float16): the rates are what was given, the diagonal
+        # is re-formed in float64 from them (the float32 one carries its own rounding), so the
+        # answer is exact for the given rates; their rounding enters the error bound
+        # (`sp_ode.markov.bounds.input_rounding_bound`).
+        arr = np.where(off, arr, 0.0)
+        arr = arr - np.eye(n) * arr.sum(axis=-1, keepdims=True)
     return arr
 
 
@@ -112,6 +162,7 @@ def _check_sparse(Q, name: str) -> sp.csr_array:
         raise ValueError(f"`{name}` must be square; got shape {Q.shape}.")
     if Q.shape[0] == 0:
         raise ValueError(f"`{name}` must have at least one state; got shape {Q.shape}.")
+    unit = max(EPS, 2 * input_unit_roundoff(Q))
     A = sp.csr_array(Q, dtype=np.float64)
     A.sum_duplicates()
     if not np.all(np.isfinite(A.data)):
@@ -125,20 +176,29 @@ def _check_sparse(Q, name: str) -> sp.csr_array:
     n = A.shape[0]
     row_sums = np.asarray(A.sum(axis=1)).ravel()
     scale = np.asarray(abs(A).sum(axis=1)).ravel()
-    bad = np.abs(row_sums) > ROW_SUM_C * n * EPS * np.maximum(scale, np.finfo(np.float64).tiny)
+    bad = np.abs(row_sums) > ROW_SUM_C * n * unit * np.maximum(scale, np.finfo(np.float64).tiny)
     if bad.any():
+        allowance = f" ({Q.dtype} input, allowed {ROW_SUM_C:g}·n·{unit:.2g}·Σ|Q_ij|)" if unit > EPS else ""
         raise ValueError(f"`{name}` rows must sum to zero (max |row sum| {np.max(np.abs(row_sums)):.2g}, first at "
-                         f"row {int(np.argmax(bad))}); set each diagonal entry to minus the row's off-diagonal sum.")
+                         f"row {int(np.argmax(bad))}){allowance}; set each diagonal entry to minus the row's "
+                         "off-diagonal sum.")
+    if unit > EPS:  # reduced-precision rates: the diagonal re-formed from them in float64 (as for dense Q)
+        A.setdiag(0.0)
+        A.eliminate_zeros()
+        A = sp.csr_array(A - sp.diags_array(np.asarray(A.sum(axis=1)).ravel()))
     return A
 
 
-def check_generator(Q, name: str = "Q", *, batch: bool = False):
+def check_generator(Q, name: str = "Q", *, batch: bool = False, states=None):
     """Validate a generator and return it as float64.
 
     Rules, each with its own message: an array or `scipy.sparse` matrix;
     real numeric dtype; 2-D (or `(..., n, n)` with `batch=True`); square;
     n ≥ 1; finite; off-diagonal rates ≥ 0; every row sums to zero within
-    64·n·eps·Σ_j|Q_ij| (a row-stochastic P is recognised and named).
+    64·n·eps·Σ_j|Q_ij| (a row-stochastic P is recognised and named), eps that of
+    the input's dtype: a float32 Q (a `jnp` array made outside JAX's float64 mode)
+    is accepted with eps = 2⁻²³, and returned in float64 with its diagonal re-formed
+    from its rates (`input_unit_roundoff` gives the rates' rounding for error bounds).
 
     Parameters
     ----------
@@ -147,6 +207,8 @@ def check_generator(Q, name: str = "Q", *, batch: bool = False):
         The argument name used in messages.
     batch : bool
         Accept a stack of generators (dense only).
+    states : sequence of n str, optional
+        State names for the messages (a negative rate, a bad row).
 
     Returns
     -------
@@ -161,7 +223,7 @@ def check_generator(Q, name: str = "Q", *, batch: bool = False):
     """
     if sp.issparse(Q):
         return _check_sparse(Q, name)
-    return _check_dense(Q, name, batch)
+    return _check_dense(Q, name, batch, states)
 
 
 # --- builders ------------------------------------------------------------------
@@ -368,14 +430,151 @@ def is_irreducible(Q) -> bool:
     return _irreducible_unchecked(check_generator(Q))
 
 
-def require_irreducible(Q, name: str = "Q") -> None:
-    """Raise [`NotIrreducibleError`][sp_ode.markov.generator.NotIrreducibleError] naming the closed classes unless Q (already checked) is irreducible."""
+def require_irreducible(Q, name: str = "Q", states=None) -> None:
+    """Raise [`NotIrreducibleError`][sp_ode.markov.generator.NotIrreducibleError] naming the closed classes unless Q (already checked) is irreducible.
+
+    `states` (n labels) names the states of the classes instead of their indices.
+    """
     if not _irreducible_unchecked(Q):
         classes = closed_classes(Q)
         n_comm = len(communicating_classes(Q))
+        if states is not None and len(states) != Q.shape[-1]:
+            states = None
         raise NotIrreducibleError(
             f"`{name}` must be irreducible; it has {n_comm} communicating classes, of which {len(classes)} "
-            f"closed: {_format_classes(classes)}. Use sp_ode.stationary_distributions(Q) for one stationary "
+            f"closed: {format_classes(classes, states=states)}. Use sp_ode.stationary_distributions(Q) for one stationary "
             "distribution per closed class.",
             classes,
         )
+
+
+# --- reversibility (numeric) ------------------------------------------------------
+
+#: Relative rounding allowed in each rate as given, in units of its dtype's u: a rate computed by a
+#: handful of floating operations (a product, an exp) carries a few u; 8 covers them.
+RATE_ROUNDING_UNITS = 8.0
+
+
+@dataclass(frozen=True)
+class DetailedBalanceCheck:
+    """Whether π_i Q_ij = π_j Q_ji holds for every pair, up to rounding (`check_detailed_balance`).
+
+    Attributes
+    ----------
+    reversible
+        Every pair balanced within its tolerance (and no one-way rate).
+    potential : ndarray (n,) or None
+        The normalised π of the spanning tree (= p_st when reversible).
+    worst
+        Largest |log(π_i Q_ij / (π_j Q_ji))| over the pairs off the tree (0 for a tree-shaped chain).
+    tolerance
+        The tolerance at the worst pair (by the ratio worst / tolerance).
+    pair
+        (i, j) of the worst pair, or of the one-way rate; None when there is none.
+    checked
+        Number of pairs compared off the tree (each tree pair balances by construction).
+    message
+        One line: the verdict, the worst pair by state name and the numbers.
+    """
+
+    reversible: bool
+    potential: np.ndarray | None
+    worst: float
+    tolerance: float
+    pair: tuple[int, int] | None
+    checked: int
+    message: str
+
+
+def check_detailed_balance(Q, *, states=None) -> DetailedBalanceCheck:
+    """Numeric detailed balance of a float generator, with a tolerance derived from rounding (docs/theory.md §7.9).
+
+    A chain is reversible when a potential π > 0 has π_i Q_ij = π_j Q_ji for every pair; then
+    p_st ∝ π.  π is built along a breadth-first spanning tree of the undirected rate graph
+    (log π_j = log π_i + log Q_ij − log Q_ji from the root, in logs so that no product
+    overflows), which balances every tree pair exactly; every other pair (i, j) is then
+    checked: r_ij = log(π_i Q_ij) − log(π_j Q_ji) is 0 for a reversible chain, and its
+    computed value is wrong by at most the rounding of the rates on the two tree paths and
+    the pair (each rate within `RATE_ROUNDING_UNITS`·u_in of an exact one, u_in the unit
+    roundoff of the input's dtype: 2⁻²⁴ for float32) plus that of the logarithms
+    (u·(1 + max|log Q_ij|) each): tol_ij = 2(D_i + D_j + 1)·(8·u_in + 2u·(1 + L)), D the
+    tree depths.  A rate with no reverse (Q_ij > 0 = Q_ji) is an exact violation.
+
+    The symbolic check, exact for rates with symbols, is `sp_ode.detailed_balance`.
+
+    Parameters
+    ----------
+    Q : array_like (n, n) or scipy.sparse (n, n)
+        An irreducible generator (float32 accepted).
+    states : sequence of n str, optional
+        State names for the message.
+
+    Returns
+    -------
+    DetailedBalanceCheck
+
+    Raises
+    ------
+    TypeError, ValueError
+        Q is not a generator (`check_generator`); `states` not n labels.
+    NotIrreducibleError
+        Q has more than one communicating class (detailed balance is then a property of each class).
+    """
+    from scipy.sparse.csgraph import breadth_first_order
+
+    u_in = input_unit_roundoff(Q)
+    Q = check_generator(Q, "Q", states=states)
+    n = Q.shape[0]
+    if states is not None:
+        states = [str(s) for s in states]
+        if len(states) != n:
+            raise ValueError(f"`states` must name each of the n = {n} states; got {len(states)} labels.")
+    require_irreducible(Q, "Q", states=states)
+    A = sp.coo_array(Q)
+    keep = (A.row != A.col) & (A.data > 0)
+    rate = {(int(i), int(j)): float(v) for i, j, v in zip(A.row[keep], A.col[keep], A.data[keep])}
+    u = EPS / 2
+
+    def name(i: int) -> str:
+        return str(i) if states is None else states[i]
+
+    for (i, j) in rate:
+        if (j, i) not in rate:
+            msg = (f"not reversible: the rate {name(i)} -> {name(j)} is {rate[(i, j)]:.6g} and the reverse rate "
+                   f"{name(j)} -> {name(i)} is 0 (detailed balance needs both or neither).")
+            return DetailedBalanceCheck(False, None, math.inf, 0.0, (i, j), 0, msg)
+    if n == 1:
+        return DetailedBalanceCheck(True, np.ones(1), 0.0, 0.0, None, 0, "reversible (one state).")
+    support = sp.csr_array((np.ones(len(rate)), tuple(np.array(list(rate)).T)), shape=(n, n))
+    order, pred = breadth_first_order(support, 0, directed=False, return_predecessors=True)
+    log_pi = np.zeros(n)
+    depth = np.zeros(n, dtype=np.int64)
+    tree = set()
+    for j in order[1:]:
+        i = int(pred[j])
+        log_pi[j] = log_pi[i] + math.log(rate[(i, j)]) - math.log(rate[(j, i)])
+        depth[j] = depth[i] + 1
+        tree.add((min(i, j), max(i, j)))
+    L = max(abs(math.log(v)) for v in rate.values())
+    per_rate = RATE_ROUNDING_UNITS * u_in + 2 * u * (1.0 + L)
+    worst, worst_tol, worst_ratio, pair, checked = 0.0, 0.0, -1.0, None, 0
+    for (i, j), q in rate.items():
+        if i > j or (i, j) in tree:
+            continue
+        checked += 1
+        r = abs(log_pi[i] + math.log(q) - log_pi[j] - math.log(rate[(j, i)]))
+        tol = 2.0 * (depth[i] + depth[j] + 1) * per_rate
+        if r / tol > worst_ratio:
+            worst, worst_tol, worst_ratio, pair = r, tol, r / tol, (i, j)
+    pi = np.exp(log_pi - log_pi.max())
+    pi /= pi.sum()
+    if pair is None:
+        return DetailedBalanceCheck(True, pi, 0.0, 0.0, None, 0,
+                                    "reversible: the rate graph is a tree, so every pair balances.")
+    i, j = pair
+    ok = worst <= worst_tol
+    verdict = "reversible" if ok else "not reversible"
+    msg = (f"{verdict}: the worst pair {name(i)} <-> {name(j)} has π_i Q_ij / (π_j Q_ji) = {math.exp(worst):.12g} "
+           f"(|log| = {worst:.3g}, tolerance {worst_tol:.3g} from the rounding of the rates, dtype u = {u_in:.3g}); "
+           f"{checked} pair(s) off the spanning tree checked.")
+    return DetailedBalanceCheck(ok, pi if ok else None, worst, worst_tol, pair, checked, msg)

@@ -42,13 +42,13 @@ import scipy.linalg
 import scipy.sparse as sp
 
 from sp_ode.core.memory import MemoryBudgetError, check_memory
-from sp_ode.core.precision import float64, in_float64
+from sp_ode.core.precision import UNIT_ROUNDOFF, float64, in_float64
 from sp_ode.core.validation import check_choice
 from sp_ode.markov._banded_gth import band_plan, banded_gth
 from sp_ode.markov._gth import gth_componentwise_bound, gth_solve
 from sp_ode.markov._sparse import sparse_stationary
-from sp_ode.markov.bounds import ConvergenceError, posterior_bound
-from sp_ode.markov.generator import check_generator, closed_classes, require_irreducible
+from sp_ode.markov.bounds import ConvergenceError, input_rounding_bound, posterior_bound
+from sp_ode.markov.generator import check_generator, closed_classes, input_unit_roundoff, require_irreducible
 
 #: Default `tol`: largest accepted ℓ1 error bound for solve, sparse and jax (six digits of mass;
 #: the 10⁶-state CME benchmark certifies ~3e-9, near the float64 floor 2·max E[τ]·u·‖|Q|ᵀp‖₁).
@@ -236,7 +236,7 @@ def stationary_jax(Q):
             return _stationary_jax(jnp.asarray(np.asarray(Q, dtype=np.float64)))
     if Q.dtype != jnp.float64:
         raise TypeError(f"`Q` must be float64 inside a JAX transformation; got {Q.dtype}. sp_ode computes "
-                        "p_st in float64: trace inside `with sp_ode.core.precision.float64():`.")
+                        "p_st in float64: trace inside `with sp_ode.float64():`.")
     return _stationary_jax(Q)
 
 
@@ -287,13 +287,17 @@ def _escalation(method: str, n: int) -> list[str]:
 
 
 def stationary_distribution(Q, method: str | None = None, *, tol: float | None = None,
-                            maxiter: int | None = None, return_info: bool = False, log: bool = False):
+                            maxiter: int | None = None, return_info: bool = False, log: bool = False,
+                            states=None):
     """Stationary distribution p_st of an irreducible generator Q, with an error bound.
 
     Parameters
     ----------
     Q : array_like (n, n) or (..., n, n), or scipy.sparse (n, n)
-        Generator(s): Q[i, j] ≥ 0 the rate i → j, rows summing to zero.
+        Generator(s): Q[i, j] ≥ 0 the rate i → j, rows summing to zero.  float32 input (a
+        `jnp` array made outside JAX's float64 mode) is accepted: its rows need sum to zero
+        only to float32 rounding, the diagonal is re-formed from the rates in float64, and
+        the rates' rounding is added to the bound (`input_rounding`, docs/theory.md §7.9).
     method : {"gth", "solve", "sparse", "jax", "banded"}, optional
         Default "gth" for dense input, "sparse" for `scipy.sparse` input.
     tol : float, optional
@@ -310,10 +314,13 @@ def stationary_distribution(Q, method: str | None = None, *, tol: float | None =
         `hitting_time` (the certified max_i E_i[τ_k] of the normwise bound),
         `negatives_clipped` and `most_negative` (largest magnitude clipped),
         `escalations` (one dict per rejected attempt: method, bound, reason),
-        `tol`; `sparse` adds its solver report.
+        `tol`, `input_rounding` (the part of `bound` due to the rates' own rounding: nonzero
+        for float32 input, docs/theory.md §7.9); `sparse` adds its solver report.
     log : bool
         Return log p_st instead (method "gth" only): accurate also for entries
         far below the float range (docs/theory.md §7.2).
+    states : sequence of n str, optional
+        Names of the states, used in the messages (a negative rate, a reducible chain's classes).
 
     Returns
     -------
@@ -350,9 +357,18 @@ def stationary_distribution(Q, method: str | None = None, *, tol: float | None =
     user_tol = _check_tol(tol)
     maxiter = _check_maxiter(maxiter)
     tol = DEFAULT_TOL if user_tol is None else user_tol
-    Q = check_generator(Q, batch=not is_sparse)
+    u_in = input_unit_roundoff(Q)  # float32 rates (a jnp Q outside float64 mode) are accepted; their rounding is bounded
+    in_dtype = getattr(Q, "dtype", None)
+    Q = check_generator(Q, batch=not is_sparse, states=states)
+    rounding = input_rounding_bound(Q.shape[-1], u_in) if u_in > UNIT_ROUNDOFF else 0.0
+    if user_tol is not None and rounding > user_tol:
+        raise ConvergenceError(
+            f"stationary_distribution: `Q` is {in_dtype}: its rates are rounded to relative {u_in:.3g}, which alone "
+            f"moves p_st by up to {rounding:.3g} per entry (docs/theory.md §7.9), more than `tol` = {user_tol:.3g}; "
+            "build Q in float64 (inside `with sp_ode.float64():`) or pass a larger `tol`.",
+            bound=rounding, tol=user_tol, info={"input_rounding": rounding})
     if Q.ndim == 2:
-        require_irreducible(Q)
+        require_irreducible(Q, states=states)
     else:
         _require_irreducible_stack(Q)
     n = Q.shape[-1]
@@ -397,9 +413,14 @@ def stationary_distribution(Q, method: str | None = None, *, tol: float | None =
             f"stationary_distribution: no method met `tol` = {tol:.3g} on ‖p − p_st‖₁; tried {tried}. "
             f"Last: {escalations[-1]['reason']}. Try: {hint}.",
             bound=escalations[-1]["bound"], tol=tol, info={"escalations": escalations})
+    if rounding:  # the rates' own rounding, on top of the method's bound (componentwise, hence also in ℓ1)
+        bound = bound + rounding
+        if extra.get("componentwise_bound") is not None:
+            extra["componentwise_bound"] = extra["componentwise_bound"] + rounding
     if not return_info:
         return p
     residual = stationary_residual(Q, np.exp(p) if log else p)
+    extra["input_rounding"] = rounding
     info = {**extra, "method": m, "requested_method": method, "residual": residual, "bound": bound,
             "escalations": escalations, "tol": tol if (user_tol is not None or m not in ("gth", "banded")) else None}
     info.setdefault("hitting_time", None)

@@ -30,6 +30,7 @@ or species.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -42,7 +43,7 @@ from sp_ode.networks.state_space import StateSpace, TruncationReport, enumerate_
 
 __all__ = ["ReactionNetwork", "Reaction", "parse_rate", "NetworkError", "NetworkSyntaxError",
            "UnknownSymbolError", "NegativeCountError", "PropensityError", "TruncationError",
-           "UnusedSlowVariableError"]
+           "UnusedSlowVariableError", "NetworkWarning", "StateLabels"]
 
 # States decoded before the conservation / total filter: a bound on enumeration *time*
 # (memory is estimated separately, sp_ode.networks.state_space).
@@ -83,6 +84,10 @@ class UnusedSlowVariableError(NetworkError):
     """A declared slow variable appears in no rate."""
 
 
+class NetworkWarning(UserWarning):
+    """A reaction network that is valid but looks like a typo (a species used once, one that only grows)."""
+
+
 def _conservation_laws(stoich: np.ndarray) -> np.ndarray:
     """Integer basis (k, S) of {c : stoich @ c = 0}: the conserved linear combinations of counts."""
     import sympy
@@ -95,6 +100,26 @@ def _conservation_laws(stoich: np.ndarray) -> np.ndarray:
         den = math.lcm(*[int(sympy.fraction(e)[1]) for e in v])
         rows.append([int(e * den) for e in v])
     return np.array(rows, dtype=np.int64).reshape(len(rows), stoich.shape[1])
+
+
+class StateLabels(Sequence):
+    """The states of a projection named by their copy numbers, `"{G_on=1, M=3}"`, built on demand.
+
+    A sequence of n strings for `states=` labels (messages, legends, tables) that costs nothing
+    until a label is read, so it can stand for 10⁶ states.
+    """
+
+    def __init__(self, species: Sequence[str], states: np.ndarray):
+        self.species, self.states = tuple(species), states
+
+    def __len__(self) -> int:
+        return int(self.states.shape[0])
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        row = self.states[int(i)]
+        return "{" + ", ".join(f"{s}={int(c)}" for s, c in zip(self.species, row)) + "}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -200,6 +225,92 @@ class ReactionNetwork:
                 raise UnusedSlowVariableError(f"slow variable {v!r} appears in no rate; the fast chain would not "
                                               "depend on it — drop it or use it in a rate.", species=v)
         self._fns: dict = {}
+        if isinstance(reactions, str):  # a hand-written string: a misspelt name silently makes a new species
+            for message in self.typo_warnings():
+                warnings.warn(message, NetworkWarning, stacklevel=2)
+
+    # --- checks for typos ----------------------------------------------------------------------
+    def _appearances(self) -> dict[str, list[int]]:
+        """Species -> the reactions (indices) that name it: as reactant, product, or in the rate."""
+        seen: dict[str, list[int]] = {s: [] for s in self.species}
+        for k, (r, e) in enumerate(zip(self.reactions, self.propensity_exprs)):
+            names = {s for s, _ in (*r.reactants, *r.products)} | {str(x) for x in e.free_symbols}
+            for s in self.species:
+                if s in names:
+                    seen[s].append(k)
+        return seen
+
+    def typo_warnings(self) -> list[str]:
+        """What looks like a typo in the reactions, one sentence each naming the species and reaction(s).
+
+        * a species named in only one reaction (a misspelt name creates a new species, which later
+          surfaces as a reducible chain or a conservation law nobody meant), with the closest other
+          species name when there is one;
+        * a species consumed by some reaction but produced by none (it can only run out), or
+          produced but consumed by none (it can only grow, so every projection truncates it).
+
+        Species declared in `species` that no reaction names are not reported (they were asked for).
+        """
+        import difflib
+
+        out = []
+        seen = self._appearances()
+        for s, where in seen.items():
+            if len(where) == 1:
+                r = self.reactions[where[0]]
+                close = difflib.get_close_matches(s, [x for x in self.species if x != s], n=1, cutoff=0.6)
+                hint = f" — did you mean {close[0]!r}?" if close else ""
+                out.append(f"species {s!r} appears in only one reaction, {r.name!r} ({r}){hint} A species that "
+                           "no other reaction makes or uses is often a misspelt name.")
+        for j, s in enumerate(self.species):
+            col = self.stoichiometry[:, j]
+            consumed, produced = np.flatnonzero(col < 0), np.flatnonzero(col > 0)
+            names = lambda idx: ", ".join(repr(self.reactions[k].name) for k in idx[:3]) + (" …" if idx.size > 3 else "")
+            if consumed.size and not produced.size and len(seen[s]) > 1:
+                out.append(f"species {s!r} is consumed (by {names(consumed)}) but produced by no reaction: its count "
+                           "can only fall. Is a production reaction missing or misspelt?")
+            if produced.size and not consumed.size and len(seen[s]) > 1:
+                out.append(f"species {s!r} is produced (by {names(produced)}) but consumed by no reaction: its count "
+                           "can only grow, so every finite projection truncates it. Is a degradation missing or "
+                           "misspelt?")
+        return out
+
+    def summary(self, bounds: Mapping[str, int] | None = None, *, total: int | None = None,
+                initial: Mapping[str, int] | None = None) -> str:
+        """A one-screen description: species, reactions, conservation laws, slow variables, state-space size.
+
+        With `bounds`/`total`/`initial` (as for [`state_space`][sp_ode.networks.network.ReactionNetwork.state_space]) the size of that projection is
+        counted; without them the size is given when the conservation laws alone bound every species
+        (they need `initial`), else the line says what to pass.  Typo warnings are listed last.
+        """
+        lines = [f"reaction network {self.name!r}: {len(self.species)} species, {len(self.reactions)} reactions"]
+        lines.append("  species: " + ", ".join(self.species))
+        if self.slow:
+            lines.append("  slow variables: " + ", ".join(self.slow))
+        if self.parameters:
+            lines.append("  parameters: " + ", ".join(f"{k} = {v:g}" for k, v in self.parameters.items()))
+        lines.append("  reactions:")
+        lines += [f"    {r}" for r in self.reactions]
+        laws = self.conservation_laws()
+        if len(laws):
+            lines.append("  conservation laws:")
+            for law in laws:
+                lines.append("    " + " + ".join(f"{c}*{sp_}" if c != 1 else sp_
+                                                 for c, sp_ in zip(law, self.species) if c) + " = const")
+        else:
+            lines.append("  conservation laws: none")
+        if bounds is None and total is None and initial is None:
+            lines.append("  state space: give bounds=, total= or initial= (summary(...) or state_space(...)) to "
+                         "size the projection")
+        else:
+            space = self.state_space(bounds, total=total, initial=initial)
+            lines.append(f"  state space: {space.n} states (the projection of bounds={dict(bounds or {})}, "
+                         f"total={total}, initial={dict(initial) if initial else None})")
+        warns = self.typo_warnings()
+        if warns:
+            lines.append("  possible typos:")
+            lines += [f"    - {w}" for w in warns]
+        return "\n".join(lines)
 
     # --- presentation ------------------------------------------------------------------------
     def __repr__(self) -> str:
@@ -289,6 +400,10 @@ class ReactionNetwork:
                     f"state {self._fmt(space.states[i])} but would make {s!r} negative; its propensity must vanish "
                     f"when {s!r} is short (use `->` mass action, or a factor of {s!r} in the rate).",
                     reaction=self.reactions[r].name, species=s)
+
+    def state_labels(self, space: StateSpace) -> StateLabels:
+        """The states of `space` named by their copy numbers (`"{G_on=1, M=3}"`), for `states=` labels."""
+        return StateLabels(self.species, space.states)
 
     def _fmt(self, state) -> str:
         return "{" + ", ".join(f"{s}={int(c)}" for s, c in zip(self.species, state)) + "}"

@@ -264,7 +264,8 @@ class NetworkSystem:
         a = self.gen.propensities(y)
         Q = self.gen.Q(y, a)
         Q.eliminate_zeros()
-        p, info = stationary_distribution(Q.toarray() if self.n <= 2000 else Q, return_info=True)
+        p, info = stationary_distribution(Q.toarray() if self.n <= 2000 else Q, return_info=True,
+                                          states=self.network.state_labels(self.space))
         info["fsp_outflow_rate"] = float(p @ self.gen.outflow(a))
         return p, info
 
@@ -526,4 +527,4 @@ class NetworkSystem:
                               for v in Gj(list(moments), list(y), pvals)])
 
         return MasterEquationSystem(Q_of_y, g, eps=self.eps if eps is None else eps, n=self.n, d=self.d,
-                                    name=self.name)
+                                    name=self.name, states=list(self.network.state_labels(self.space)))

@@ -24,6 +24,7 @@ from .stationary import (
     StationaryCertificate as StationaryCertificate,
     SymbolicSizeError as SymbolicSizeError,
     SymbolicStationary as SymbolicStationary,
+    SymbolicTimeoutError as SymbolicTimeoutError,
     numeric_bridge as numeric_bridge,
     symbolic_stationary as symbolic_stationary,
     verify_stationary as verify_stationary,

@@ -9,6 +9,7 @@ expansion in the rates' domain (`sp_ode.symbolic.generator`).
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,15 +42,27 @@ class ReversibilityReport:
     seconds: float
 
 
-def detailed_balance(Q: Any, *, assume_nonnegative: bool = False, max_trees: int | None = None) -> ReversibilityReport:
+def _names(states, n: int) -> list[str]:
+    if states is None:
+        return [str(k) for k in range(n)]
+    names = [str(x) for x in states]
+    if len(names) != n:
+        raise ValueError(f"`states` must name each of the n = {n} states; got {len(names)}.")
+    return names
+
+
+def detailed_balance(Q: Any, *, assume_nonnegative: bool = False, max_trees: int | None = None,
+                     states: Sequence[str] | None = None) -> ReversibilityReport:
     """Exact detailed balance: w_i Q[i, j] = w_j Q[j, i] for every pair i < j (w from the tree theorem).
 
-    Raises as `symbolic_stationary`.
+    `states` names the states in the violations (default: their indices).  The numeric check
+    for float generators is `sp_ode.check_detailed_balance`.  Raises as `symbolic_stationary`.
     """
     start = time.perf_counter()
 
     result = symbolic_stationary(Q, assume_nonnegative=assume_nonnegative, max_trees=max_trees or MAX_TREES)
     G, w = result._G, result.weights
+    name = _names(states, G.n)
     violations, checked = [], 0
     for i in range(G.n):
         for j in range(i + 1, G.n):
@@ -57,11 +70,13 @@ def detailed_balance(Q: Any, *, assume_nonnegative: bool = False, max_trees: int
                 continue
             checked += 1
             if w[i] * G.entry[(i, j)] - w[j] * G.entry[(j, i)] != 0:
-                violations.append(f"p_{i} Q[{i}, {j}] != p_{j} Q[{j}, {i}]")
+                a, b = name[i], name[j]
+                violations.append(f"p_{a} Q[{a}, {b}] != p_{b} Q[{b}, {a}]")
     return ReversibilityReport(not violations, "detailed balance", tuple(violations), checked, time.perf_counter() - start)
 
 
-def kolmogorov_criterion(Q: Any, *, assume_nonnegative: bool = False) -> ReversibilityReport:
+def kolmogorov_criterion(Q: Any, *, assume_nonnegative: bool = False,
+                         states: Sequence[str] | None = None) -> ReversibilityReport:
     """Exact Kolmogorov criterion: Π rates around each cycle = Π rates around it reversed.
 
     Needs no p_st.  First the support must be symmetric (Q[i, j] ≠ 0 ⇔ Q[j, i] ≠ 0);
@@ -74,13 +89,15 @@ def kolmogorov_criterion(Q: Any, *, assume_nonnegative: bool = False) -> Reversi
     """
     start = time.perf_counter()
     G, _ = parse_generator(Q, "Q", assume_nonnegative=assume_nonnegative)
+    name = _names(states, G.n)
     E = set(G.edges)
     one_way = [(i, j) for i, j in G.edges if (j, i) not in E]
     if one_way:
         i, j = one_way[0]
         return ReversibilityReport(
             False, "Kolmogorov cycle criterion",
-            tuple(f"Q[{a}, {b}] != 0 but Q[{b}, {a}] = 0 (a one-way edge cannot balance)" for a, b in one_way),
+            tuple(f"Q[{name[a]}, {name[b]}] != 0 but Q[{name[b]}, {name[a]}] = 0 (a one-way edge cannot balance)"
+                  for a, b in one_way),
             len(one_way), time.perf_counter() - start,
         )
     nbrs: dict[int, list[int]] = {v: [] for v in range(G.n)}
@@ -116,5 +133,5 @@ def kolmogorov_criterion(Q: Any, *, assume_nonnegative: bool = False) -> Reversi
             backward *= G.entry[(b, a)]
         checked += 1
         if forward - backward != 0:
-            violations.append("cycle " + " -> ".join(map(str, cycle + cycle[:1])) + " does not balance")
+            violations.append("cycle " + " -> ".join(name[v] for v in cycle + cycle[:1]) + " does not balance")
     return ReversibilityReport(not violations, "Kolmogorov cycle criterion", tuple(violations), checked, time.perf_counter() - start)

@@ -25,7 +25,7 @@ from collections.abc import Callable
 import numpy as np
 
 from sp_ode.core.precision import float64
-from sp_ode.markov.generator import check_generator, closed_classes
+from sp_ode.markov.generator import check_generator, closed_classes, format_classes
 
 _FLOAT_MAX = float(np.finfo(np.float64).max)
 
@@ -51,16 +51,11 @@ def _evaluate(fn: Callable, t: float, z: np.ndarray) -> np.ndarray | None:
             return np.array([np.nan])
 
 
-def format_classes(classes: list[np.ndarray], limit: int = 4) -> str:
-    shown = ["{" + ", ".join(map(str, c.tolist()[:6])) + (", …" if c.size > 6 else "") + "}" for c in classes[:limit]]
-    return ", ".join(shown) + (f" and {len(classes) - limit} more" if len(classes) > limit else "")
-
-
-def generator_cause(Q: np.ndarray, y: np.ndarray, *, need_irreducible: bool) -> str | None:
-    """Why Q (= Q(y)) is not a usable generator, or None."""
+def generator_cause(Q: np.ndarray, y: np.ndarray, *, need_irreducible: bool, states=None) -> str | None:
+    """Why Q (= Q(y)) is not a usable generator, or None (states by name when `states` labels them)."""
     with np.printoptions(precision=4, threshold=8):
         try:
-            Q = check_generator(Q, "Q_of_y(y)")
+            Q = check_generator(Q, "Q_of_y(y)", states=states)
         except (TypeError, ValueError) as exc:
             return (f"Q(y) is not a generator at y={y}: {exc} A master equation needs off-diagonal rates "
                     ">= 0 and rows summing to 0 for every y it visits; fix Q_of_y.")
@@ -68,13 +63,13 @@ def generator_cause(Q: np.ndarray, y: np.ndarray, *, need_irreducible: bool) -> 
         classes = closed_classes(Q) if need_irreducible else []
         if len(classes) > 1:
             return (f"p_st(y) is undefined at y={y}: Q(y) has {len(classes)} closed classes, "
-                    f"{format_classes(classes)}, each with its own stationary law (sp_ode.stationary_distributions); "
+                    f"{format_classes(classes, states=states)}, each with its own stationary law (sp_ode.stationary_distributions); "
                     "the reduced flow y' = g(p_st(y), y) does not exist there.")
     return None
 
 
 def diagnose(t: float, z: np.ndarray, *, f: Callable | None, g: Callable, eps: float, m: int | None,
-             span: float, Q: Callable | None = None, need_irreducible: bool = False) -> str | None:
+             span: float, Q: Callable | None = None, need_irreducible: bool = False, states=None) -> str | None:
     """The cause of a failed solve at its last state (t, z), or None when none is found.
 
     Parameters
@@ -93,6 +88,8 @@ def diagnose(t: float, z: np.ndarray, *, f: Callable | None, g: Callable, eps: f
         Callable `Q(y) -> (n, n)` for a master equation, else None.
     need_irreducible
         Also require Q(y) irreducible (the reduced flow needs p_st).
+    states
+        Names of the fast states for the messages (a master equation's `states`), optional.
     """
     z = np.asarray(z, dtype=np.float64).reshape(-1)
     if not np.all(np.isfinite(z)):
@@ -104,7 +101,8 @@ def diagnose(t: float, z: np.ndarray, *, f: Callable | None, g: Callable, eps: f
         yq = zq if m is None else zq[m:]
         if Q is not None:
             with float64():
-                cause = generator_cause(np.asarray(Q(yq), dtype=np.float64), yq, need_irreducible=need_irreducible)
+                cause = generator_cause(np.asarray(Q(yq), dtype=np.float64), yq, need_irreducible=need_irreducible,
+                                        states=states)
             if cause is not None:
                 return f"{near}t={tq:.6g}: {cause}", {}
         values = {}

@@ -9,13 +9,16 @@ functions, because every solver, Newton step and Jacobian traces them:
 * the shorthand `f(x, y)` / `g(x, y)` (exactly two positional parameters) is
   accepted and wrapped by `sp_ode.systems.vector_field.as_vector_field` (on construction);
 * for a master equation, `Q_of_y(y) -> (n, n)` with y of shape (d,) (also for d = 1:
-  write `y[0]`), rows summing to zero;
+  write `y[0]`), rows summing to zero — or `Q_of_y(y, args)` to receive the system's
+  parameters (rate constants that can be varied and swept);
 * m and d are inferred from `x0` and `y0` (n from `Q(y0)`) unless declared.
 
 `check_model` traces f and g (and Q) once with the shapes of x0, y0 — `jax.eval_shape`,
 so nothing runs — and turns the two common mistakes into messages that name the
 function: a NumPy call on a traced array ("write f with jax.numpy (jnp.…)") and an output
-of the wrong shape (the expected and the actual shape).
+of the wrong shape (the expected and the actual shape).  The same advice comes from every
+solve (`sp_ode.simulate`, `sp_ode.simulate_reduced`, the manifolds), because each user
+function is called through a `sp_ode.systems.vector_field.UserFunction`.
 """
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ from typing import Any
 
 from sp_ode.core.precision import float64
 from sp_ode.systems.system import FastSlowSystem, MasterEquationSystem
-from sp_ode.systems.vector_field import as_vector_field
+from sp_ode.systems.vector_field import as_vector_field, tracer_advice
 
 __all__ = ["ModelCheck", "as_vector_field", "check_model"]
 
@@ -50,28 +53,17 @@ class ModelCheck:
     system: Any
 
 
-_TRACER_HINT = {
-    "TracerArrayConversionError": "a NumPy function (np.…) or float()/array() was called on a traced array",
-    "ConcretizationTypeError": "a Python `if`, `bool`, `int` or a NumPy call needed a concrete value",
-    "TracerBoolConversionError": "a Python `if`/`and`/`or` tested a traced array (use jnp.where)",
-    "TracerIntegerConversionError": "a traced array was used as a Python int (an index or a size)",
-}
-
-
 def _trace(name: str, fn: Callable, *arrays):
-    """jax.eval_shape of fn(*arrays); tracer errors become a TypeError naming `name`."""
+    """jax.eval_shape of fn(*arrays); tracer errors become a TypeError naming `name` (`tracer_advice`)."""
     import jax
 
     try:
         return jax.eval_shape(fn, *arrays)
     except Exception as exc:
-        hint = _TRACER_HINT.get(type(exc).__name__)
-        if hint is None:
+        advice = tracer_advice(name, exc)
+        if advice is None:
             raise
-        raise TypeError(
-            f"`{name}` must be written with jax.numpy (jnp.…) so that sp_ode can trace it: {hint} "
-            f"inside {name} (e.g. np.exp → jnp.exp, if → jnp.where). ({type(exc).__name__})"
-        ) from exc
+        raise TypeError(advice) from exc
 
 
 def _shape(out) -> str:
@@ -143,7 +135,7 @@ def check_model(system: Any, x0: Any, y0: Any, *, args: Any = None, t0: float = 
         y = jnp.asarray(arrays["y0"])
         t = jnp.asarray(t0, dtype=jnp.float64)
         if isinstance(system, MasterEquationSystem):
-            Qs = _trace("Q_of_y", lambda yy: system.Q_of_y(yy), y)
+            Qs = _trace("Q_of_y", lambda yy: system.Q_fn(yy, args), y)
             if getattr(Qs, "shape", None) != (m, m):
                 raise ValueError(
                     f"`Q_of_y` must return an (n, n) generator with n = len(x0) = {m} for y of shape ({d},); "

@@ -23,7 +23,7 @@ system once and reuse it, rather than wrapping f in a fresh closure per call.
 Systems are checked at the door: f and g are evaluated once for their shapes
 and dtypes (complex output is refused), x0 and y0 must be non-empty; for a
 `MasterEquationSystem` Q(y0) must be a generator, and an x0 off the simplex is
-warned about by how much.  A failed solve is a status on the returned
+refused (by how much, with the fix) unless the system opts in (`simplex=False`).  A failed solve is a status on the returned
 `Trajectory` whose message names the cause, read off the last state reached
 (`diagnosis`): non-finite f or g, f/ε overflowing, Q(y) not a generator, or the
 step budget — each with its own advice (docs/theory.md §9).  With `throw=True`
@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import warnings
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -334,31 +333,36 @@ def fast_slow_problem(system: FastSlowSystem, m: int) -> integration.Problem:
     return integration.Problem(key=("fast-slow", f, g, m), make_rhs=make_rhs, chord_kappa=kappa, tol_factor=factor)
 
 
-def check_master_start(system: MasterEquationSystem, x0: np.ndarray, y0: np.ndarray, args) -> None:
-    """Q(y0) must be a generator (ValueError naming `Q_of_y`); x0 off the simplex is warned about.
+def check_master_start(system: MasterEquationSystem, x0: np.ndarray, y0: np.ndarray, args,
+                       batch_args: bool = False) -> None:
+    """Q(y0) must be a generator (ValueError naming `Q_of_y`); x0 must be on the simplex unless the system opts out.
 
     The master equation conserves 1ᵀx (Q(y)1 = 0, docs/theory.md §3.1): an x0 off the
-    simplex stays off it, and φ(y) = p_st(y) is then not the state x approaches.
+    simplex stays off it, and φ(y) = p_st(y) is then not the state x approaches.  Refused
+    (ValueError naming the fix) unless the system was built with `simplex=False`.
     """
-    ys = np.unique(y0.reshape(-1, y0.shape[-1]), axis=0)
-    if ys.shape[0] == 1:
-        system.check_generator_at(ys[0])
-    else:  # a batch of slow states: Q at all of them in one vmapped evaluation
-        Qs = np.asarray(jax.vmap(lambda y: jnp.asarray(system.Q_of_y(y), dtype=jnp.float64))(jnp.asarray(ys)))
+    if batch_args or y0.ndim == 2:  # a batch: Q at every start (with its own args) in one vmapped evaluation
+        ys = y0.reshape(-1, y0.shape[-1])
+        in_axes = (0, 0 if batch_args else None)
+        Qs = np.asarray(jax.vmap(lambda y, a: jnp.asarray(system.Q_fn(y, a), dtype=jnp.float64), in_axes=in_axes)(
+            jnp.asarray(ys), args))
         try:
-            check_generator(Qs, "Q_of_y(y0)", batch=True)
+            check_generator(Qs, "Q_of_y(y0)", batch=True, states=system.states)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"`Q_of_y` must return a generator at every y0 of the batch: {exc}") from None
+    else:
+        system.check_generator_at(y0, args)
     xs = x0.reshape(-1, x0.shape[-1])
     mass_err = np.abs(xs.sum(axis=-1) - 1.0)
     neg = -np.minimum(xs.min(axis=-1), 0.0)
     tol = 64 * xs.shape[-1] * np.finfo(np.float64).eps
-    if mass_err.max() > tol or neg.max() > tol:
-        warnings.warn(
-            f"`x0` is not on the simplex: 1ᵀx0 differs from 1 by up to {mass_err.max():.3g} and its most negative "
-            f"entry is {-neg.max():.3g}. The master equation conserves 1ᵀx, so x(t) stays off the simplex and "
-            "does not approach p_st(y); pass a probability vector (x0 / x0.sum()).", UserWarning, stacklevel=4)
-
+    if (mass_err.max() > tol or neg.max() > tol) and system.simplex:
+        raise ValueError(
+            f"`x0` must be a probability vector on the simplex for the master equation {system.name!r}: 1ᵀx0 differs "
+            f"from 1 by up to {mass_err.max():.3g} and its most negative entry is {-neg.max():.3g}. The master "
+            "equation conserves 1ᵀx, so x(t) would stay off the simplex and not approach p_st(y). Pass x0 / x0.sum() "
+            "(with no negative entries), or, if x is not a distribution (e.g. a population), build the system with "
+            "MasterEquationSystem(..., simplex=False).")
 
 
 def check_solver_options(backend, method, rtol, atol, max_steps, t_span, ts, escalate: bool = True):
@@ -534,11 +538,6 @@ def simulate(system, t_span, x0, y0, *, backend: str = "auto", method: str | Non
     Trajectory
         `t` (K,), `x` (K, m) | (B, K, m), `y` (K, d) | (B, K, d), `status`, `message`, `stats`.
 
-    Warns
-    -----
-    UserWarning
-        For a `MasterEquationSystem`, when x0 is off the simplex (by how much).
-
     Raises
     ------
     TypeError
@@ -547,7 +546,8 @@ def simulate(system, t_span, x0, y0, *, backend: str = "auto", method: str | Non
     ValueError
         Unknown `backend`/`method`; non-finite, empty or mis-shaped `x0`/`y0`; t1 ≤ t0;
         bad `ts`; f/g output shapes that do not match x/y (names `f` or `g`); for a
-        `MasterEquationSystem`, Q(y0) not a generator (names `Q_of_y`).
+        `MasterEquationSystem`, Q(y0) not a generator (names `Q_of_y`), or x0 off the simplex
+        (by how much, and the fix) unless the system was built with `simplex=False`.
     SolverError
         With `throw=True`, when a solve fails (the message names the cause — non-finite
         f or g, f/ε overflowing, Q(y) not a generator, step budget — and what to change).
@@ -562,7 +562,7 @@ def simulate(system, t_span, x0, y0, *, backend: str = "auto", method: str | Non
     batched = B is not None
     m, d = _checked_shapes(system, x0, y0, args, bool(batch_args), batched, t0)
     if isinstance(system, MasterEquationSystem):
-        check_master_start(system, x0, y0, args)
+        check_master_start(system, x0, y0, args, bool(batch_args))
     return simulate_checked(system, (t0, t1), x0, y0, ts=ts, options=options, args=args,
                             batch_args=bool(batch_args), throw=throw)
 
@@ -587,10 +587,11 @@ def simulate_checked(system: FastSlowSystem, t_span: tuple[float, float], x0: np
     def diagnose(i, t_end, z_end):
         args_i = jax.tree_util.tree_map(lambda a: np.asarray(a)[i], args) if batch_args else args
         f, g = system.f, system.g
+        master = isinstance(system, MasterEquationSystem)
         return diagnosis.diagnose(
             t_end, z_end, f=lambda t, z: f(t, z[:m], z[m:], args_i), g=lambda t, z: g(t, z[:m], z[m:], args_i),
             eps=system.eps, m=m, span=t1 - t0,
-            Q=system.Q if isinstance(system, MasterEquationSystem) else None)
+            Q=(lambda y: system.Q(y, args_i)) if master else None, states=system.states if master else None)
 
     z0 = np.concatenate([x0, y0], axis=-1)
     raw = run_engines(fast_slow_problem(system, m), z0, t0, t1, ts, eps=system.eps, args=args, options=options,

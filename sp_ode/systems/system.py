@@ -36,7 +36,7 @@ from sp_ode.markov.families import GeneratorFamily
 from sp_ode.markov.generator import ROW_SUM_C, check_generator
 from sp_ode.markov.stationary import stationary_jax
 from sp_ode.systems.integration import SMALL_PROGRAM_OPTIONS
-from sp_ode.systems.vector_field import as_vector_field
+from sp_ode.systems.vector_field import UserFunction, as_generator_function, as_vector_field
 
 __all__ = ["FastSlowSystem", "MasterEquationSystem"]
 
@@ -236,28 +236,23 @@ def _shape_of(out) -> str:
     return str(shape) if shape is not None else f"a {type(out).__name__}"
 
 
-# One f per generator family: compiled solves are cached on the identity of f, so every
+# One f per generator function: compiled solves are cached on the identity of f, so every
 # MasterEquationSystem over the same Q_of_y (e.g. each `get_system("me3")`) must share it.
-# Values hold Q_of_y itself, so an id key is never reused by another object.
-_MASTER_F: dict = {}
+# Keys hold Q_fn itself (a UserFunction, one per user function), so an id is never reused.
+_MASTER_F = LRUCache(256)
 
 
-def _master_f(Q_of_y: Callable) -> Callable:
-    try:
-        key = ("eq", Q_of_y)
-        hash(key)
-    except TypeError:  # an unhashable callable object: key on its identity
-        key = ("id", id(Q_of_y))
-    found = _MASTER_F.get(key)
-    if found is not None:
-        return found[1]
+def _master_f(Q_fn: UserFunction) -> Callable:
+    def found():
+        if Q_fn.shorthand:   # Q(y): one custom_jvp for every call
+            return _master_no_args(Q_fn)
+        return _master_with_args(Q_fn)
+    return _MASTER_F.get_or_make(Q_fn, found)
 
-    @jax.custom_jvp
-    def master(x, y):
-        return Q_of_y(y).T @ x  # master equation: dp/dτ = Qᵀp
 
-    @master.defjvp
-    def master_jvp(primals, tangents):
+def _master_jvp_rule(Q_y: Callable):
+    """The JVP of (x, y) ↦ Q(y)ᵀx for a generator Q_y(y) (module docstring)."""
+    def rule(primals, tangents):
         # d(Q(y)ᵀx) = Q(y)ᵀ dx + (∂_y Q · dy)ᵀ x.  Written out so that a Jacobian (a jvp
         # vmapped over m + d basis tangents, as in the implicit solvers) builds Q(y) and
         # ∂_y Q (n, n, d) once, instead of pushing every tangent through the construction
@@ -265,22 +260,95 @@ def _master_f(Q_of_y: Callable) -> Callable:
         # in Q_of_y, so derivatives of every order still follow.
         x, y = primals
         x_dot, y_dot = tangents
-        Q = Q_of_y(y)
-        dQ = jax.jacfwd(Q_of_y)(y)                     # (n, n, d)
-        return Q.T @ x, Q.T @ x_dot + jnp.einsum("ijk,k,i->j", dQ, y_dot, x)
+        Q = Q_y(y)
+        dQ = jax.jacfwd(Q_y)(y)                     # (n, n, d)
+        ok = _rates_ok(Q)
+        return (jnp.where(ok, Q.T @ x, jnp.nan),
+                jnp.where(ok, Q.T @ x_dot + jnp.einsum("ijk,k,i->j", dQ, y_dot, x), jnp.nan))
+    return rule
+
+
+def _rates_ok(Q):
+    """Every off-diagonal rate ≥ 0: checked at every evaluation inside a solve, so a rate that turns
+    negative along the path stops the solve there (f becomes NaN) and the diagnosis names t, y and
+    the rate (`sp_ode.systems.diagnosis`), instead of a solution that leaves the simplex silently.
+    Row sums need no check here: they are fixed by construction in every model that passed the door."""
+    n = Q.shape[-1]
+    return jnp.all(jnp.where(jnp.eye(n, dtype=bool), 0.0, Q) >= 0)
+
+
+def _master_no_args(Q_fn: UserFunction) -> Callable:
+    Q_y = lambda y: Q_fn(y, None)
+
+    @jax.custom_jvp
+    def master(x, y):
+        Q = Q_y(y)
+        return jnp.where(_rates_ok(Q), Q.T @ x, jnp.nan)  # master equation: dp/dτ = Qᵀp
+
+    master.defjvp(_master_jvp_rule(Q_y))
 
     def f(t, x, y, args):
         return master(x, y)
-    _MASTER_F[key] = (Q_of_y, f)
-    if len(_MASTER_F) > 256:  # bounded: fresh closures per call would otherwise accumulate
-        del _MASTER_F[next(iter(_MASTER_F))]
     return f
 
 
-def _stationary_phi(Q_of_y: Callable) -> Callable:
-    """φ(y) = p_st(Q(y)) as a JAX function (T1), NaN where Q(y) is not an irreducible generator."""
-    def phi(y):
-        Q = jnp.asarray(Q_of_y(y))
+def _is_data(leaf) -> bool:
+    return isinstance(leaf, (jax.Array, np.ndarray, np.generic, float))
+
+
+def _master_with_args(Q_fn: UserFunction) -> Callable:
+    # Q(y, args): the array parameters are inputs of the custom_jvp (a closure over traced
+    # parameters is not supported by compiled solves), other leaves (strings, ints used as
+    # sizes) are closed over as constants.  Their tangents are zero in every solver (Jacobians
+    # are taken in (x, y) only) and are skipped as symbolic zeros; when one is not (a user
+    # differentiating through the parameters), its term (∂_a Q · da)ᵀx is added.
+    def f(t, x, y, args):
+        leaves, tree = jax.tree_util.tree_flatten(args)
+        where = [k for k, leaf in enumerate(leaves) if _is_data(leaf)]
+        dyn = tuple(jnp.asarray(leaves[k]) for k in where)
+
+        def rebuild(values):
+            full = list(leaves)
+            for k, v in zip(where, values):
+                full[k] = v
+            return jax.tree_util.tree_unflatten(tree, full)
+
+        @jax.custom_jvp
+        def master(x, y, dyn):
+            Q = Q_fn(y, rebuild(dyn))
+            return jnp.where(_rates_ok(Q), Q.T @ x, jnp.nan)
+
+        def rule(primals, tangents):
+            x, y, dyn = primals
+            x_dot, y_dot, dyn_dot = tangents
+            a = rebuild(dyn)
+            Q_y = lambda yy: Q_fn(yy, a)
+            Q = Q_y(y)
+            ok = _rates_ok(Q)
+            tangent = jnp.zeros_like(Q.T @ x)
+            if not _zero(x_dot):
+                tangent = tangent + Q.T @ x_dot
+            if not _zero(y_dot):
+                tangent = tangent + jnp.einsum("ijk,k,i->j", jax.jacfwd(Q_y)(y), y_dot, x)
+            if not all(_zero(d) for d in dyn_dot):
+                dots = tuple(jnp.zeros_like(v) if _zero(d) else d for v, d in zip(dyn, dyn_dot))
+                _, dQ = jax.jvp(lambda values: Q_fn(y, rebuild(values)), (dyn,), (dots,))
+                tangent = tangent + dQ.T @ x
+            return jnp.where(ok, Q.T @ x, jnp.nan), jnp.where(ok, tangent, jnp.nan)
+
+        master.defjvp(rule, symbolic_zeros=True)
+        return master(x, y, dyn)
+    return f
+
+
+def _zero(t) -> bool:
+    return isinstance(t, jax.custom_derivatives.SymbolicZero)
+
+
+def _stationary_phi(Q_fn: Callable) -> Callable:
+    """φ(y, args) = p_st(Q(y, args)) as a JAX function (T1), NaN where Q(y) is not an irreducible generator."""
+    def phi(y, args=None):
+        Q = jnp.asarray(Q_fn(y, args))
         p = stationary_jax(Q)  # φ(y) = p_st(y), T1
         # Checked inside the compiled solve, at every point of a reduced path: Q(y) a
         # generator (off-diagonal ≥ 0, rows summing to 0 within the rounding rule of
@@ -307,6 +375,34 @@ _phi_cache = LRUCache()
 _Q_JIT = LRUCache()   # Q_of_y -> its compiled evaluation (door checks, diagnoses)
 
 
+def _check_states(states, n: int | None) -> tuple[str, ...] | None:
+    """Labels of the fast states: n distinct non-empty strings (numbers are written as text)."""
+    if states is None:
+        return None
+    if isinstance(states, (str, bytes)) or not hasattr(states, "__len__"):
+        raise TypeError(f"`states` must be a sequence of n state labels, e.g. ['C', 'O', 'I']; got "
+                        f"{type(states).__name__} {states!r:.60}.")
+    labels = []
+    for k, s in enumerate(states):
+        if isinstance(s, (bool, np.bool_)) or not isinstance(s, (str, int, float, np.integer, np.floating, tuple)):
+            raise TypeError(f"`states[{k}]` must be a label (a string); got {type(s).__name__} {s!r:.40}.")
+        text = str(s).strip()
+        if not text:
+            raise ValueError(f"`states[{k}]` must be a non-empty label; got {s!r}.")
+        labels.append(text)
+    if n is not None and len(labels) != n:
+        raise ValueError(f"`states` must name each of the n = {n} fast states; got {len(labels)} labels {labels!r:.80}.")
+    if len(set(labels)) != len(labels):
+        dup = sorted({x for x in labels if labels.count(x) > 1})
+        raise ValueError(f"`states` must be distinct labels; {dup} appear more than once.")
+    return tuple(labels)
+
+
+def state_label(states, i: int) -> str:
+    """The label of state `i`: its name when the system has `states`, else the index."""
+    return str(i) if states is None else f"{states[i]}"
+
+
 class MasterEquationSystem(FastSlowSystem):
     """The linear-generator system ε dx/dt = Q(y)ᵀx, dy/dt = g(t, x, y, args).
 
@@ -315,23 +411,38 @@ class MasterEquationSystem(FastSlowSystem):
 
     Parameters
     ----------
-    Q_of_y : callable `Q_of_y(y) -> (n, n)` or `sp_ode.markov.families.GeneratorFamily`
-        The generator family, JAX-traceable in y (d,).  For a `GeneratorFamily`,
-        n and d are taken from it.
-    g : callable `g(t, x, y, args) -> (d,)`
+    Q_of_y : callable `Q_of_y(y) -> (n, n)` or `Q_of_y(y, args) -> (n, n)`, or a `GeneratorFamily`
+        The generator family, JAX-traceable in y (d,).  With two parameters it receives
+        the system's `args` (the same pytree as g), so the rate constants of the chain
+        are parameters: varied with `with_args`, swept by `sp_ode.sweep`, batched with
+        `simulate(..., batch_args=True)`, all without recompiling.  Computed in float64
+        whatever the user's JAX setting (float32 output is cast; `sp_ode.float64`).  For a
+        `GeneratorFamily`, n and d are taken from it.
+    g : callable `g(t, x, y, args) -> (d,)` (or the shorthand `g(x, y)`)
     eps, P, args, name
         As for `FastSlowSystem`.
     n, d : int, optional
         Number of fast states (m = n) and slow dimension.
+    states : sequence of n str, optional
+        Names of the fast states (e.g. `["C1", "C2", "O", "I"]`), used instead of the
+        indices 0 … n−1 in figure legends, tables and messages (negative rates, reducible
+        chains, detailed-balance failures).
+    simplex : bool
+        True (default): x is a probability distribution, and `sp_ode.simulate` refuses an x0
+        off the simplex (1ᵀx0 ≠ 1 or a negative entry), naming the fix.  False opts in to
+        other x0 (e.g. copy numbers of a linear population: 1ᵀx is still conserved, and x
+        approaches (1ᵀx0)·p_st(y), not p_st(y)).
 
     Raises
     ------
     TypeError, ValueError
-        As for `FastSlowSystem`; also if `n`/`d` disagree with a `GeneratorFamily`.
+        As for `FastSlowSystem`; also if `n`/`d` disagree with a `GeneratorFamily`, `Q_of_y`
+        takes other than one or two positional parameters, or `states` are not n distinct labels.
     """
 
     @in_float64
-    def __init__(self, Q_of_y, g, *, eps=None, P=None, args=None, n=None, d=None, name=None):
+    def __init__(self, Q_of_y, g, *, eps=None, P=None, args=None, n=None, d=None, name=None, states=None,
+                 simplex: bool = True):
         if isinstance(Q_of_y, GeneratorFamily):
             for arg, value, fam_value in (("n", n, Q_of_y.n), ("d", d, Q_of_y.d)):
                 if value is not None and value != fam_value:
@@ -339,39 +450,82 @@ class MasterEquationSystem(FastSlowSystem):
             n, d = Q_of_y.n, Q_of_y.d
             name = name if name is not None else f"me_{Q_of_y.name}"
         elif not callable(Q_of_y):
-            raise TypeError(f"`Q_of_y` must be callable as Q_of_y(y) -> (n, n) or a GeneratorFamily; got {type(Q_of_y).__name__}.")
-        super().__init__(_master_f(Q_of_y), g, eps=eps, P=P, args=args, m=n, d=d,
+            raise TypeError(f"`Q_of_y` must be callable as Q_of_y(y) -> (n, n) (or Q_of_y(y, args)), or a "
+                            f"GeneratorFamily; got {type(Q_of_y).__name__}.")
+        Q_fn = as_generator_function("Q_of_y", Q_of_y)
+        if not isinstance(simplex, (bool, np.bool_)):
+            raise TypeError(f"`simplex` must be True or False; got {type(simplex).__name__} {simplex!r:.40}.")
+        n = _optional_dim("n", n)
+        labels = _check_states(states, n)
+        if n is None and labels is not None:
+            n = len(labels)
+        super().__init__(_master_f(Q_fn), g, eps=eps, P=P, args=args, m=n, d=d,
                          name=name if name is not None else "master_equation")
         object.__setattr__(self, "Q_of_y", Q_of_y)
+        object.__setattr__(self, "Q_fn", Q_fn)
+        object.__setattr__(self, "states", labels)
+        object.__setattr__(self, "simplex", bool(simplex))
 
     @property
     def n(self) -> int | None:
         """Number of fast states (= m)."""
         return self.m
 
-    @in_float64  # a user's jnp Q_of_y called outside sp_ode's scope must not drop to float32
-    def Q(self, y):
-        """The generator Q(y), shape (n, n), in the array namespace of `y`'s family.
+    @property
+    def takes_args(self) -> bool:
+        """Whether Q_of_y receives the system's `args` (it was written `Q_of_y(y, args)`)."""
+        return not self.Q_fn.shorthand
 
-        A `GeneratorFamily` accepts NumPy or JAX y; a plain callable is evaluated compiled (one
-        small program per Q_of_y: evaluated op by op, a fresh process would compile every jnp
-        operation in it separately, ~20 programs for a 5-state ring).
+    def state_label(self, i: int) -> str:
+        """The name of fast state `i` (`states[i]`, or `str(i)` when the system has no `states`)."""
+        return state_label(self.states, i)
+
+    def _checked_y(self, y) -> np.ndarray:
+        y = np.asarray(y, dtype=np.float64)
+        y = y.reshape(1) if y.ndim == 0 else y
+        if y.ndim != 1 or (self.d is not None and y.shape != (self.d,)):
+            want = f"(d,) = ({self.d},)" if self.d is not None else "(d,)"
+            raise ValueError(f"`y` must have shape {want} for {self.name!r}; got {y.shape}.")
+        if not np.all(np.isfinite(y)):
+            bad = int(np.flatnonzero(~np.isfinite(y))[0])
+            raise ValueError(f"`y` must be finite to evaluate Q(y) of {self.name!r}; got y[{bad}] = {y[bad]} "
+                             f"(y = {y.tolist()}).")
+        return y
+
+    @in_float64  # a user's jnp Q_of_y called outside sp_ode's scope must not drop to float32
+    def Q(self, y, args=None):
+        """The generator Q(y) (`Q(y, args)` when Q_of_y takes parameters), shape (n, n), float64.
+
+        `args` defaults to the system's.  A `GeneratorFamily` accepts NumPy or JAX y (and
+        answers in that namespace); a plain callable is evaluated compiled (one small
+        program per Q_of_y: evaluated op by op, a fresh process would compile every jnp
+        operation in it separately, ~20 programs for a 5-state ring).  Under a JAX trace y
+        is passed through unchecked.
+
+        Raises
+        ------
+        ValueError
+            y (concrete) is not finite or not of shape (d,) (a NaN y would give a NaN "generator").
         """
+        args = self.args if args is None else args
         if isinstance(y, jax.core.Tracer):
+            return self.Q_fn(y, args)
+        y = self._checked_y(y)
+        if isinstance(self.Q_of_y, GeneratorFamily):
             return self.Q_of_y(y)
-        if isinstance(self.Q_of_y, GeneratorFamily):   # a concrete y: NumPy arithmetic, nothing to compile
-            return self.Q_of_y(np.asarray(y, dtype=np.float64))
-        if isinstance(y, jax.core.Tracer):
-            return self.Q_of_y(y)
-        q = self.Q_of_y
-        fn = _Q_JIT.get_or_make(q, lambda: jax.jit(lambda v: jnp.asarray(q(v), jnp.float64),
+        q = self.Q_fn
+        leaves = jax.tree_util.tree_leaves(args)
+        if not all(isinstance(a, (jax.Array, np.ndarray, np.floating, float)) for a in leaves):
+            return q(jnp.asarray(y), args)   # static (non-array) parameters: evaluated op by op
+        fn = _Q_JIT.get_or_make(q, lambda: jax.jit(lambda v, a: jnp.asarray(q(v, a), jnp.float64),
                                                    compiler_options=SMALL_PROGRAM_OPTIONS))
-        return fn(jnp.asarray(y, dtype=jnp.float64))
+        return fn(jnp.asarray(y, dtype=jnp.float64), args)
 
     @in_float64
     def check_shapes(self, x0, y0, args=None, t0: float = 0.0) -> tuple[int, int]:
         """As `FastSlowSystem.check_shapes`, and Q(y0) must be (n, n) (names `Q_of_y`)."""
-        Qs = jax.eval_shape(self.Q_of_y, jax.ShapeDtypeStruct(np.shape(y0), jnp.float64))
+        a = self.args if args is None else args
+        Qs = jax.eval_shape(lambda yy: self.Q_fn(yy, a), jax.ShapeDtypeStruct(np.shape(y0), jnp.float64))
         n = int(np.shape(x0)[0]) if np.ndim(x0) == 1 else None
         if n is not None and getattr(Qs, "shape", None) != (n, n):
             raise ValueError(f"`Q_of_y` must return an (n, n) generator with n = len(x0) = {n}; got {_shape_of(Qs)}.")
@@ -381,16 +535,29 @@ class MasterEquationSystem(FastSlowSystem):
     def stationary_phi(self) -> Callable:
         """The critical manifold φ(y) = p_st(Q(y)) as a JAX function y (d,) -> (n,) (T1).
 
-        One function per `Q_of_y` (cached), so compiled reduced solves keyed on it are
-        reused.  Inside a compiled solve it turns NaN where Q(y) is not an irreducible
-        generator, which stops the solve there with the cause named.
+        One function per `Q_of_y` (cached) when Q takes no parameters, so compiled reduced
+        solves keyed on it are reused; for `Q_of_y(y, args)` the system's `args` are bound
+        (`stationary_phi_args` takes them as an argument).  Inside a compiled solve it turns
+        NaN where Q(y) is not an irreducible generator, which stops the solve there with the
+        cause named.
         """
         # jitted: called on one point (an identity check, a catalogue's φ) it is one compiled program,
         # not one per jnp operation; inside a compiled solve it is inlined
-        return _phi_cache.get_or_make(("p_st", self.Q_of_y), lambda: jax.jit(_stationary_phi(self.Q_of_y)))
+        phi = _phi_cache.get_or_make(("p_st, jit", self.Q_fn), lambda: jax.jit(self.stationary_phi_args()))
+        if not self.takes_args:
+            return _phi_cache.get_or_make(("p_st(y)", self.Q_fn), lambda: lambda y: phi(y, None))
+        args = self.args
+        if not all(_is_data(leaf) for leaf in jax.tree_util.tree_leaves(args)):
+            unjitted = self.stationary_phi_args()
+            return lambda y: unjitted(y, args)   # static (non-array) parameters cannot be passed to jit
+        return lambda y: phi(y, args)
+
+    def stationary_phi_args(self) -> Callable:
+        """φ(y, args) = p_st(Q(y, args)) as a JAX function (cached per Q_of_y; see `stationary_phi`)."""
+        return _phi_cache.get_or_make(("p_st", self.Q_fn), lambda: _stationary_phi(self.Q_fn))
 
     @in_float64
-    def check_generator_at(self, y) -> np.ndarray:
+    def check_generator_at(self, y, args=None) -> np.ndarray:
         """Q(y) as float64 after checking it is a generator (off-diagonal ≥ 0, rows sum to 0).
 
         The door check of a master equation (docs/theory.md §3.1): `sp_ode.simulate` applies
@@ -399,12 +566,13 @@ class MasterEquationSystem(FastSlowSystem):
         Raises
         ------
         ValueError
-            Naming `Q_of_y`, y, and the rule violated (negative rate, row sums).
+            Naming `Q_of_y`, y, and the rule violated (negative rate, row sums), with the
+            states by name when the system has `states`.
         """
 
-        y = np.asarray(y, dtype=np.float64)
+        y = self._checked_y(y)
         try:
-            return check_generator(np.asarray(self.Q(y), dtype=np.float64), "Q_of_y(y)")
+            return check_generator(np.asarray(self.Q(y, args), dtype=np.float64), "Q_of_y(y)", states=self.states)
         except (TypeError, ValueError) as exc:
             with np.printoptions(precision=4, threshold=8):
                 raise ValueError(f"`Q_of_y` must return a generator at y = {y}: {exc}") from None

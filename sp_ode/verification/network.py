@@ -50,7 +50,7 @@ import scipy.sparse as sp
 from sp_ode.core.files import write_json
 from sp_ode.core.validation import check_positive, check_positive_int
 from sp_ode.markov.attractor import MAX_STEPS, attractor_distribution
-from sp_ode.markov.generator import closed_classes, communicating_classes
+from sp_ode.markov.generator import closed_classes, communicating_classes, format_classes
 from sp_ode.markov.stationary import stationary_distribution
 from sp_ode.networks.system import NetworkSystem, padded_range
 from sp_ode.verification.identity import IDENTITY_TOL, IdentityMethod
@@ -165,7 +165,9 @@ def network_identity(system: NetworkSystem, ys, *, p=None, tol: float = ATTRACTO
         if len(classes) > 1:
             closed = closed_classes(Q)
             rec["reason"] = (f"Q(y) is reducible at y = {y.tolist()}: {len(classes)} communicating classes, "
-                             f"{len(closed)} closed (sizes {[len(c) for c in closed][:4]}); p_st(y) is "
+                             f"{len(closed)} closed (sizes {[len(c) for c in closed][:4]}: "
+                             f"{format_classes(closed, limit=3, states=system.network.state_labels(system.space))}); "
+                             "p_st(y) is "
                              + ("not unique" if len(closed) > 1 else "not positive")
                              + " and the identity does not hold as stated")
             continue

@@ -120,6 +120,10 @@ def plot_manifold(case, region, ident, report: dict, path: Path) -> Path:
                    Line2D([], [], color="k", marker="o", ls="none", mfc="none", ms=4,
                           label="markers: φ by Newton" + (" (bordered system)" if hasattr(case.system, "Q_of_y")
                                                           else ""))]
+        names = getattr(case.system, "states", None)    # the user's state names, else the indices
+        if phi.shape[1] <= 12:                          # one legend entry per state (colour)
+            handles += [Line2D([], [], color=f"C{i % 10}", lw=2,
+                               label=str(names[i]) if names is not None else f"state {i}") for i in range(phi.shape[1])]
         axes[0].legend(handles=handles, fontsize=7, loc="best")
         axes[0].set_ylabel(r"$x = \varphi(y)$" + (" (one colour per state)" if phi.shape[1] > 1 else "")
                            + slice_note, fontsize=9)

@@ -29,3 +29,9 @@ def test_demo_smoke(tmp_path, capsys):
         name, status = ln.split()[1], ln.split()[-1]
         assert status in STATUS and report["checks"][name] == status
     assert out.splitlines()[-2].startswith("demo PASSED")
+
+
+def test_num_is_checked_under_smoke_too(tmp_path, capsys):
+    # issue 25: `--num 0` was ignored under --smoke (the smoke grid replaced it silently)
+    assert main(["demo", "--smoke", "--num", "0", "--out", str(tmp_path / "d")]) == 2
+    assert "`--num` must be >= 2" in capsys.readouterr().err and not (tmp_path / "d").exists()

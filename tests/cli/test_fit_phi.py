@@ -174,3 +174,32 @@ def test_fit_phi_out_is_a_file_and_bad_format(tmp_path, capsys):
     assert "is a file" in capsys.readouterr().err
     assert main(["fit-phi", "--smoke", "--format", "jpg", "--out", str(tmp_path / "o")]) == 2
     assert "`--format` must be one of" in capsys.readouterr().err
+
+
+def test_existing_fit_is_refused_before_any_work(tmp_path, capsys):
+    # issue 25 item 7: a second fit-phi replaced the first one without a word
+    out = tmp_path / "run"
+    (out / "phi").mkdir(parents=True)
+    (out / "report.json").write_text('{"first": true}')
+    assert main(["fit-phi", "--smoke", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "already exists" in err and "--overwrite" in err and "lbfgs steps" not in err   # no fit started
+    assert (out / "report.json").read_text() == '{"first": true}'
+
+
+def test_float32_generator_function_is_accepted_and_its_rounding_reported(tmp_path, capsys):
+    # a jnp Q(y) run outside float64 mode returns float32: refused before ("rows must sum to zero")
+    f = tmp_path / "q32.py"
+    f.write_text(
+        "import jax.numpy as jnp\n"
+        "K = jnp.array([0.7, 1.3, 0.45, 2.2])\n"
+        "def Q(y):\n"
+        "    a = K[0] * jnp.exp(y[0]); b = K[1]; c = K[2] * jnp.exp(-y[0]); d = K[3]\n"
+        "    R = jnp.array([[0.0, a, 0.0, 0.3], [b, 0.0, c, 0.0], [0.0, d, 0.0, a], [0.1, 0.0, b, 0.0]])\n"
+        "    return R - jnp.diag(R.sum(axis=1))\n")
+    out = tmp_path / "o"
+    assert main(["fit-phi", "--smoke", "--steps", "5", "--system", f"{f}:Q", "--domain", "-1", "1",
+                 "--out", str(out)]) in (0, 1)
+    record = json.loads((out / "report.json").read_text())
+    assert record["input_rounding"] == pytest.approx(((1 + 2**-24) / (1 - 2**-24)) ** 3 - 1, rel=1e-9)
+    assert "reduced-precision rates" in capsys.readouterr().err

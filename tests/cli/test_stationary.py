@@ -145,3 +145,32 @@ def test_out_pointing_at_a_directory_is_a_usage_error(tmp_path, capsys):
     assert "is a directory" in capsys.readouterr().err
     assert main(["stationary", str(tmp_path / "Q.npy"), "--out", str(tmp_path / "p.txt")]) == 2
     assert "must end in .npy or .csv" in capsys.readouterr().err
+
+
+# --- issue 25: no silent overwrite, float32 input, states by name, numeric detailed balance ---------
+
+def test_existing_out_file_is_refused_without_overwrite(tmp_path, capsys):
+    np.save(tmp_path / "Q.npy", Q)
+    target = tmp_path / "p.npy"
+    np.save(target, np.array([7.0]))
+    assert main(["stationary", str(tmp_path / "Q.npy"), "--out", str(target)]) == 2
+    assert "already exists" in capsys.readouterr().err and np.load(target).tolist() == [7.0]   # untouched
+    assert main(["stationary", str(tmp_path / "Q.npy"), "--out", str(target), "--overwrite"]) == 0
+    np.testing.assert_allclose(np.load(target), [0.6, 0.4], rtol=1e-15)
+    assert not list(tmp_path.glob(".p.npy.*.tmp"))                    # written atomically
+
+
+def test_float32_file_json_states_and_reversibility(tmp_path, capsys):
+    R = np.array([[0.0, 0.7, 0.1], [1.3, 0.0, 0.45], [0.2, 2.2, 0.0]], dtype=np.float32)
+    Q32 = R - np.diag(R.sum(axis=1, dtype=np.float32))
+    np.save(tmp_path / "Q32.npy", Q32)
+    assert main(["stationary", str(tmp_path / "Q32.npy")]) == 0
+    assert "rounding of the rates as given" in capsys.readouterr().out
+    (tmp_path / "named.json").write_text(json.dumps({"Q": Q.tolist(), "states": ["off", "on"]}))
+    assert main(["stationary", str(tmp_path / "named.json"), "--reversibility"]) == 0
+    out = capsys.readouterr().out
+    values = {line.split("=")[0].strip(): float(line.split("=")[1]) for line in out.splitlines() if line.startswith("  p[")}
+    assert values == pytest.approx({"p[off]": 0.6, "p[on]": 0.4}, rel=1e-15)
+    assert "detailed balance: reversible" in out
+    (tmp_path / "bad.json").write_text(json.dumps({"Q": Q.tolist(), "states": ["off"]}))
+    assert main(["stationary", str(tmp_path / "bad.json")]) == 2

@@ -89,10 +89,10 @@ def test_false_claim_prints_its_leftover(enzyme, capsys, tmp_path):
     text = capsys.readouterr().out
     assert "FALSE" in text and "verdict: FAIL" in text
     # Leftover of row EP: k2 p_ES - k3 p_EP = k1 k2 s (1 - k3) / D, derived from the claim by hand.
-    assert main(["symbolic", str(enzyme), "--claim", str(claim), "--json", "--out", str(tmp_path / "o")]) == 1
+    assert main(["symbolic", str(enzyme), "--claim", str(claim), "--json", "--out", str(tmp_path / "o2")]) == 1
     leftover = {x["identity"]: x["leftover"] for x in _json(capsys)["claim"]["leftover"]}
     local = {str(x): x for x in (k1, km1, k2, k3, s)}
-    got = sympy.sympify(leftover["(Q^T p)_2"], locals=local)
+    got = sympy.sympify(leftover["(Q^T p)_EP"], locals=local)   # the leftover names its state
     assert sympy.simplify(got - k1 * k2 * s * (1 - k3) / D) == 0
 
 
@@ -167,3 +167,46 @@ def test_missing_file_and_directory(tmp_path, capsys):
     assert "does not exist" in capsys.readouterr().err
     assert main(["symbolic", str(tmp_path)]) == 2
     assert "got a directory" in capsys.readouterr().err
+
+
+# --- issue 25: nothing overwritten silently, bounded work, claims right up to normalisation --------
+
+def test_existing_report_is_refused_without_overwrite(enzyme, tmp_path, capsys):
+    out = tmp_path / "o"
+    assert main(["symbolic", str(enzyme), "--out", str(out)]) == 0
+    first = (out / "report.json").read_text()
+    capsys.readouterr()
+    assert main(["symbolic", str(enzyme), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "already exists" in err and "--overwrite" in err and err.count("\n") == 1
+    assert (out / "report.json").read_text() == first                # untouched
+    assert main(["symbolic", str(enzyme), "--out", str(out), "--overwrite"]) == 0
+    single = tmp_path / "r.json"
+    single.write_text("{}")
+    assert main(["symbolic", str(enzyme), "--out", str(single)]) == 2 and single.read_text() == "{}"
+
+
+def test_claim_right_up_to_normalisation_is_reported_with_c(enzyme, tmp_path, capsys):
+    claim = tmp_path / "twice.txt"
+    claim.write_text("".join(f"{st} : 2*({w})/({D})\n" for st, w in zip(["E", "ES", "EP"], HAND)))
+    assert main(["symbolic", str(enzyme), "--claim", str(claim), "--out", str(tmp_path / "o")]) == 1
+    text = capsys.readouterr().out
+    assert "proportional to p_st (normalisation c = 2)" in text and "FALSE" not in text
+    record = json.loads((tmp_path / "o" / "report.json").read_text())["claim"]
+    assert record["proportional"] is True and record["normalisation"] == "2"
+
+
+def test_timeout_ends_with_one_line_saying_where(enzyme, tmp_path, capsys):
+    assert main(["symbolic", str(enzyme), "--timeout", "1e-9", "--out", str(tmp_path / "o")]) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "stopped after" in err[0] and "(--timeout 1e-09)" in err[0] and " at " in err[0]
+    assert not (tmp_path / "o").exists()                               # nothing half-written
+    assert main(["symbolic", str(enzyme), "--timeout", "0", "--out", str(tmp_path / "o")]) == 2
+
+
+def test_rate_beyond_the_float_range_is_a_usage_error(tmp_path, capsys):
+    # issue 25 item 11: `1e999999` once died on Python's integer-string limit
+    path = tmp_path / "big.txt"
+    path.write_text("a -> b : 1e999999\nb -> a : 1\n")
+    assert main(["symbolic", str(path), "--out", str(tmp_path / "o")]) == 2
+    assert "out of range" in capsys.readouterr().err

@@ -177,3 +177,9 @@ def test_fitzhugh_nagumo_passes_down_to_p_4096(tmp_path, capsys):
     report = json.loads((tmp_path / "report.json").read_text())
     assert all(s["status"] == 0 for s in report["certificate"]["solver_stats"])
     assert 4096 in report["certificate"]["Ps"]
+
+
+def test_negative_num_is_a_usage_error(tmp_path, capsys):
+    # issue 25 item 11: `sp-ode verify --num -1` exited 0 (checked fixed, kept fixed)
+    assert main(["verify", "--num", "-1", "--out", str(tmp_path / "v")]) == 2
+    assert "`--num` must be >= 2; got -1" in capsys.readouterr().err

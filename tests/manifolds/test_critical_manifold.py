@@ -170,3 +170,48 @@ def test_hyperbolic_segment_reports_not_found():
 def test_bad_input(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+# --- shapes from the system, the generator checked (issue 25) ---------------------------------------
+
+def _channel(y):
+    """A 4-state chain whose rates depend on y[0]: d = 1, though the model never says so."""
+    a, b = jnp.exp(y[0] / 2), jnp.exp(-y[0] / 2)
+    R = jnp.array([[0.0, a, 0.0, 0.0], [b, 0.0, a, 0.0], [0.0, b, 0.0, a], [0.0, 0.0, b, 0.0]])
+    return R - jnp.diag(R.sum(axis=1))
+
+
+def _g_channel(t, x, y, args):
+    return jnp.array([x[2] - y[0]])          # shape (1,) whatever the length of y: d = 1
+
+
+def test_flat_grid_for_d_1_gives_one_row_per_point():
+    # before: ys of shape (N,) was taken as one point of d = N and φ(ys[0]) of shape (4,) came back
+    system = sp_ode.MasterEquationSystem(_channel, _g_channel, eps=0.01)
+    ys = np.linspace(-1.0, 1.0, 7)
+    phi = sp_ode.critical_manifold(system, ys)
+    assert phi.shape == (7, 4)
+    # birth–death chain: p_k ∝ Π_{i<k} a/b = e^{k y} (DESIGN §6, detailed balance)
+    w = np.exp(np.outer(ys, np.arange(4)))
+    np.testing.assert_allclose(phi, w / w.sum(axis=1, keepdims=True), rtol=1e-12)
+    assert sp_ode.critical_manifold(system, [0.3]).shape == (4,)        # one point stays one point
+    sm = sp_ode.slow_manifold(system, 1)
+    assert sm.terms(ys).shape == (7, 2, 4) and sm(ys).shape == (7, 4)
+
+
+def test_flat_grid_that_fits_both_readings_asks_which():
+    broadcasting = sp_ode.MasterEquationSystem(_channel, lambda x, y: -y, eps=0.01)   # g maps any y to itself
+    with pytest.raises(ValueError, match=r"ambiguous.*pass shape \(3, 1\) for 3 points of d = 1"):
+        sp_ode.critical_manifold(broadcasting, [0.1, 0.2, 0.3])
+    assert sp_ode.critical_manifold(broadcasting, [[0.1], [0.2], [0.3]]).shape == (3, 4)
+
+
+def test_critical_manifold_checks_the_generator_like_simulate():
+    # before: φ = [0.5, 0.5] came back for this Q, with Qᵀφ = (0.5, −0.25) ≠ 0
+    def not_a_generator(y):
+        return jnp.array([[-1.0, 1.0], [1.0, -0.5]])   # row 1 sums to 0.5
+    system = sp_ode.MasterEquationSystem(not_a_generator, lambda x, y: jnp.array([x[0] - y[0]]), eps=0.1)
+    with pytest.raises(ValueError, match=r"`Q_of_y` must return a generator at every y; at y = \[0.\].*rows must sum"):
+        sp_ode.critical_manifold(system, [[0.0]])
+    with pytest.raises(ValueError, match="must return a generator"):
+        sp_ode.simulate(system, (0.0, 1.0), [0.5, 0.5], [0.0])     # the same rule as the solve's door

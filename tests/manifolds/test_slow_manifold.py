@@ -1,6 +1,7 @@
 """Slow manifold h_ε = φ + εh₁ + … (sp_ode.slow_manifold): series path, T3 closed form, corrected flow."""
 from __future__ import annotations
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
@@ -104,3 +105,23 @@ def test_bad_input_generator_and_call(toy_h2):
     with pytest.raises(ValueError, match="`eps`"):
         toy_h2(1.0, eps=-1.0)
     assert isinstance(toy_h2, SlowManifold) and "order=2" in repr(toy_h2)
+
+
+def _switch(y, args):
+    a = args["k"] * jnp.exp(y[0])
+    return jnp.array([[-a, a], [args["b"], -args["b"]]])
+
+
+def test_closed_form_manifold_reads_the_parameters_of_each_solve():
+    # Q(y, args): the corrected flow with args= must be the flow of the system built with those args
+    # (before: the closed form took Q from the system's own args, so a sweep over a rate of Q used
+    # the wrong manifold and its error estimate was off by up to 870x)
+    base = sp_ode.MasterEquationSystem(_switch, lambda x, y: jnp.array([x[1] - y[0]]), eps=0.05,
+                                       args={"k": 1.0, "b": 2.0})
+    other = {"k": 3.0, "b": 0.5}
+    ts = np.linspace(0.0, 1.0, 3)
+    a = slow_manifold(base, 1).simulate((0.0, 1.0), [0.0], ts=ts, args=other)
+    b = slow_manifold(base.with_args(other), 1).simulate((0.0, 1.0), [0.0], ts=ts)
+    np.testing.assert_allclose(a.y, b.y, rtol=1e-12)
+    np.testing.assert_allclose(a.x, b.x, rtol=1e-12)
+    assert abs(a.y[-1, 0] - slow_manifold(base, 1).simulate((0.0, 1.0), [0.0], ts=ts).y[-1, 0]) > 0.1  # they differ

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from sp_ode.networks.network import (
     NegativeCountError,
     NetworkError,
     NetworkSyntaxError,
+    NetworkWarning,
     PropensityError,
     ReactionNetwork,
     TruncationError,
@@ -192,3 +194,41 @@ def test_conservation_without_initial_and_other_projection_errors():
 def test_syntax_errors_name_the_reaction(text, match):
     with pytest.raises(NetworkSyntaxError, match=match):
         ReactionNetwork(text, parameters={"k": 1.0})
+
+
+# --- issue 25: a reaction string checked for typos; the one-screen summary -------------------------
+
+GENE = "G_off -> G_on, k_on*y; G_on -> G_off, k_off; G_on -> G_on + M, k_m; M -> 0, g_m"
+GENE_PARAMS = {"k_on": 1.0, "k_off": 2.0, "k_m": 20.0, "g_m": 1.0}
+
+
+def test_misspelt_species_is_warned_about_naming_the_reaction():
+    # before: "G_of" silently became a fourth species; it surfaced later as a reducible chain
+    typo = GENE.replace("G_on -> G_off, k_off", "G_on -> G_of, k_off")
+    with pytest.warns(NetworkWarning) as record:
+        net = ReactionNetwork(typo, parameters=GENE_PARAMS, slow=["y"])
+    messages = [str(w.message) for w in record]
+    assert any("'G_of' appears in only one reaction, 'R2'" in m and "did you mean 'G_off'" in m for m in messages)
+    assert net.species == ("G_off", "G_on", "G_of", "M")
+    with warnings.catch_warnings():                   # negative control: the intended network is quiet
+        warnings.simplefilter("error")
+        ReactionNetwork(GENE, parameters=GENE_PARAMS, slow=["y"])
+
+
+def test_species_only_consumed_or_only_produced_is_warned_about():
+    with pytest.warns(NetworkWarning, match=r"'M' is produced \(by 'R1'\) but consumed by no reaction"):
+        ReactionNetwork("0 -> M, k; M -> M + P, k; P -> 0, g", parameters={"k": 1.0, "g": 1.0})
+    with pytest.warns(NetworkWarning, match=r"'A' is consumed \(by 'R1'\) but produced by no reaction"):
+        ReactionNetwork("A -> B, k; A + B -> A + C, k; C -> B, k; B -> 0, k", parameters={"k": 1.0})
+
+
+def test_summary_lists_species_reactions_laws_and_size():
+    net = ReactionNetwork(GENE, parameters=GENE_PARAMS, slow=["y"], name="gene")
+    text = net.summary(bounds={"M": 30}, initial={"G_off": 1})
+    assert "reaction network 'gene': 3 species, 4 reactions" in text
+    assert "species: G_off, G_on, M" in text and "slow variables: y" in text
+    assert "G_off + G_on = const" in text
+    # states: G_off + G_on = 1 (2 gene states) × M ∈ {0 … 30}: 62
+    assert "state space: 62 states" in text and "R3: G_on -> G_on + M, k_m" in text
+    assert "give bounds=" in net.summary() and "possible typos" not in text
+    assert len(text.splitlines()) <= 20                                   # one screen

@@ -227,3 +227,21 @@ def test_public_names():
 
     for name in ["PhiMLP", "fit_phi", "evaluate_phi", "phi_certificate", "PhiFit", "PhiEvaluation"]:
         assert getattr(neural, name) is getattr(phimod, name)
+
+
+def test_jax_fn_returns_float64_without_the_user_enabling_it():
+    # issue 25: jax_fn() gave float32 outside sp_ode's scope (a user's process has no float64)
+    import jax
+    import jax.numpy as jnp
+
+    m = PhiMLP(1, 3, width=8, depth=1, lower=[-1.0], upper=[1.0], seed=0)
+    fn = m.jax_fn()
+    y = np.array([0.25])
+    direct = fn(y)
+    assert direct.dtype == jnp.float64 and direct.shape == (3,)
+    with torch.no_grad():
+        ref = m(torch.as_tensor(y[None])).numpy()[0]
+    np.testing.assert_allclose(np.asarray(direct), ref, rtol=1e-13)     # the torch forward, to rounding
+    with sp_ode.float64():
+        assert jax.jit(fn)(jnp.asarray(y)).dtype == jnp.float64         # traced inside the scope: float64
+    assert "float64" in type(m).jax_fn.__doc__                         # and the docstring says so

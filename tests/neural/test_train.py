@@ -5,6 +5,7 @@ import dataclasses
 import json
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -347,3 +348,55 @@ def test_short_run_loss_figure_has_markers(tmp_path):
                for k in (1, 2)]
     path = plot_run(history, tmp_path / "loss.pdf", title="two evaluations", dpi=72)
     assert path.read_bytes()[:4] == b"%PDF"
+
+
+# --- issue 25: resume on changed data, absurd budgets, a killed run's temp file ----------------------
+
+def test_resume_on_changed_data_is_refused(tmp_path):
+    from neural.data import load_text
+
+    text = tmp_path / "data.txt"
+    rng = np.random.default_rng(0)
+    text.write_bytes(bytes(rng.integers(97, 123, 6000, dtype=np.uint8)))
+    train(MODEL, TRAIN, data=load_text(text), out=tmp_path / "run", stop_after=3, show_progress=False, figure=False)
+    raw = bytearray(text.read_bytes())
+    raw[100] = ord("A")                             # edited in place: same path, same length
+    text.write_bytes(bytes(raw))
+    with pytest.raises(CheckpointMismatchError, match=r"data\.sha256: checkpoint '[0-9a-f]{64}', now '[0-9a-f]{64}'"):
+        train(MODEL, TRAIN, data=load_text(text), out=tmp_path / "run", resume=True, show_progress=False, figure=False)
+
+
+def test_absurd_token_budget_is_refused_at_once(tmp_path, capsys):
+    # before: `--tokens 10**30` trained "forever" with nothing said
+    assert cli_main(["train", "--smoke", "--tokens", str(10**30), "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert "`--tokens` must be between 1 and 1e+12" in err and "got 1e+30" in err
+    assert not (tmp_path / "r").exists()
+
+
+def test_sigterm_during_a_checkpoint_write_leaves_no_temp_file(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    # the child blocks inside the first atomic write (the temp file exists) until it is killed
+    script = tmp_path / "child.py"
+    script.write_text(
+        "import os, sys, time\n"
+        "import sp_ode.core.files as files\n"
+        "def slow_fsync(fd):\n"
+        "    sys.stderr.write('WRITING\\n'); sys.stderr.flush(); time.sleep(120)\n"
+        "files.os.fsync = slow_fsync\n"
+        "from sp_ode.cli import main\n"
+        f"sys.exit(main(['train', {', '.join(repr(a) for a in CLI_TINY)}, '--steps', '2', '--out', sys.argv[1]]))\n")
+    out = tmp_path / "run"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, str(script), str(out)], stderr=subprocess.PIPE, text=True, env=env)
+    for line in proc.stderr:
+        if line.strip() == "WRITING":
+            break
+    assert list(out.glob(".*.tmp")), "the child should be inside an atomic write"
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 130                 # "interrupted", not killed mid-write
+    assert not list(out.glob(".*.tmp"))

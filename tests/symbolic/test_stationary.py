@@ -21,6 +21,8 @@ from hypothesis import given, settings, strategies as st
 
 import sp_ode
 from sp_ode import symbolic as S
+from sp_ode.symbolic.generator import symbolic_generator as sympy_generator
+from sp_ode.symbolic.stationary import SymbolicTimeoutError, symbolic_stationary, verify_stationary
 from sp_ode.symbolic.tree import count_in_trees, in_trees
 
 
@@ -366,3 +368,57 @@ def test_random_sparse_generators_verify_and_match_gth(Q, seed):
     p_exact = np.array([float(x) for x in result.p.subs(values)])
     p_gth = sp_ode.stationary_distribution(np.array(Q.subs(values), dtype=np.float64))
     np.testing.assert_allclose(p_gth, p_exact, rtol=100 * Q.rows**2 * np.finfo(float).eps)
+
+
+# --- issue 25: claims written as fractions of fractions, deadlines, normalisation --------------------
+
+def _proofreading(L: int):
+    """A chain E → C1 → … → C_L with every C_i returning to E, its p_st written Horner-style (nested quotients).
+
+    p_C_k / p_E = Π_{i<k} r_i with r_i = k_{2i} / (k_{2i+1} + k_{2i+2}) (flux balance at each C),
+    and p_E = 1 / (1 + r_0 (1 + r_1 (1 + …))): the form a person derives by hand.
+    """
+    k = sympy.symbols(f"k0:{2 * L + 2}", positive=True)
+    rates = {}
+    for i in range(L):
+        rates[(i, i + 1)] = k[2 * i]
+        rates[(i + 1, 0)] = k[2 * i + 1]
+    Q = sympy_generator(rates, L + 1)
+    r = [k[2 * i] / (k[2 * i + 1] + (k[2 * i + 2] if i + 1 < L else 0)) for i in range(L)]
+
+    def nest(i):
+        return sympy.Integer(1) if i == L else 1 + r[i] * nest(i + 1)
+
+    prods = [sympy.Integer(1)]
+    for i in range(L):
+        prods.append(prods[-1] * r[i])
+    return Q, [sympy.Mul(p, 1 / nest(0), evaluate=False) for p in prods]
+
+
+def test_nested_claim_is_normalised_before_comparing():
+    # before: the 7-state nested claim (L = 6) took 7.4 s and L = 8 ran for minutes, expanding every
+    # quotient inside the exact field; brought over one denominator first, L = 8 takes well under 10 s
+    Q, claim = _proofreading(8)
+    cert = verify_stationary(Q, claim, max_seconds=60)
+    assert cert.passed and cert.seconds < 10, cert.seconds
+
+
+def test_max_seconds_stops_with_the_stage_named():
+    Q, claim = _proofreading(3)
+    with pytest.raises(SymbolicTimeoutError, match=r"stopped after .* at claim entry 0") as info:
+        verify_stationary(Q, claim, max_seconds=1e-12)
+    assert info.value.stage == "claim entry 0"
+    with pytest.raises(SymbolicTimeoutError, match="in-trees of state 0"):
+        symbolic_stationary(Q, max_seconds=1e-12)
+    with pytest.raises(ValueError, match="`max_seconds` must be > 0"):
+        verify_stationary(Q, claim, max_seconds=0)
+
+
+def test_claim_proportional_to_p_st_reports_c_and_names_states():
+    Q, claim = _proofreading(2)
+    cert = verify_stationary(Q, [3 * x for x in claim], states=["E", "C1", "C2"])
+    assert not cert.passed and cert.proportional and cert.normalisation == 3
+    assert cert.verdict.startswith("proportional to p_st (normalisation c = 3)")
+    wrong = verify_stationary(Q, [claim[1], claim[0], claim[2]], states=["E", "C1", "C2"])
+    assert wrong.proportional is None and wrong.verdict == "FALSE"
+    assert any(name.startswith("(Q^T p)_C1") or name.startswith("(Q^T p)_E") for name, _ in wrong.leftover)

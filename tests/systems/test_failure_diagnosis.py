@@ -125,15 +125,21 @@ def test_master_equation_with_a_non_generator_is_refused_at_y0():
         simulate(system, (0.0, 1.0), [0.5, 0.5], [0.0])
 
 
-def test_master_equation_initial_state_off_the_simplex_is_warned_by_how_much():
+def test_master_equation_initial_state_off_the_simplex_is_refused_by_how_much_unless_opted_in():
+    # before: warned and ran (x(t) then stays off the simplex and never approaches p_st)
     me3 = sp_ode.get_system("me3")
-    with pytest.warns(UserWarning, match="differs from 1 by up to 0.5"):
+    with pytest.raises(ValueError, match=r"`x0` must be a probability vector.*differs from 1 by up to 0.5.*x0 / x0.sum"):
         simulate(me3, (0.0, 0.1), [1.5, 0.0, 0.0], me3.y0)
-    with pytest.warns(UserWarning, match="most negative entry is -0.1"):
+    with pytest.raises(ValueError, match=r"most negative entry is -0.1.*simplex=False"):
         simulate(me3, (0.0, 0.1), [1.1, -0.1, 0.0], me3.y0)
-    with warnings.catch_warnings():  # negative control: a distribution is not warned about
+    with warnings.catch_warnings():  # negative control: a distribution runs, silently
         warnings.simplefilter("error")
         simulate(me3, (0.0, 0.1), me3.x0, me3.y0)
+    # the opt-in: a linear population of mass 2 conserves its mass and approaches 2·p_st(y)
+    system = me3.system
+    pop = MasterEquationSystem(system.Q_of_y, system.g, eps=system.eps, args=system.args, simplex=False)
+    traj = simulate(pop, (0.0, 0.1), 2.0 * np.asarray(me3.x0), me3.y0)
+    np.testing.assert_allclose(traj.x[-1].sum(), 2.0, rtol=1e-9)
 
 
 def _closing(y):
@@ -167,7 +173,7 @@ def test_unknown_dimension_messages_name_the_right_argument():
     me = MasterEquationSystem(_closing, _g1, eps=0.01)
     with pytest.raises(ValueError, match="`n=`"):
         me.vector_field(0.0, jnp.zeros(3))
-    with pytest.raises(ValueError, match="`n=`"):
-        sp_ode.critical_manifold(me, 0.3)
+    # the manifolds read n off Q(y) itself (shapes from the system): p_st of the 2-state switch, (1, 1)/2
+    np.testing.assert_allclose(sp_ode.critical_manifold(me, 0.3), [0.5, 0.5], rtol=1e-14)
     with pytest.raises(ValueError, match="`m=`"):
         sp_ode.critical_manifold(FastSlowSystem(lambda t, x, y, a: -x, _decay, eps=0.1), 0.3)

@@ -31,7 +31,7 @@ def test_eps_and_P():
     s2 = s.with_eps(1e-3)
     assert s2.eps == 1e-3 and s2.P is None and s.P == 8  # a copy; the original is unchanged
     s3 = s2.with_P(16)
-    assert s3.P == 16 and s3.eps == 1 / 16 and s3.f is toy_f
+    assert s3.P == 16 and s3.eps == 1 / 16 and s3.f.fn is toy_f and s3.f is s.f
     with pytest.raises(AttributeError, match="immutable"):
         s.eps = 0.5
 
