@@ -64,7 +64,7 @@ def test_sparse_birth_death_not_converged_is_no_longer_silent():
     Q = sp_ode.birth_death(lam, mu, sparse=True)
     raw, raw_info = METHODS["sparse"](Q, tol=1e-8, maxiter=None)
     assert raw_info["bound"] >= l1_error(raw, exact)  # the raw answer is wrong, and its bound says so
-    p, info = sp_ode.stationary_distribution(Q, return_info=True)
+    p, info = sp_ode.stationary_distribution(Q, method="sparse", return_info=True)
     assert info["escalations"] and info["escalations"][0]["method"] == "sparse"
     assert rel_errors_above(p, exact) <= 1e-13
 
