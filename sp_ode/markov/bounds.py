@@ -161,7 +161,8 @@ def _in_edges(Q, n: int):
     src, dst, rate = C.row[off].astype(np.int64), C.col[off].astype(np.int64), C.data[off].astype(np.float64)
     q = np.bincount(src, weights=rate, minlength=n)                 # exit rates, sums of nonnegative terms
     m = int(max(np.bincount(src, minlength=n).max(initial=0), np.bincount(dst, minlength=n).max(initial=0)))
-    return dst, src, rate / q[dst], m
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):   # checked by the caller
+        return dst, src, rate / q[dst], m
 
 
 def _ratios(ti, tj, w, lx, n):
@@ -324,18 +325,23 @@ def componentwise_refinement(Q, p: np.ndarray, k: int, normwise_bound: float, *,
             rho, val, dmax, S = system(lx)
             eps = (rho - 1.0)[keep]
             info["relative_residual"] = worst
+            if budget_seconds is not None and time.perf_counter() - t0 > budget_seconds:
+                over_budget = True
             # --- C: the certificate ------------------------------------------------------------------------
-            if precond is None:
-                precond = _preconditioner(S, kinds)
-            phi, _ = spla.gmres(S, np.ones(n - 1), rtol=_PHI_TOL / math.sqrt(n - 1), atol=0.0,
-                                restart=_GMRES_RESTART, maxiter=_GMRES_MAXITER, M=precond, callback=count,
-                                callback_type="legacy")
+            abandon = over_budget and worst > 1e-10
+            phi = np.full(n - 1, np.nan)
+            if not abandon:
+                if precond is None:
+                    precond = _preconditioner(S, kinds)
+                phi, _ = spla.gmres(S, np.ones(n - 1), rtol=_PHI_TOL / math.sqrt(n - 1), atol=0.0,
+                                    restart=_GMRES_RESTART, maxiter=_GMRES_MAXITER, M=precond, callback=count,
+                                    callback_type="legacy")
     except (ValueError, ArithmeticError, np.linalg.LinAlgError, RuntimeError) as exc:
         info.update(failure=f"the refinement's AMG/GMRES solve failed ({type(exc).__name__}: {exc})",
                     gmres_steps=steps[0], seconds=time.perf_counter() - t0)
         return p, _log(p), info
     info["gmres_steps"] = steps[0]
-    if over_budget and worst > 1e-10:
+    if abandon:
         info.update(failure=f"abandoned after {time.perf_counter() - t0:.2g} s (its budget {budget_seconds:.2g} s) "
                             f"with relative residual {worst:.1e}", seconds=time.perf_counter() - t0)
         return p, _log(p), info

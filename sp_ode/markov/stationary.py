@@ -70,7 +70,8 @@ COMPONENTWISE_BUDGET_FACTOR = 4.0
 # Cost model of the default route, in seconds on one core (fitted by bench/bench_stationary_default.py,
 # record docs/bench/stationary_default.json): banded GTH c0·n + c1·Σ_k L_k² (L_k the window of step k,
 # blocked from bandwidth 32 on), dense GTH c0·n + c1·n³, the sparse solve c0 + c1·nnz.
-_COST = {"banded": (4e-6, 1.5e-9), "banded_blocked": (1.5e-5, 2e-10), "gth": (2e-6, 1.5e-10), "sparse": (0.03, 2.5e-6)}
+_COST = {"banded": (3.2e-5, 5.1e-8), "banded_blocked": (3.3e-5, 9.0e-10), "gth": (2.8e-5, 9.1e-11),
+         "sparse": (0.044, 4.1e-6)}
 
 
 def _check_dense(n: int, what: str) -> None:
@@ -373,7 +374,10 @@ def _check_maxiter(maxiter) -> int | None:
     return int(maxiter)
 
 
-def _escalation(method: str, n: int) -> list[str]:
+def _escalation(method: str, n: int, auto: bool = False) -> list[str]:
+    if auto and method in ("banded", "gth"):
+        # the default route chose GTH for speed: when it cannot keep its promise, the sparse solve answers
+        return (["gth"] if method == "banded" and n <= DENSE_GTH_MAX else []) + ["sparse"]
     if method in ("solve", "jax"):
         return ["gth"]
     if method == "sparse":
@@ -482,6 +486,7 @@ def stationary_distribution(Q, method: str | None = None, *, tol: float | None =
         else:
             method = "gth" if (log or not is_sparse) else "sparse"
     requested = method
+    Qs = Q if is_sparse else None     # the sparse form, for the sparse solve and its certificate
     if is_sparse and method not in ("sparse", "banded"):
         if n > DENSE_GTH_MAX:
             raise ValueError(f"`method` {method!r} needs a dense matrix; Q is sparse with n = {n} > "
@@ -493,8 +498,7 @@ def stationary_distribution(Q, method: str | None = None, *, tol: float | None =
             raise ValueError(f"`method` {method!r} takes a single (n, n) generator; got shape {Q.shape}.")
         Q = sp.csr_array(Q)
     escalations = []
-    Qs = Q   # the sparse form, for the componentwise certificate
-    for m in [method, *_escalation(method, n)]:
+    for m in [method, *_escalation(method, n, auto=selection is not None and not log)]:
         if m == "gth" and sp.issparse(Q):
             try:
                 _check_dense(n, "escalation to dense GTH")
@@ -502,6 +506,8 @@ def stationary_distribution(Q, method: str | None = None, *, tol: float | None =
                 escalations.append({"method": m, "bound": math.inf, "reason": str(exc)})
                 continue
             Q = Q.toarray()
+        if m in ("sparse", "banded") and not sp.issparse(Q):
+            Q = Qs if Qs is not None else sp.csr_array(Q)
         if log and m not in ("gth", "banded"):
             continue
         t_m = time.perf_counter()
@@ -514,7 +520,7 @@ def stationary_distribution(Q, method: str | None = None, *, tol: float | None =
         accept = bound <= tol or (m in ("gth", "banded") and user_tol is None and math.isfinite(bound))
         if accept and m == "sparse" and componentwise is not False:
             if componentwise or n <= COMPONENTWISE_AUTO_MAX_N:
-                p, extra = _certify_componentwise(Qs, p, extra, required=bool(componentwise), seconds=t_m)
+                p, extra = _certify_componentwise(Q, p, extra, required=bool(componentwise), seconds=t_m)
             else:
                 extra = _label_normwise(extra, f"n = {n} > {COMPONENTWISE_AUTO_MAX_N} (pass componentwise=True to "
                                                "attempt the certificate)")
