@@ -198,38 +198,65 @@ class TransientDistribution:
 
 # --- moment growth -------------------------------------------------------------------------------
 
-def _growth_constants(network: ReactionNetwork, y: np.ndarray) -> tuple[dict | None, str]:
-    """(c0, c1 per count-raising reaction → α, β, γ of the moment system; or None, reason)."""
+def _affine_coefficients(expr, species) -> tuple[float, np.ndarray] | None:
+    """(c0, c (S,)) when `expr` is exactly c0 + c·x in the counts x, else None."""
     import sympy
 
+    try:
+        poly = sympy.Poly(sympy.expand(expr), *species)
+    except sympy.PolynomialError:
+        return None
+    if poly.total_degree() > 1:
+        return None
+    try:
+        c0 = float(poly.coeff_monomial(1))
+        c = np.array([float(poly.coeff_monomial(x)) for x in species])
+    except TypeError:          # a coefficient that is not a real number
+        return None
+    return c0, c
+
+
+def _growth_constants(network: ReactionNetwork, y: np.ndarray) -> tuple[dict | None, str]:
+    """The moment system of V = Σ_s x_s (module docstring): m₁' ≤ α + βm₁, m₂' ≤ γ₀ + γ₁m₁ + γ₂m₂; or (None, reason).
+
+    With Δ_r = Σ_s ν_rs, 𝓛V = Σ_r a_r Δ_r and 𝓛V² = Σ_r a_r Δ_r (2V + Δ_r).  A reaction with an exactly
+    affine propensity a_r = c0 + c·x enters with its coefficients: in 𝓛V exactly (β = max_s Σ_r Δ_r c_rs);
+    in 𝓛V², for Δ_r > 0 with c ≤ max_s c_s⁺ (an upper bound of a_r), for Δ_r < 0 with a_r ≥ c0 + min_s c_s·V
+    in the 2VΔ_r term (it can only fire while V ≥ |Δ_r|) and a_r ≤ c0 + max_s c_s·V in the Δ_r² term.  A
+    reaction that lowers V and is not affine is dropped (its terms are ≤ 0 there); one that raises V and
+    is not affine leaves the moments of the leaked mass unbounded.
+    """
     subs = {network.symbols[p]: v for p, v in network.parameters.items()}
     subs.update({network.symbols[v]: float(val) for v, val in zip(network.slow, y)})
     species = [network.symbols[s] for s in network.species]
-    alpha = beta = g0 = g1 = g2 = 0.0
+    alpha, b = 0.0, np.zeros(len(species))
+    g0 = g1 = g2 = 0.0
     for r, expr, nu in zip(network.reactions, network.propensity_exprs, network.stoichiometry):
         delta = int(nu.sum())
-        if delta <= 0:
-            continue          # such a reaction never raises V, and it lowers V² (module docstring)
-        e = sympy.expand(expr.subs(subs))
-        try:
-            poly = sympy.Poly(e, *species)
-        except sympy.PolynomialError:
-            return None, (f"reaction {r.name!r} raises the total count and its propensity {expr} is not a polynomial "
-                          "in the counts: no bound on the moments of the mass that left the projection")
-        if poly.total_degree() > 1:
-            return None, (f"reaction {r.name!r} raises the total count and its propensity {expr} grows faster than "
-                          "linearly: no bound on the moments of the mass that left the projection")
-        coeffs = {m: complex(c) for m, c in zip(poly.monoms(), poly.coeffs())}
-        if any(abs(c.imag) > 0 for c in coeffs.values()):
-            return None, f"reaction {r.name!r}: complex coefficients in its propensity"
-        c0 = max(coeffs.get((0,) * len(species), 0).real, 0.0)
-        c1 = max([max(c.real, 0.0) for m, c in coeffs.items() if sum(m) == 1] or [0.0])
+        if delta == 0:
+            continue
+        coef = _affine_coefficients(expr.subs(subs), species)
+        if coef is None:
+            if delta < 0:
+                continue
+            return None, (f"reaction {r.name!r} raises the total count and its propensity {expr} is not affine in "
+                          "the counts: no bound on the moments of the mass that left the projection")
+        c0, c = coef
         alpha += delta * c0
-        beta += delta * c1
-        g0 += c0 * delta**2
-        g1 += 2 * c0 * delta + c1 * delta**2
-        g2 += 2 * c1 * delta
-    return {"alpha": alpha, "beta": beta, "gamma0": g0, "gamma1": g1, "gamma2": g2}, ""
+        b += delta * c
+        if delta > 0:
+            c0p, c1 = max(c0, 0.0), float(max(c.max(initial=0.0), 0.0))
+            g0 += c0p * delta**2
+            g1 += 2 * c0p * delta + c1 * delta**2
+            g2 += 2 * c1 * delta
+        else:
+            if c0 < 0 or c.min(initial=0.0) < 0:
+                continue          # no lower bound from the coefficients: the reaction's terms are ≤ 0, dropped
+            g0 += c0 * delta**2
+            g1 += 2 * c0 * delta + float(c.max(initial=0.0)) * delta**2
+            g2 += 2 * float(c.min(initial=0.0)) * delta
+    return {"alpha": alpha, "beta": float(b.max(initial=0.0)) if b.size else 0.0,
+            "gamma0": g0, "gamma1": max(g1, 0.0), "gamma2": g2}, ""
 
 
 def _moment_growth(g: dict, v0: float, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -423,8 +450,8 @@ def fsp_transient(network: ReactionNetwork, space: StateSpace, p0, times, *, y=N
 
 def transient_distribution(network: ReactionNetwork, initial: Mapping[str, int], times, *,
                            bounds: Mapping[str, int] | None = None, total: int | None = None, tol: float = 1e-8,
-                           y=None, max_expansions: int = 20, max_steps: int = UNIFORMIZATION_MAX_STEPS
-                           ) -> TransientDistribution:
+                           moment_tol: float | None = None, y=None, max_expansions: int = 20,
+                           max_steps: int = UNIFORMIZATION_MAX_STEPS) -> TransientDistribution:
     """p(t) of the CME from a given state, on a projection grown until the leaked mass is below `tol`.
 
     Parameters
@@ -437,6 +464,10 @@ def transient_distribution(network: ReactionNetwork, initial: Mapping[str, int],
         conservation law keep the bound it implies.
     total : int, optional — a total-count bound (not grown)
     tol : float — largest accepted leaked mass ε(t_max)
+    moment_tol : float, optional
+        Also grow the projection until the leaked part of the second moments, max_t ε(t)·m₂(t)
+        (module docstring), is below this — so that the certified mean and SD intervals are narrow
+        (ignored when the network has no moment bound).
     y : slow variables, held fixed
     max_expansions : int — projections tried at most
 
@@ -456,6 +487,7 @@ def transient_distribution(network: ReactionNetwork, initial: Mapping[str, int],
     if not isinstance(network, ReactionNetwork):
         raise TypeError(f"`network` must be a ReactionNetwork; got {type(network).__name__}.")
     tol = check_positive("tol", tol)
+    moment_tol = None if moment_tol is None else check_positive("moment_tol", moment_tol)
     max_expansions = check_positive_int("max_expansions", max_expansions)
     initial = {s: int(v) for s, v in dict(initial).items()}
     for s in initial:
@@ -483,10 +515,16 @@ def transient_distribution(network: ReactionNetwork, initial: Mapping[str, int],
         last = float(res.leaked[-1])
         expansions.append({"bounds": dict(cur), "n": space.n, "leaked": last,
                            "leaked_by": {k: float(v[-1]) for k, v in res.leaked_by.items()}})
-        if last <= tol:
+        moment_leak = 0.0
+        if moment_tol is not None and not res.moment_bound_reason:
+            _, m2 = _moment_growth(res.growth, float(res.exit_total), res.times)
+            moment_leak = float(np.max(res.leaked * m2))
+            expansions[-1]["moment_leak"] = moment_leak
+        if last <= tol and (moment_tol is None or moment_leak <= moment_tol):
             res.expansions, res.tol, res.seconds = expansions, tol, time.perf_counter() - t_start
             return res
-        grow = [s for s in network.species if s not in capped and res.leaked_by[s][-1] > tol / (2 * len(cur))]
+        share = tol if last > tol else max(last, 1e-300) * moment_tol / max(moment_leak, 1e-300)
+        grow = [s for s in network.species if s not in capped and res.leaked_by[s][-1] > share / (2 * len(cur))]
         if not grow:
             worst = max(res.leaked_by, key=lambda k: res.leaked_by[k][-1])
             raise TruncationError(f"the projection of {network.name!r} leaks {last:.3e} > tol {tol:.1e} by t = "
