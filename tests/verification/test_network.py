@@ -1,5 +1,6 @@
 """sp_ode.verification.network and `sp-ode verify` on reaction-network models: the identity by independent
-routes (sparse solver vs the attractor of the frozen fast flow), the certificate slopes, negative controls."""
+routes (sparse solver vs subtraction-free elimination vs the attractor of the frozen fast flow), the
+certificate slopes, negative controls."""
 from __future__ import annotations
 
 import json
@@ -43,7 +44,9 @@ def test_verdict_passes_on_the_telegraph_model(tmp_path):
     assert v.passed, v.format()
     assert v.checks == {"paths": "ok", "identity": "ok", "rate_reduced": "ok", "rate_corrected": "ok"}
     ident = v.identity
-    assert ident.independent and {meth.kind for meth in ident.methods} == {"linear solve", "attractor"}
+    assert ident.independent and {meth.kind for meth in ident.methods} == {
+        "iterative linear solve", "subtraction-free elimination", "attractor"}
+    assert all(r["compared"] == ["elimination", "attractor"] for r in ident.points)
     assert len(ident.points) == 5 and ident.max_error <= 1e-12
     lo, hi = v.visited
     assert [r["y"][0] for r in ident.points] == pytest.approx(np.linspace(lo[0], hi[0], 5).tolist())
@@ -77,12 +80,18 @@ def test_identity_fails_on_a_deliberately_wrong_p():
     assert 1e-9 < bad.max_error < 1e-5 and all(r["status"] == "FAIL" for r in bad.points)
 
 
-def test_attractor_that_has_not_settled_is_a_fail():
+def test_attractor_that_has_not_settled_is_inconclusive_and_alone_a_fail():
     m, s = _system("telegraph", N=30)
     att = attractor_distribution(s.Q(m.y0), [0, s.n - 1], max_steps=64)
     assert not att.converged and att.steps == 64
+    # with the elimination the identity is still decided; the attractor is reported as inconclusive
     r = network_identity(s, [m.y0], max_steps=64)
-    assert r.status == "FAIL" and "did not settle" in r.message
+    assert r.status == "ok" and r.points[0]["attractor_status"] == "inconclusive"
+    assert r.points[0]["compared"] == ["elimination"] and "did not settle" in r.message
+    assert any("did not settle" in note for note in r.points[0]["notes"])
+    # without it, nothing independent is left: a FAIL that says why, never a pass
+    r = network_identity(s, [m.y0], max_steps=64, elimination=False)
+    assert r.status == "FAIL" and "no independent comparison" in r.message and "did not settle" in r.message
 
 
 def test_reducible_network_generator_is_reported_not_passed():
@@ -103,7 +112,8 @@ def test_cli_smoke_json_on_a_catalogue_network(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert rc == 0 and out["passed"] is True and out["failure"] is None and out["kind"] == "network"
     methods = out["identity_methods"]
-    assert len(methods) == 2 and {m["kind"] for m in methods} == {"linear solve", "attractor"}
+    assert len(methods) == 3 and {m["kind"] for m in methods} == {"iterative linear solve",
+                                                                  "subtraction-free elimination", "attractor"}
     assert out["identity_independent"] is True and any("no linear solve" in m["note"] for m in methods)
     assert out["identity_max_error"] <= out["identity_tolerance"] <= 1e-9
     assert abs(out["slope_reduced"] - 1) <= 0.15 and abs(out["slope_corrected"] - 2) <= 0.15
