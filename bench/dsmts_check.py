@@ -34,7 +34,6 @@ from pathlib import Path
 
 import numpy as np
 
-
 # Grow the projection until the leaked part of the second moments is below this: the certified intervals
 # are then far narrower than the published values' rounding (1e-5 of means ~100).
 MOMENT_TOL = 1e-9

@@ -208,6 +208,9 @@ def componentwise_refinement(Q, p: np.ndarray, k: int, normwise_bound: float, *,
     budget_seconds : float, optional
         Abandon the refinement (``failure`` says so) once it has run this long.
 
+    pyamg's C++ core prints setup breakdowns to file descriptor 1: callers that need a clean
+    stdout run this under ``sp_ode.markov._sparse.quiet_stdout`` (as ``stationary_distribution`` does).
+
     Returns
     -------
     p, logp : ndarray (n,) — the refined answer and its logarithm (entries below 1e-308 live in logp)
@@ -219,8 +222,6 @@ def componentwise_refinement(Q, p: np.ndarray, k: int, normwise_bound: float, *,
     import time
 
     import scipy.sparse.linalg as spla
-
-    from sp_ode.markov._sparse import quiet_stdout
 
     t0 = time.perf_counter()
     p = np.asarray(p, dtype=np.float64)
@@ -285,7 +286,7 @@ def componentwise_refinement(Q, p: np.ndarray, k: int, normwise_bound: float, *,
     precond, kinds = None, list(_PRECONDITIONERS)
     floor = 16 * UNIT_ROUNDOFF * (m + 4)
     try:
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"), quiet_stdout():
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             for step in range(_NEWTON_STEPS + 1):
                 rho, val, dmax, S = system(lx)
                 eps = (rho - 1.0)[keep]

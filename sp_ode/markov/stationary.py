@@ -46,7 +46,7 @@ from sp_ode.core.precision import float64, in_float64
 from sp_ode.core.validation import check_choice
 from sp_ode.markov._banded_gth import band_plan, banded_gth
 from sp_ode.markov._gth import gth_componentwise_bound, gth_solve
-from sp_ode.markov._sparse import sparse_stationary
+from sp_ode.markov._sparse import quiet_stdout, sparse_stationary
 from sp_ode.markov.bounds import ConvergenceError, componentwise_refinement, posterior_bound
 from sp_ode.markov.generator import check_generator, closed_classes, require_irreducible
 
@@ -271,8 +271,9 @@ def _fmt_s(t) -> str:
 def _certify_componentwise(Q, p, info: dict, *, required: bool, seconds: float) -> tuple[np.ndarray, dict]:
     """Refine a sparse answer in log space and certify every entry (§7.8); label it normwise when that fails."""
     budget = None if required else max(COMPONENTWISE_BUDGET_FACTOR * seconds, 0.5)
-    q, logq, ref = componentwise_refinement(Q, p, int(info["pinned_state"]), float(info["bound"]),
-                                            budget_seconds=budget)
+    with quiet_stdout():
+        q, logq, ref = componentwise_refinement(Q, p, int(info["pinned_state"]), float(info["bound"]),
+                                                budget_seconds=budget)
     info["refinement"] = ref
     if ref["certified"]:
         kappa = ref["componentwise_bound"]

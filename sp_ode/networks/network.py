@@ -516,12 +516,6 @@ class ReactionNetwork:
                                   leaked=measured, species=hit)
         return report
 
-    def transient(self, initial: Mapping[str, int], times, **kwargs):
-        """p(t) from the state `initial`, with its FSP bound: :func:`sp_ode.networks.transient.transient_distribution`."""
-        from sp_ode.networks.transient import transient_distribution   # transient builds on this module
-
-        return transient_distribution(self, initial, times, **kwargs)
-
     def _most_hit(self, space: StateSpace, p: np.ndarray, y: np.ndarray) -> str:
         a = self.propensities(space.states, y)
         flux = np.zeros(len(self.species))
