@@ -37,7 +37,7 @@ import scipy.sparse as sp
 from sp_ode.core.precision import UNIT_ROUNDOFF
 
 __all__ = ["ConvergenceError", "residual_l1_bound", "hitting_time_bound", "posterior_bound",
-           "componentwise_refinement", "RELIABLE_FACTOR"]
+           "componentwise_refinement", "componentwise_certificate", "RELIABLE_FACTOR"]
 
 _U_LD = float(np.finfo(np.longdouble).eps) / 2
 
@@ -165,6 +165,54 @@ def _in_edges(Q, n: int):
         return dst, src, rate / q[dst], m
 
 
+def _max_plus(ti, tj, w, lx, U) -> np.ndarray:
+    """Stage A, first estimate: lx_i = max_j (lx_j + log(R_ji/q_i)) over in-neighbours, from the reliable states.
+
+    A Bellman–Ford pass in the (max, +) semiring: it keeps neighbouring ratios within the in-degree
+    (ρ_i ∈ [1, in-degree]) but undercounts paths, so it can be off by e^100 across a 2-D grid.
+    """
+    n = lx.size
+    lx = np.where(U, -np.inf, lx)
+    lw = np.log(w)
+    for _ in range(n):
+        cand = np.full(n, -np.inf)
+        np.maximum.at(cand, ti, lw + lx[tj])
+        new = np.where(U, np.maximum(lx, cand), lx)
+        if np.array_equal(new, lx):
+            break
+        lx = new
+    return lx
+
+
+def _balance_estimate(Q, lx, U) -> np.ndarray | None:
+    """Stage A, second estimate: lx_i = lx_j + log(R_ji/R_ij) across edges that have a reverse edge.
+
+    Exact for reversible chains (detailed balance, whatever the path), so a 1-D chain's tail comes out
+    right where max-plus loses a constant factor per step; propagated outwards from the reliable
+    states, the largest candidate kept.  None when some state has no such edge to a known state.
+    """
+    n = lx.size
+    C = sp.coo_array(Q)
+    off = (C.row != C.col) & (C.data > 0)
+    src, dst, rate = C.row[off].astype(np.int64), C.col[off].astype(np.int64), C.data[off].astype(np.float64)
+    R = sp.csr_array((rate, (src, dst)), shape=(n, n))
+    rev = np.asarray(R[dst, src]).ravel()
+    two_way = rev > 0
+    es, ed, step = src[two_way], dst[two_way], np.log(rate[two_way]) - np.log(rev[two_way])
+    lx = np.where(U, -np.inf, lx)
+    known = ~U
+    while True:
+        front = known[es] & ~known[ed]
+        if not front.any():
+            break
+        cand = np.full(n, -np.inf)
+        np.maximum.at(cand, ed[front], lx[es[front]] + step[front])
+        new = ~known & np.isfinite(cand)
+        lx[new] = cand[new]
+        known |= new
+    return lx if known.all() else None
+
+
 def _ratios(ti, tj, w, lx, n):
     """ρ_i = Σ_j (R_ji/q_i)·x̂_j/x̂_i (inflow over outflow at x̂ = exp(lx)), the terms, and max |lx_j − lx_i| per i."""
     d = lx[tj] - lx[ti]
@@ -246,18 +294,18 @@ def componentwise_refinement(Q, p: np.ndarray, k: int, normwise_bound: float, *,
     reliable[k] = True
     U = ~reliable
     info["reestimated"] = int(U.sum())
-    lw = np.log(w)
-    lx[U] = -np.inf
-    for _ in range(n):
-        cand = np.full(n, -np.inf)
-        np.maximum.at(cand, ti, lw + lx[tj])
-        new = np.where(U, np.maximum(lx, cand), lx)
-        if np.array_equal(new, lx):
-            break
-        lx = new
-    if not np.all(np.isfinite(lx)):
+    seeds = {"max-plus": _max_plus(ti, tj, w, lx, U), "detailed balance": _balance_estimate(Q, lx, U)}
+    worst_of = {}
+    with np.errstate(over="ignore", invalid="ignore"):
+        for key, cand in seeds.items():
+            if cand is not None and np.all(np.isfinite(cand)):
+                rho, _, _ = _ratios(ti, tj, w, cand, n)
+                worst_of[key] = float(np.max(np.abs(rho[U] - 1.0))) if U.any() else 0.0
+    if not worst_of:
         info["failure"] = "some states are not reached from the reliable ones (is Q irreducible?)"
         return p, _log(p), info
+    info["seed"] = min(worst_of, key=worst_of.get)          # the estimate whose relative residual is smaller
+    lx = seeds[info["seed"]]
     with np.errstate(over="ignore", invalid="ignore"):
         for sweep in range(_JACOBI_SWEEPS if U.any() else 0):
             rho, _, _ = _ratios(ti, tj, w, lx, n)
@@ -353,6 +401,44 @@ def componentwise_refinement(Q, p: np.ndarray, k: int, normwise_bound: float, *,
         return p, _log(p), info
     logp = _normalised_log(lx)
     return np.exp(logp), logp, info
+
+
+def componentwise_certificate(Q, logp: np.ndarray, k: int) -> dict:
+    """Stage C of :func:`componentwise_refinement` alone: certify a given positive vector entrywise (§7.8).
+
+    `logp` (n,) is log of a candidate p_st (any normalisation; entries must be finite); `k` the
+    pinned state.  Returns ``componentwise_bound`` (max_i |p̂_i − p_i| / p̂_i; inf when not
+    certified), ``certified``, ``failure``, ``delta``, ``phi_max``.  A wrong candidate gets a bound
+    that covers its error, or none: this is the check of the refinement, usable on any answer.
+    """
+    import scipy.sparse.linalg as spla
+
+    lx = np.asarray(logp, dtype=np.float64) - float(logp[k])
+    n = lx.shape[0]
+    if not np.all(np.isfinite(lx)):
+        return {"componentwise_bound": math.inf, "certified": False, "failure": "an entry is 0 or not finite"}
+    ti, tj, w, m = _in_edges(Q, n)
+    keep = np.ones(n, dtype=bool)
+    keep[k] = False
+    idx = np.cumsum(keep) - 1
+    inner = keep[ti] & keep[tj]
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        rho, val, dmax = _ratios(ti, tj, w, lx, n)
+        S = sp.csr_array((-val[inner], (idx[ti[inner]], idx[tj[inner]])), shape=(n - 1, n - 1)) \
+            + sp.eye_array(n - 1, format="csr")
+        eps = (rho - 1.0)[keep]
+        try:
+            precond = _preconditioner(S, list(_PRECONDITIONERS))
+            phi, _ = spla.gmres(S, np.ones(n - 1), rtol=_PHI_TOL / math.sqrt(n - 1), atol=0.0, restart=_GMRES_RESTART,
+                                maxiter=_GMRES_MAXITER, M=precond, callback_type="legacy")
+        except (ValueError, ArithmeticError, np.linalg.LinAlgError, RuntimeError) as exc:
+            return {"componentwise_bound": math.inf, "certified": False,
+                    "failure": f"the jump-count solve failed ({type(exc).__name__}: {exc})"}
+    with np.errstate(all="ignore"):
+        out = _certify(S, eps, rho[keep], dmax[keep], phi, lx, keep, m)
+    out.setdefault("componentwise_bound", math.inf)
+    out.setdefault("certified", False)
+    return out
 
 
 def _preconditioner(S, kinds: list[str]):
