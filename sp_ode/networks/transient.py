@@ -77,6 +77,7 @@ class TransientDistribution:
     mass_defect : float — max_t |Σp_J + leaked − 1| (a check of the integration)
     expansions : list of dict — the projections tried (bounds, n, leaked at the last time)
     tol : float or None;  seconds : float
+    network : ReactionNetwork — for :meth:`intervals` of its observables
     """
 
     times: np.ndarray
@@ -94,6 +95,7 @@ class TransientDistribution:
     expansions: list = field(default_factory=list)
     tol: float | None = None
     seconds: float = 0.0
+    network: ReactionNetwork | None = field(default=None, repr=False)
 
     @property
     def species(self) -> tuple[str, ...]:
@@ -106,6 +108,14 @@ class TransientDistribution:
 
     def _err(self) -> np.ndarray:
         return np.full_like(self.leaked, np.inf) if self.integration_error is None else self.integration_error
+
+    def mean(self, name: str) -> np.ndarray:
+        """E_J[f](t) of a species or observable f (Σ_J p_J f; the lower end of :meth:`intervals` for f ≥ 0)."""
+        if name in self.space.species:
+            return self.p @ self.space.states[:, self.space.species.index(name)].astype(np.float64)
+        if self.network is None:
+            raise ValueError(f"`name` must be a species {self.space.species}; got {name!r}.")
+        return self.p @ self.network.observable(name, self.space.states)
 
     def means(self) -> dict[str, np.ndarray]:
         """E_J[X_s](t) = Σ_J p_J x_s for every species (the lower end of :meth:`mean_bounds`)."""
@@ -130,42 +140,54 @@ class TransientDistribution:
             return "expm_multiply carries no rigorous integration bound (uniformization would need too many steps)"
         return ""
 
-    def _raw_moment_bounds(self, k: int) -> tuple | None:
-        """Intervals of E[X_s] and E[X_s²] at every time (module docstring), or None."""
+    def intervals(self, name: str) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]] | None:
+        """Certified ((mean lower, upper), (SD lower, upper)) at every time of a species or observable.
+
+        For f = a·x + b with a ≥ 0 (a species, or an observable affine in the counts): the part on J is
+        computed from p_J with its rounding ρ (every entry relative, §7.9) and the dropped Poisson tails,
+        and the leaked part is bounded through a·x ≤ |a|₁·V: E[f; τ ≤ t] ≤ ε(t)(|a|₁m₁(t) + b),
+        E[f²; τ ≤ t] ≤ ε(t)(|a|₁²m₂ + 2|a|₁|b|m₁ + b²).  None (see :attr:`moment_bound_reason`, or an
+        observable that is not affine with a ≥ 0).
+
+        Raises
+        ------
+        ValueError
+            `name` is neither a species nor an observable of the network.
+        """
         if self.moment_bound_reason:
             return None
+        ab = _affine_observable(self.network, self.space, name)
+        if ab is None:
+            return None
+        a, b = ab
         m1, m2 = _moment_growth(self.growth, float(self.exit_total), self.times)
         rho = self.relative_rounding
         drop = np.maximum(self.integration_error - rho, 0.0)         # dropped Poisson tails (absolute ℓ1)
-        x = self.space.states[:, k].astype(np.float64)
-        xmax = float(x.max(initial=0.0))
-        mu, s2 = self.p @ x, self.p @ x**2
-        mu_lo = np.maximum(mu * (1 - rho), 0.0)
-        mu_hi = mu * (1 + rho) + drop * xmax + self.leaked * m1
+        f = self.space.states @ a + b
+        fmax = float(np.max(np.abs(f), initial=0.0))
+        A = float(a.sum())
+        mu, s2 = self.p @ f, self.p @ f**2
+        mu_lo = np.maximum(mu * (1 - rho), 0.0) if b >= 0 else mu * (1 + rho) - drop * fmax
+        mu_hi = mu * (1 + rho) + drop * fmax + self.leaked * (A * m1 + max(b, 0.0))
         s2_lo = np.maximum(s2 * (1 - rho), 0.0)
-        s2_hi = s2 * (1 + rho) + drop * xmax**2 + self.leaked * m2
-        return mu_lo, mu_hi, s2_lo, s2_hi
+        s2_hi = s2 * (1 + rho) + drop * fmax**2 + self.leaked * (A * A * m2 + 2 * abs(b) * A * m1 + b * b)
+        sd_lo = np.sqrt(np.maximum(s2_lo - np.maximum(mu_hi, 0.0) ** 2, 0.0))
+        sd_hi = np.sqrt(np.maximum(s2_hi - np.maximum(mu_lo, 0.0) ** 2, 0.0))
+        return (mu_lo, mu_hi), (sd_lo, sd_hi)
+
+    def affine_form(self, name: str) -> tuple[np.ndarray, float] | None:
+        """(a (S,), b) with the species or observable `name` = a·x + b, a ≥ 0; None when it is not of that form."""
+        return _affine_observable(self.network, self.space, name)
 
     def mean_bounds(self) -> dict[str, tuple[np.ndarray, np.ndarray]] | None:
-        """Certified [lower, upper] of E[X_s](t) (module docstring), or None (see :attr:`moment_bound_reason`)."""
-        out = {}
-        for k, s in enumerate(self.species):
-            b = self._raw_moment_bounds(k)
-            if b is None:
-                return None
-            out[s] = (b[0], b[1])
-        return out
+        """Certified [lower, upper] of E[X_s](t) for every species, or None (see :attr:`moment_bound_reason`)."""
+        out = {s: self.intervals(s) for s in self.species}
+        return None if any(v is None for v in out.values()) else {s: v[0] for s, v in out.items()}
 
     def sd_bounds(self) -> dict[str, tuple[np.ndarray, np.ndarray]] | None:
-        """Certified [lower, upper] of the standard deviation of X_s(t), or None (see :attr:`moment_bound_reason`)."""
-        out = {}
-        for k, s in enumerate(self.species):
-            b = self._raw_moment_bounds(k)
-            if b is None:
-                return None
-            mu_lo, mu_hi, s2_lo, s2_hi = b
-            out[s] = (np.sqrt(np.maximum(s2_lo - mu_hi**2, 0.0)), np.sqrt(np.maximum(s2_hi - mu_lo**2, 0.0)))
-        return out
+        """Certified [lower, upper] of the SD of X_s(t) for every species, or None (see :attr:`moment_bound_reason`)."""
+        out = {s: self.intervals(s) for s in self.species}
+        return None if any(v is None for v in out.values()) else {s: v[1] for s, v in out.items()}
 
     def marginal(self, species: str, i: int = -1) -> tuple[np.ndarray, float]:
         """(marginal law of `species` on {0 … bound} at ``times[i]``, its ℓ1 error bound ε + integration; inf
@@ -177,6 +199,7 @@ class TransientDistribution:
     def to_dict(self, *, marginals: bool = True) -> dict:
         """A JSON-ready record: times, means, SDs (with certified intervals where available), the bounds."""
         mb, sb = self.mean_bounds(), self.sd_bounds()
+        obs = {} if self.network is None else {o: self.intervals(o) for o in self.network.observables}
         out = {"times": self.times, "species": list(self.species), "n": self.space.n,
                "bounds": dict(zip(self.species, self.space.bounds.tolist())), "method": self.method,
                "leaked": self.leaked, "leaked_by": self.leaked_by,
@@ -184,6 +207,9 @@ class TransientDistribution:
                "means": self.means(), "sds": self.sds(),
                "mean_bounds": None if mb is None else {s: {"lower": lo, "upper": hi} for s, (lo, hi) in mb.items()},
                "sd_bounds": None if sb is None else {s: {"lower": lo, "upper": hi} for s, (lo, hi) in sb.items()},
+               "observables": {o: None if iv is None else {"mean": self.mean(o), "mean_lower": iv[0][0],
+                                                             "mean_upper": iv[0][1], "sd_lower": iv[1][0],
+                                                             "sd_upper": iv[1][1]} for o, iv in obs.items()},
                "moment_bound_reason": self.moment_bound_reason, "expansions": self.expansions, "tol": self.tol,
                "seconds": self.seconds,
                "kind": "p_J(t) on the projection; ‖p(t) − p_J(t)‖₁ ≤ leaked + integration_error (FSP bound)"}
@@ -197,6 +223,22 @@ class TransientDistribution:
 
 
 # --- moment growth -------------------------------------------------------------------------------
+
+def _affine_observable(network, space: StateSpace, name: str) -> tuple[np.ndarray, float] | None:
+    """(a (S,), b) with the species or observable `name` = a·x + b and a ≥ 0, else None."""
+    if name in space.species:
+        a = np.zeros(len(space.species))
+        a[space.species.index(name)] = 1.0
+        return a, 0.0
+    if network is None or name not in network.observables:
+        raise ValueError(f"`name` must be a species {space.species} or an observable "
+                         f"{tuple(network.observables) if network is not None else ()}; got {name!r}.")
+    e = network.observables[name].subs({network.symbols[p]: v for p, v in network.parameters.items()})
+    coef = _affine_coefficients(e, [network.symbols[s] for s in network.species])
+    if coef is None or np.any(coef[1] < 0):
+        return None
+    return coef[1], coef[0]
+
 
 def _affine_coefficients(expr, species) -> tuple[float, np.ndarray] | None:
     """(c0, c (S,)) when `expr` is exactly c0 + c·x in the counts x, else None."""
@@ -250,12 +292,13 @@ def _growth_constants(network: ReactionNetwork, y: np.ndarray) -> tuple[dict | N
             g1 += 2 * c0p * delta + c1 * delta**2
             g2 += 2 * c1 * delta
         else:
-            if c0 < 0 or c.min(initial=0.0) < 0:
+            if c0 < 0 or (c.size and c.min() < 0):
                 continue          # no lower bound from the coefficients: the reaction's terms are ≤ 0, dropped
+            cmin, cmax = (float(c.min()), float(c.max())) if c.size else (0.0, 0.0)
             g0 += c0 * delta**2
-            g1 += 2 * c0 * delta + float(c.max(initial=0.0)) * delta**2
-            g2 += 2 * float(c.min(initial=0.0)) * delta
-    return {"alpha": alpha, "beta": float(b.max(initial=0.0)) if b.size else 0.0,
+            g1 += 2 * c0 * delta + cmax * delta**2
+            g2 += 2 * cmin * delta
+    return {"alpha": alpha, "beta": float(b.max()) if b.size else 0.0,   # may be negative: Σ b_s x_s ≤ max_s b_s·V
             "gamma0": g0, "gamma1": max(g1, 0.0), "gamma2": g2}, ""
 
 
@@ -445,7 +488,7 @@ def fsp_transient(network: ReactionNetwork, space: StateSpace, p0, times, *, y=N
     defect = float(np.max(np.abs(P.sum(axis=1) + leaked - 1.0)))
     growth, why = _growth_constants(network, y)
     return TransientDistribution(times, P, space, leaked, dict(zip(names, L.T)), err, rel, method, growth, why,
-                                 defect, v_exit, seconds=time.perf_counter() - t0)
+                                 defect, v_exit, seconds=time.perf_counter() - t0, network=network)
 
 
 def transient_distribution(network: ReactionNetwork, initial: Mapping[str, int], times, *,
