@@ -49,7 +49,7 @@ import scipy.sparse as sp
 
 from sp_ode.core.files import write_json
 from sp_ode.core.validation import check_positive, check_positive_int
-from sp_ode.markov.attractor import MAX_STEPS, attractor_distribution
+from sp_ode.markov.attractor import MARGIN, MAX_STEPS, attractor_distribution
 from sp_ode.markov.generator import closed_classes, communicating_classes
 from sp_ode.markov.spectral import spectral_gap
 from sp_ode.markov.stationary import DENSE_GTH_MAX, stationary_distribution
@@ -222,7 +222,8 @@ def network_identity(system: NetworkSystem, ys, *, p=None, tol: float = ATTRACTO
                "elimination_kind": None, "elimination_bound": float("nan"), "solver": None,
                "solver_bound": float("nan"), "solver_componentwise_bound": None, "attractor_status": None,
                "attractor_radius": float("nan"), "attractor_steps": 0, "tau": float("nan"),
-               "spectral_gap": float("nan"), "reason": "", "notes": [], "compared": []}
+               "spectral_gap": float("nan"), "attractor_predicted_steps": float("nan"), "reason": "", "notes": [],
+               "compared": []}
         points.append(rec)
         Q = sp.csr_array(system.Q(y), copy=True)
         Q.eliminate_zeros()
@@ -280,27 +281,38 @@ def network_identity(system: NetworkSystem, ys, *, p=None, tol: float = ATTRACTO
                     failed.append(f"the solver's p_st and subtraction-free elimination differ by {diff:.2e} "
                                   f"({kind}; tolerance {tol_g:.1e}) at y = {y.tolist()}")
         # --- the attractor ---------------------------------------------------------------------------------------
-        att = attractor_distribution(Q, starts, tol=tol, max_steps=max_steps)
-        rec.update(attractor_radius=att.radius, attractor_steps=att.steps, tau=att.tau)
-        if att.converged:
-            att_vals[i] = att.p
-            diff = float(np.max(np.abs(q - att.p)))
-            tolerance = bound + att.radius + IDENTITY_TOL
-            rec.update(difference=diff, tolerance=tolerance)
-            compared.append("attractor")
-            rec["attractor_status"] = "ok" if diff <= tolerance else "FAIL"
-            if diff > tolerance:
-                failed.append(f"the solver's p_st and the attractor differ by {diff:.2e} (tolerance {tolerance:.1e}) "
-                              f"at y = {y.tolist()}")
-        else:
+        # Its steps are set by the spectral gap: about Λ·ln(1/tol)/γ uniformised steps to settle.  Where that
+        # exceeds the budget the attractor cannot settle and is not run (a metastable chain), said so.
+        rec["spectral_gap"] = _gap(Q)
+        lam = MARGIN * float(np.max(-Q.diagonal()))
+        predicted = lam * math.log(1.0 / tol) / rec["spectral_gap"] if rec["spectral_gap"] > 0 else math.inf
+        rec["attractor_predicted_steps"] = predicted
+        if predicted > 4 * max_steps:
             rec["attractor_status"] = "inconclusive"
-            rec["spectral_gap"] = _gap(Q)
             rec["notes"].append(
-                f"the attractor did not settle: after {att.steps} uniformised steps (τ = {att.tau:.3g}) the "
-                f"{att.starts} starts still differ by {att.spread:.1e} and the last doubling moved it by "
-                f"{att.change:.1e}; computed spectral gap γ ≈ {rec['spectral_gap']:.3g} (relaxation time "
-                f"≈ {1.0 / rec['spectral_gap'] if rec['spectral_gap'] > 0 else float('inf'):.3g}): a slowly "
-                "mixing, metastable chain")
+                f"the attractor was not run: the spectral gap γ ≈ {rec['spectral_gap']:.3g} (relaxation time "
+                f"≈ {1.0 / rec['spectral_gap'] if rec['spectral_gap'] > 0 else math.inf:.3g}) predicts ≈ {predicted:.2g} "
+                f"uniformised steps to settle to {tol:g}, more than 4 × the budget {max_steps}: a slowly mixing, "
+                "budget-limited chain: metastable sets, or a budget too small")
+        else:
+            att = attractor_distribution(Q, starts, tol=tol, max_steps=max_steps)
+            rec.update(attractor_radius=att.radius, attractor_steps=att.steps, tau=att.tau)
+            if att.converged:
+                att_vals[i] = att.p
+                diff = float(np.max(np.abs(q - att.p)))
+                tolerance = bound + att.radius + IDENTITY_TOL
+                rec.update(difference=diff, tolerance=tolerance)
+                compared.append("attractor")
+                rec["attractor_status"] = "ok" if diff <= tolerance else "FAIL"
+                if diff > tolerance:
+                    failed.append(f"the solver's p_st and the attractor differ by {diff:.2e} (tolerance "
+                                  f"{tolerance:.1e}) at y = {y.tolist()}")
+            else:
+                rec["attractor_status"] = "inconclusive"
+                rec["notes"].append(
+                    f"the attractor did not settle: after {att.steps} uniformised steps (τ = {att.tau:.3g}) the "
+                    f"{att.starts} starts still differ by {att.spread:.1e} and the last doubling moved it by "
+                    f"{att.change:.1e}; computed spectral gap γ ≈ {rec['spectral_gap']:.3g}: a slowly mixing chain")
         rec["compared"] = compared
         if failed:
             rec["reason"] = failed[0]
@@ -483,8 +495,10 @@ class NetworkVerdict:
                     parts.append(f"vs attractor {r['difference']:.1e} (tolerance {r['tolerance']:.1e}; τ = "
                                  f"{r['tau']:.3g})")
                 elif r.get("attractor_status") == "inconclusive":
-                    parts.append(f"attractor inconclusive after {r['attractor_steps']} steps (γ ≈ "
-                                 f"{r['spectral_gap']:.2g})")
+                    parts.append(f"attractor inconclusive (γ ≈ {r['spectral_gap']:.2g}: ≈ "
+                                 f"{r['attractor_predicted_steps']:.2g} steps to settle"
+                                 + (f"; stopped after {r['attractor_steps']}" if r["attractor_steps"] else "; not run")
+                                 + ")")
                 if r["status"] != "ok" and r["reason"]:
                     parts.append(r["reason"])
                 lines.append(f"      y = {y}: {r['solver']}, bound {r['solver_bound']:.1e}; " + "; ".join(parts)
@@ -665,6 +679,11 @@ def verify_network(system: NetworkSystem, t_span, y0, *, eps_values=None, num: i
     verdict.identity = ident
     checks["identity"], messages["identity"] = ident.status, ident.message
     verdict.seconds["identity"] = time.perf_counter() - start
+    gaps = [r["spectral_gap"] for r in ident.points if math.isfinite(r.get("spectral_gap", float("nan")))]
+    gap_min = min(gaps) if gaps else None
+    if gap_min is not None:
+        verdict.notes.append(f"spectral gap of the fast chain on the visited range: min γ ≈ {gap_min:.3g} (computed "
+                             "eigenvalue, an estimate; relaxation time ≈ 1/γ on the fast clock)")
 
     # --- (3) certificate slopes ------------------------------------------------------------------------------
     start = time.perf_counter()
@@ -714,6 +733,12 @@ def verify_network(system: NetworkSystem, t_span, y0, *, eps_values=None, num: i
             continue
         checks["rate_" + key] = "ok" if fit.passed else "FAIL"
         messages["rate_" + key] = _rate_message(fit) if fit.passed else f"rate |y − y_{key}|: {fit.reason}"
+        if not fit.passed and gap_min is not None and gap_min > 0 and eps_values.min() > 0.05 * gap_min:
+            # the reason is the model's: the fast chain is too slow for the ε tested (docs/theory.md §7.7)
+            messages["rate_" + key] += (
+                f"; the fast chain's spectral gap is only γ ≈ {gap_min:.2g} on the visited range, so ε/γ ≥ "
+                f"{eps_values.min() / gap_min:.2g} at the smallest ε tested: the expansion in ε needs ε ≪ γ "
+                f"(a slowly mixing, metastable fast chain) — test ε below ≈ {0.05 * gap_min:.1g}")
     verdict.seconds["certificate"] = time.perf_counter() - start
     verdict.seconds["full_solves"] = [s for s in fulls if s is not None]
     _finish(verdict, out)
