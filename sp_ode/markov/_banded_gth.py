@@ -12,6 +12,12 @@ completely decomposable chains (blocks coupled by δ = 1e-15), where Krylov and
 multigrid solvers lose the small blocks' mass while reporting tiny residuals.
 One-dimensional chains (birth–death, KMR) have b = 1; a k × k grid has b ≈ k.
 
+The elimination runs on a strided (n, n) view of the band array — A[i, j] = B[i, j − i + b] sits
+at flat offset i·(w − 1) + j + b — so each step is one dense rank-1 update of a b × b window, and
+from bandwidth 32 on the steps are delayed over panels of 32 states with one matrix product for
+the trailing window (BLAS-3, as blocked dense GTH); a readable loop of explicit band offsets
+(``reference=True``) is kept beside them and the test compares the three.
+
 The elimination is trusted only while every stored entry stays well inside
 the normal float range (the same sufficient test as the dense path, see
 :func:`sp_ode.markov._gth.elimination_is_exact_range`); otherwise the result

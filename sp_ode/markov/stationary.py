@@ -12,14 +12,21 @@ dispatches to a registry of methods, **each answer carrying an error bound**
           returns log p_st, also for entries below 1e-308.  Default for dense Q.
 ``solve`` LU solve of the bordered system (Qᵀ with one redundant equation
           replaced by 1ᵀp = 1); normwise accurate only.
-``sparse``AMG-preconditioned GMRES for large sparse Q (``sp_ode.markov._sparse``);
-          default for ``scipy.sparse`` input.
+``sparse``AMG-preconditioned GMRES for large sparse Q (``sp_ode.markov._sparse``), its answer
+          then refined in log space and certified entrywise where it can be (§7.8).
 ``jax``   :func:`stationary_jax`, a pure-JAX bordered solve: ``jit``/``vmap``/
           ``grad``-compatible (the bound is computed afterwards in NumPy).
 ``banded``GTH in band storage after a reverse Cuthill–McKee permutation
           (``sp_ode.markov._banded_gth``): the componentwise accuracy of GTH for
           large sparse chains of small bandwidth (chains, grids), O(n·b²).
 ========  ==================================================================
+
+**The default for ``scipy.sparse`` input** (§7.8) is banded or dense GTH whenever it fits in memory
+and :func:`predicted_seconds` puts it within :data:`GTH_COST_FACTOR` × the sparse solve, else the
+sparse solve; ``info["selection"]`` gives the predictions and the rule.  Every answer says which
+kind of bound it carries: entrywise (``componentwise_bound``: GTH's a-priori bound, or the
+certificate of a refined sparse answer) or only normwise — then ``uncertified_below`` is the level
+below which its entries are not certified at all.
 
 ``solve``, ``sparse`` and ``jax`` carry the a-posteriori bound
 ‖q − p_st‖₁ ≤ 2·max_i E_i[τ_k]·‖Qᵀq‖₁ of :mod:`sp_ode.markov.bounds` (§7.1,
