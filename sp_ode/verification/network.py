@@ -428,6 +428,7 @@ class NetworkVerdict:
     marginals: dict = field(default_factory=dict, repr=False)        # species -> (T, K+1) of p_st(y(t))
     full_marginals: dict = field(default_factory=dict, repr=False)   # species -> (T, K+1) of x(t), largest ε
     full_eps: float | None = None
+    marginal_uncertified: list = field(default_factory=list, repr=False)  # per time: level or None
     figures: list = field(default_factory=list)
 
     @property
@@ -466,6 +467,7 @@ class NetworkVerdict:
             "identity": None if self.identity is None else self.identity.to_dict(),
             "eps_values": self.eps_values, "errors": self.errors,
             "fits": {k: f.to_dict() for k, f in self.fits.items()}, "notes": self.notes, "seconds": self.seconds,
+            "marginal_uncertified_below": self.marginal_uncertified,
             "figures": self.figures,
         }
 
@@ -663,10 +665,14 @@ def verify_network(system: NetworkSystem, t_span, y0, *, eps_values=None, num: i
     verdict.marginal_ys = red.y[::5][fig_idx]
     for s in system.space.species:
         verdict.marginals[s] = []
+    verdict.marginal_uncertified = []
     for y in verdict.marginal_ys:
-        p_y, _ = system.stationary(y)
+        p_y, info_y = system.stationary(y)
         for s in system.space.species:
-            verdict.marginals[s].append(system.space.marginal(p_y, s))
+            cm = system.space.certified_marginal(p_y, s, info_y)
+            verdict.marginals[s].append(cm.values)
+        # a normwise answer: its marginals carry no relative accuracy below 2β (docs/theory.md §7.8)
+        verdict.marginal_uncertified.append(cm.uncertified_below if cm.kind == "normwise" else None)
     verdict.marginals = {s: np.array(v) for s, v in verdict.marginals.items()}
 
     # --- (2) the identity at scale ------------------------------------------------------------------------------
