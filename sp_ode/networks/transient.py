@@ -145,8 +145,9 @@ class TransientDistribution:
 
         For f = a·x + b with a ≥ 0 (a species, or an observable affine in the counts): the part on J is
         computed from p_J with its rounding ρ (every entry relative, §7.9) and the dropped Poisson tails,
-        and the leaked part is bounded through a·x ≤ |a|₁·V: E[f; τ ≤ t] ≤ ε(t)(|a|₁m₁(t) + b),
-        E[f²; τ ≤ t] ≤ ε(t)(|a|₁²m₂ + 2|a|₁|b|m₁ + b²).  None (see :attr:`moment_bound_reason`, or an
+        and the leaked part through a·x ≤ A·V + B (A the largest a_s over V's species, B the species
+        capped by a conservation law at their caps, plus |b|): E[f; τ ≤ t] ≤ ε(t)(A m₁(t) + B),
+        E[f²; τ ≤ t] ≤ ε(t)(A² m₂ + 2AB m₁ + B²).  None (see :attr:`moment_bound_reason`, or an
         observable that is not affine with a ≥ 0).
 
         Raises
@@ -161,16 +162,21 @@ class TransientDistribution:
             return None
         a, b = ab
         m1, m2 = _moment_growth(self.growth, float(self.exit_total), self.times)
+        m1, m2 = np.maximum(m1, 0.0), np.maximum(m2, 0.0)
+        capped = np.array([s in self.growth["caps"] for s in self.space.species])
+        cap = np.array([float(self.growth["caps"].get(s, 0)) for s in self.space.species])
         rho = self.relative_rounding
         drop = np.maximum(self.integration_error - rho, 0.0)         # dropped Poisson tails (absolute ℓ1)
         f = self.space.states @ a + b
         fmax = float(np.max(np.abs(f), initial=0.0))
-        A = float(a.sum())
+        # on the leaked mass: a·x ≤ A·V + B, A = max over V's species of a_s, B = the capped species at their caps
+        A = float(a[~capped].max(initial=0.0))
+        B = float(np.sum(a[capped] * cap[capped])) + abs(b)
         mu, s2 = self.p @ f, self.p @ f**2
         mu_lo = np.maximum(mu * (1 - rho), 0.0) if b >= 0 else mu * (1 + rho) - drop * fmax
-        mu_hi = mu * (1 + rho) + drop * fmax + self.leaked * (A * m1 + max(b, 0.0))
+        mu_hi = mu * (1 + rho) + drop * fmax + self.leaked * (A * m1 + B)
         s2_lo = np.maximum(s2 * (1 - rho), 0.0)
-        s2_hi = s2 * (1 + rho) + drop * fmax**2 + self.leaked * (A * A * m2 + 2 * abs(b) * A * m1 + b * b)
+        s2_hi = s2 * (1 + rho) + drop * fmax**2 + self.leaked * (A * A * m2 + 2 * A * B * m1 + B * B)
         sd_lo = np.sqrt(np.maximum(s2_lo - np.maximum(mu_hi, 0.0) ** 2, 0.0))
         sd_hi = np.sqrt(np.maximum(s2_hi - np.maximum(mu_lo, 0.0) ** 2, 0.0))
         return (mu_lo, mu_hi), (sd_lo, sd_hi)
@@ -258,23 +264,42 @@ def _affine_coefficients(expr, species) -> tuple[float, np.ndarray] | None:
     return c0, c
 
 
-def _growth_constants(network: ReactionNetwork, y: np.ndarray) -> tuple[dict | None, str]:
-    """The moment system of V = Σ_s x_s (module docstring): m₁' ≤ α + βm₁, m₂' ≤ γ₀ + γ₁m₁ + γ₂m₂; or (None, reason).
+def _caps(network: ReactionNetwork, space: StateSpace) -> dict[str, int]:
+    """Species bounded on the whole chain by a conservation law with nonnegative weights (constant on J)."""
+    caps: dict[str, int] = {}
+    if space.n == 0:
+        return caps
+    for law in network.conservation_laws():
+        if np.all(law >= 0) and np.any(law > 0):
+            value = space.states @ law
+            if np.all(value == value[0]):
+                for k in np.flatnonzero(law > 0):
+                    s = space.species[k]
+                    caps[s] = min(caps.get(s, int(value[0]) // int(law[k])), int(value[0]) // int(law[k]))
+    return caps
 
-    With Δ_r = Σ_s ν_rs, 𝓛V = Σ_r a_r Δ_r and 𝓛V² = Σ_r a_r Δ_r (2V + Δ_r).  A reaction with an exactly
-    affine propensity a_r = c0 + c·x enters with its coefficients: in 𝓛V exactly (β = max_s Σ_r Δ_r c_rs);
-    in 𝓛V², for Δ_r > 0 with c ≤ max_s c_s⁺ (an upper bound of a_r), for Δ_r < 0 with a_r ≥ c0 + min_s c_s·V
-    in the 2VΔ_r term (it can only fire while V ≥ |Δ_r|) and a_r ≤ c0 + max_s c_s·V in the Δ_r² term.  A
-    reaction that lowers V and is not affine is dropped (its terms are ≤ 0 there); one that raises V and
-    is not affine leaves the moments of the leaked mass unbounded.
+
+def _growth_constants(network: ReactionNetwork, y: np.ndarray, caps: dict[str, int]) -> tuple[dict | None, str]:
+    """The moment system of V = Σ_{s unbounded} x_s (module docstring): m₁' ≤ α + βm₁, m₂' ≤ γ₀ + γ₁m₁ + γ₂m₂.
+
+    Species capped by a conservation law (`caps`) are not in V: they enter the propensities as numbers in
+    [0, cap].  With Δ_r the change of V, 𝓛V = Σ_r a_r Δ_r and 𝓛V² = Σ_r a_r (2VΔ_r + Δ_r²).  A reaction
+    whose propensity is exactly affine, a_r = c0 + c·x_U + d·x_B, has a_lo ≤ a_r ≤ a_hi with the capped
+    part at its extremes, and c·x_U between min_u c_u·V and max_u c_u·V; then Δ_r a_r ≤ Δ_r a_(hi|lo) in
+    𝓛V (β = max_u Σ_r Δ_r c_ru), and 2VΔ_r a_r ≤ 2VΔ_r a_(hi|lo), Δ_r² a_r ≤ Δ_r² a_hi in 𝓛V².  A
+    reaction that lowers V and is not affine is dropped (it consumes ≥ |Δ_r| of V's molecules, so its
+    terms are ≤ 0 where it fires); one that raises V and is not affine leaves the moments unbounded.
+    Returns (None, reason) then.
     """
     subs = {network.symbols[p]: v for p, v in network.parameters.items()}
     subs.update({network.symbols[v]: float(val) for v, val in zip(network.slow, y)})
     species = [network.symbols[s] for s in network.species]
-    alpha, b = 0.0, np.zeros(len(species))
+    free = np.array([s not in caps for s in network.species])
+    cap = np.array([float(caps.get(s, 0)) for s in network.species])
+    alpha, b = 0.0, np.zeros(int(free.sum()))
     g0 = g1 = g2 = 0.0
     for r, expr, nu in zip(network.reactions, network.propensity_exprs, network.stoichiometry):
-        delta = int(nu.sum())
+        delta = int(nu[free].sum())
         if delta == 0:
             continue
         coef = _affine_coefficients(expr.subs(subs), species)
@@ -284,22 +309,19 @@ def _growth_constants(network: ReactionNetwork, y: np.ndarray) -> tuple[dict | N
             return None, (f"reaction {r.name!r} raises the total count and its propensity {expr} is not affine in "
                           "the counts: no bound on the moments of the mass that left the projection")
         c0, c = coef
-        alpha += delta * c0
-        b += delta * c
-        if delta > 0:
-            c0p, c1 = max(c0, 0.0), float(max(c.max(initial=0.0), 0.0))
-            g0 += c0p * delta**2
-            g1 += 2 * c0p * delta + c1 * delta**2
-            g2 += 2 * c1 * delta
-        else:
-            if c0 < 0 or (c.size and c.min() < 0):
-                continue          # no lower bound from the coefficients: the reaction's terms are ≤ 0, dropped
-            cmin, cmax = (float(c.min()), float(c.max())) if c.size else (0.0, 0.0)
-            g0 += c0 * delta**2
-            g1 += 2 * c0 * delta + cmax * delta**2
-            g2 += 2 * cmin * delta
-    return {"alpha": alpha, "beta": float(b.max()) if b.size else 0.0,   # may be negative: Σ b_s x_s ≤ max_s b_s·V
-            "gamma0": g0, "gamma1": max(g1, 0.0), "gamma2": g2}, ""
+        cu, d = c[free], c[~free]
+        c0_hi = c0 + float(np.sum(np.maximum(d, 0.0) * cap[~free]))
+        c0_lo = c0 + float(np.sum(np.minimum(d, 0.0) * cap[~free]))
+        cmax = max(float(cu.max()) if cu.size else 0.0, 0.0)
+        cmin = float(cu.min()) if cu.size else 0.0
+        c0_edge = c0_hi if delta > 0 else c0_lo
+        alpha += delta * c0_edge
+        b += delta * cu
+        g0 += delta**2 * c0_hi
+        g1 += 2 * delta * c0_edge + delta**2 * cmax
+        g2 += 2 * delta * (cmax if delta > 0 else cmin)
+    return {"alpha": alpha, "beta": float(b.max()) if b.size else 0.0,   # may be negative: Σ b_u x_u ≤ max_u b_u·V
+            "gamma0": max(g0, 0.0), "gamma1": max(g1, 0.0), "gamma2": g2, "caps": dict(caps)}, ""
 
 
 def _moment_growth(g: dict, v0: float, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -315,8 +337,10 @@ def _moment_growth(g: dict, v0: float, t: np.ndarray) -> tuple[np.ndarray, np.nd
 
 # --- the sink generator and its solution --------------------------------------------------------------
 
-def _sink_generator(network: ReactionNetwork, space: StateSpace, y: np.ndarray):
-    """(Q_J: CSR of the moves inside J, exits (m, n): exit rate of each state into each sink, sink names, V_exit)."""
+def _sink_generator(network: ReactionNetwork, space: StateSpace, y: np.ndarray, free: np.ndarray):
+    """(Q_J: CSR of the moves inside J, exits (m, n): exit rate of each state into each sink, sink names, V_exit).
+
+    V_exit is the largest V = Σ_{free s} x_s of a state that a move out of J reaches."""
     Q = network.generator(space, y)
     a = network.propensities(space.states, y)
     names = list(space.species) + (["total"] if space.total is not None else [])
@@ -331,7 +355,7 @@ def _sink_generator(network: ReactionNetwork, space: StateSpace, y: np.ndarray):
         np.add.at(exits, (which, ex), a[r, ex])
         moving = a[r, ex] > 0
         if moving.any():
-            v_exit = max(v_exit, int(target[moving].sum(axis=1).max()))
+            v_exit = max(v_exit, int(target[moving][:, free].sum(axis=1).max(initial=0)))
     return Q, exits, names, v_exit
 
 
@@ -470,7 +494,9 @@ def fsp_transient(network: ReactionNetwork, space: StateSpace, p0, times, *, y=N
     if p0.shape != (space.n,) or not np.all(np.isfinite(p0)) or p0.min() < 0 or abs(p0.sum() - 1.0) > 1e-12:
         raise ValueError(f"`p0` must be a distribution on the {space.n} states of `space` (≥ 0, summing to 1).")
     max_steps = check_positive_int("max_steps", max_steps)
-    Q, exits, names, v_exit = _sink_generator(network, space, y)
+    caps = _caps(network, space)
+    free = np.array([s not in caps for s in network.species])
+    Q, exits, names, v_exit = _sink_generator(network, space, y, free)
     # integrate from t = 0: prepend 0 when the first output time is later
     grid = times if times[0] == 0 else np.concatenate([[0.0], times])
     res = _uniformized(Q, exits, p0, grid, max_steps)
@@ -486,7 +512,7 @@ def fsp_transient(network: ReactionNetwork, space: StateSpace, p0, times, *, y=N
         rel = None if rel is None else rel[1:]
     leaked = L.sum(axis=1)
     defect = float(np.max(np.abs(P.sum(axis=1) + leaked - 1.0)))
-    growth, why = _growth_constants(network, y)
+    growth, why = _growth_constants(network, y, caps)
     return TransientDistribution(times, P, space, leaked, dict(zip(names, L.T)), err, rel, method, growth, why,
                                  defect, v_exit, seconds=time.perf_counter() - t0, network=network)
 
@@ -561,7 +587,7 @@ def transient_distribution(network: ReactionNetwork, initial: Mapping[str, int],
         moment_leak = 0.0
         if moment_tol is not None and not res.moment_bound_reason:
             _, m2 = _moment_growth(res.growth, float(res.exit_total), res.times)
-            moment_leak = float(np.max(res.leaked * m2))
+            moment_leak = float(np.max(res.leaked * np.maximum(m2, 0.0)))
             expansions[-1]["moment_leak"] = moment_leak
         if last <= tol and (moment_tol is None or moment_leak <= moment_tol):
             res.expansions, res.tol, res.seconds = expansions, tol, time.perf_counter() - t_start
