@@ -287,7 +287,7 @@ def network_identity(system: NetworkSystem, ys, *, p=None, tol: float = ATTRACTO
         lam = MARGIN * float(np.max(-Q.diagonal()))
         predicted = lam * math.log(1.0 / tol) / rec["spectral_gap"] if rec["spectral_gap"] > 0 else math.inf
         rec["attractor_predicted_steps"] = predicted
-        if predicted > 4 * max_steps:
+        if predicted > max_steps:
             rec["attractor_status"] = "inconclusive"
             rec["notes"].append(
                 f"the attractor was not run: the spectral gap γ ≈ {rec['spectral_gap']:.3g} (relaxation time "

@@ -90,7 +90,7 @@ def test_attractor_that_has_not_settled_is_inconclusive_and_alone_a_fail():
     assert r.status == "ok" and point["attractor_status"] == "inconclusive"
     assert point["compared"] == ["elimination"] and "did not settle" in r.message
     # the spectral gap predicts more steps than the budget allows: the attractor is not even run
-    assert point["attractor_predicted_steps"] > 4 * 64 and point["attractor_steps"] == 0
+    assert point["attractor_predicted_steps"] > 64 and point["attractor_steps"] == 0
     assert any("was not run" in note and "spectral gap" in note for note in point["notes"])
     # without the elimination, nothing independent is left: a FAIL that says why, never a pass
     r = network_identity(s, [m.y0], max_steps=64, elimination=False)
