@@ -163,6 +163,9 @@ def run(args) -> int:
     print(f"error bound ‖p − p_st‖₁ ≤ {info['bound']:.3g}  ({info['bound_kind']})")
     if info.get("componentwise_bound") is not None:
         print(f"componentwise   |p̂_i − p_i| ≤ {info['componentwise_bound']:.3g}·p_i")
+    elif info.get("uncertified_below") is not None:
+        print(f"normwise only: entries below {info['uncertified_below']:.3g} are not certified "
+              f"({info.get('componentwise_failure') or 'no entrywise certificate'})")
     print(f"negatives clipped = {info['negatives_clipped']} (largest magnitude {info['most_negative']:.3g})")
     for e in info["escalations"]:
         print(f"escalated from {e['method']}: {e['reason']}")
