@@ -43,6 +43,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sp_ode.core.validation import check_positive, check_positive_int
+from sp_ode.networks._moments import affine_observable, caps_of, growth_constants, moment_growth
 from sp_ode.networks.network import NetworkError, ReactionNetwork, TruncationError
 from sp_ode.networks.state_space import StateSpace
 
@@ -157,11 +158,11 @@ class TransientDistribution:
         """
         if self.moment_bound_reason:
             return None
-        ab = _affine_observable(self.network, self.space, name)
+        ab = affine_observable(self.network, self.space, name)
         if ab is None:
             return None
         a, b = ab
-        m1, m2 = _moment_growth(self.growth, float(self.exit_total), self.times)
+        m1, m2 = moment_growth(self.growth, float(self.exit_total), self.times)
         m1, m2 = np.maximum(m1, 0.0), np.maximum(m2, 0.0)
         capped = np.array([s in self.growth["caps"] for s in self.space.species])
         cap = np.array([float(self.growth["caps"].get(s, 0)) for s in self.space.species])
@@ -183,7 +184,7 @@ class TransientDistribution:
 
     def affine_form(self, name: str) -> tuple[np.ndarray, float] | None:
         """(a (S,), b) with the species or observable `name` = a·x + b, a ≥ 0; None when it is not of that form."""
-        return _affine_observable(self.network, self.space, name)
+        return affine_observable(self.network, self.space, name)
 
     def mean_bounds(self) -> dict[str, tuple[np.ndarray, np.ndarray]] | None:
         """Certified [lower, upper] of E[X_s](t) for every species, or None (see :attr:`moment_bound_reason`)."""
@@ -226,113 +227,6 @@ class TransientDistribution:
                 out["marginals"][s] = {"values": np.array([r[0] for r in rows]),
                                        "l1_error_bound": np.array([r[1] for r in rows])}
         return out
-
-
-# --- moment growth -------------------------------------------------------------------------------
-
-def _affine_observable(network, space: StateSpace, name: str) -> tuple[np.ndarray, float] | None:
-    """(a (S,), b) with the species or observable `name` = a·x + b and a ≥ 0, else None."""
-    if name in space.species:
-        a = np.zeros(len(space.species))
-        a[space.species.index(name)] = 1.0
-        return a, 0.0
-    if network is None or name not in network.observables:
-        raise ValueError(f"`name` must be a species {space.species} or an observable "
-                         f"{tuple(network.observables) if network is not None else ()}; got {name!r}.")
-    e = network.observables[name].subs({network.symbols[p]: v for p, v in network.parameters.items()})
-    coef = _affine_coefficients(e, [network.symbols[s] for s in network.species])
-    if coef is None or np.any(coef[1] < 0):
-        return None
-    return coef[1], coef[0]
-
-
-def _affine_coefficients(expr, species) -> tuple[float, np.ndarray] | None:
-    """(c0, c (S,)) when `expr` is exactly c0 + c·x in the counts x, else None."""
-    import sympy
-
-    try:
-        poly = sympy.Poly(sympy.expand(expr), *species)
-    except sympy.PolynomialError:
-        return None
-    if poly.total_degree() > 1:
-        return None
-    try:
-        c0 = float(poly.coeff_monomial(1))
-        c = np.array([float(poly.coeff_monomial(x)) for x in species])
-    except TypeError:          # a coefficient that is not a real number
-        return None
-    return c0, c
-
-
-def _caps(network: ReactionNetwork, space: StateSpace) -> dict[str, int]:
-    """Species bounded on the whole chain by a conservation law with nonnegative weights (constant on J)."""
-    caps: dict[str, int] = {}
-    if space.n == 0:
-        return caps
-    for law in network.conservation_laws():
-        if np.all(law >= 0) and np.any(law > 0):
-            value = space.states @ law
-            if np.all(value == value[0]):
-                for k in np.flatnonzero(law > 0):
-                    s = space.species[k]
-                    caps[s] = min(caps.get(s, int(value[0]) // int(law[k])), int(value[0]) // int(law[k]))
-    return caps
-
-
-def _growth_constants(network: ReactionNetwork, y: np.ndarray, caps: dict[str, int]) -> tuple[dict | None, str]:
-    """The moment system of V = Σ_{s unbounded} x_s (module docstring): m₁' ≤ α + βm₁, m₂' ≤ γ₀ + γ₁m₁ + γ₂m₂.
-
-    Species capped by a conservation law (`caps`) are not in V: they enter the propensities as numbers in
-    [0, cap].  With Δ_r the change of V, 𝓛V = Σ_r a_r Δ_r and 𝓛V² = Σ_r a_r (2VΔ_r + Δ_r²).  A reaction
-    whose propensity is exactly affine, a_r = c0 + c·x_U + d·x_B, has a_lo ≤ a_r ≤ a_hi with the capped
-    part at its extremes, and c·x_U between min_u c_u·V and max_u c_u·V; then Δ_r a_r ≤ Δ_r a_(hi|lo) in
-    𝓛V (β = max_u Σ_r Δ_r c_ru), and 2VΔ_r a_r ≤ 2VΔ_r a_(hi|lo), Δ_r² a_r ≤ Δ_r² a_hi in 𝓛V².  A
-    reaction that lowers V and is not affine is dropped (it consumes ≥ |Δ_r| of V's molecules, so its
-    terms are ≤ 0 where it fires); one that raises V and is not affine leaves the moments unbounded.
-    Returns (None, reason) then.
-    """
-    subs = {network.symbols[p]: v for p, v in network.parameters.items()}
-    subs.update({network.symbols[v]: float(val) for v, val in zip(network.slow, y)})
-    species = [network.symbols[s] for s in network.species]
-    free = np.array([s not in caps for s in network.species])
-    cap = np.array([float(caps.get(s, 0)) for s in network.species])
-    alpha, b = 0.0, np.zeros(int(free.sum()))
-    g0 = g1 = g2 = 0.0
-    for r, expr, nu in zip(network.reactions, network.propensity_exprs, network.stoichiometry):
-        delta = int(nu[free].sum())
-        if delta == 0:
-            continue
-        coef = _affine_coefficients(expr.subs(subs), species)
-        if coef is None:
-            if delta < 0:
-                continue
-            return None, (f"reaction {r.name!r} raises the total count and its propensity {expr} is not affine in "
-                          "the counts: no bound on the moments of the mass that left the projection")
-        c0, c = coef
-        cu, d = c[free], c[~free]
-        c0_hi = c0 + float(np.sum(np.maximum(d, 0.0) * cap[~free]))
-        c0_lo = c0 + float(np.sum(np.minimum(d, 0.0) * cap[~free]))
-        cmax = max(float(cu.max()) if cu.size else 0.0, 0.0)
-        cmin = float(cu.min()) if cu.size else 0.0
-        c0_edge = c0_hi if delta > 0 else c0_lo
-        alpha += delta * c0_edge
-        b += delta * cu
-        g0 += delta**2 * c0_hi
-        g1 += 2 * delta * c0_edge + delta**2 * cmax
-        g2 += 2 * delta * (cmax if delta > 0 else cmin)
-    return {"alpha": alpha, "beta": float(b.max()) if b.size else 0.0,   # may be negative: Σ b_u x_u ≤ max_u b_u·V
-            "gamma0": max(g0, 0.0), "gamma1": max(g1, 0.0), "gamma2": g2, "caps": dict(caps)}, ""
-
-
-def _moment_growth(g: dict, v0: float, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """m₁, m₂ at times t solving m₁' = α + βm₁, m₂' = γ₀ + γ₁m₁ + γ₂m₂ from (v0, v0²) — upper bounds (Grönwall)."""
-    import scipy.linalg
-
-    A = np.array([[0.0, 0.0, 0.0], [g["alpha"], g["beta"], 0.0], [g["gamma0"], g["gamma1"], g["gamma2"]]])
-    z0 = np.array([1.0, v0, v0 * v0])
-    out = np.array([scipy.linalg.expm(A * float(s)) @ z0 for s in np.maximum(t, 0.0)])
-    # expm's own rounding: a relative 1e-12 margin keeps the bound an upper one
-    return out[:, 1] * (1 + 1e-12), out[:, 2] * (1 + 1e-12)
 
 
 # --- the sink generator and its solution --------------------------------------------------------------
@@ -494,7 +388,7 @@ def fsp_transient(network: ReactionNetwork, space: StateSpace, p0, times, *, y=N
     if p0.shape != (space.n,) or not np.all(np.isfinite(p0)) or p0.min() < 0 or abs(p0.sum() - 1.0) > 1e-12:
         raise ValueError(f"`p0` must be a distribution on the {space.n} states of `space` (≥ 0, summing to 1).")
     max_steps = check_positive_int("max_steps", max_steps)
-    caps = _caps(network, space)
+    caps = caps_of(network, space)
     free = np.array([s not in caps for s in network.species])
     Q, exits, names, v_exit = _sink_generator(network, space, y, free)
     # integrate from t = 0: prepend 0 when the first output time is later
@@ -512,7 +406,7 @@ def fsp_transient(network: ReactionNetwork, space: StateSpace, p0, times, *, y=N
         rel = None if rel is None else rel[1:]
     leaked = L.sum(axis=1)
     defect = float(np.max(np.abs(P.sum(axis=1) + leaked - 1.0)))
-    growth, why = _growth_constants(network, y, caps)
+    growth, why = growth_constants(network, y, caps)
     return TransientDistribution(times, P, space, leaked, dict(zip(names, L.T)), err, rel, method, growth, why,
                                  defect, v_exit, seconds=time.perf_counter() - t0, network=network)
 
@@ -586,7 +480,7 @@ def transient_distribution(network: ReactionNetwork, initial: Mapping[str, int],
                            "leaked_by": {k: float(v[-1]) for k, v in res.leaked_by.items()}})
         moment_leak = 0.0
         if moment_tol is not None and not res.moment_bound_reason:
-            _, m2 = _moment_growth(res.growth, float(res.exit_total), res.times)
+            _, m2 = moment_growth(res.growth, float(res.exit_total), res.times)
             moment_leak = float(np.max(res.leaked * np.maximum(m2, 0.0)))
             expansions[-1]["moment_leak"] = moment_leak
         if last <= tol and (moment_tol is None or moment_leak <= moment_tol):
