@@ -53,7 +53,8 @@ __all__ = ["TransientDistribution", "transient_distribution", "fsp_transient", "
 UNIFORMIZATION_MAX_STEPS = 200_000
 _LOG_TAIL = -160 * math.log(2.0)    # Poisson tail dropped per output interval: ≤ 2⁻¹⁶⁰ ≈ 7e-49 (so the truncation
                                     # cannot move an entry above ~1e-40 by more than 1e-8 of itself)
-_GROWTH = 1.5               # adaptive projection: a leaking species' bound grows by this factor …
+_GROWTH = 1.5               # adaptive projection: a leaking species' bound grows by this factor (2 while the
+                            # leak is above 10⁶·tol) …
 _GROWTH_MIN = 10            # … and by at least this many molecules
 
 
@@ -135,7 +136,7 @@ class TransientDistribution:
     @property
     def moment_bound_reason(self) -> str:
         """Why :meth:`mean_bounds` is None ('' when it is not)."""
-        if self.growth is None:
+        if self.growth is None and np.any(self.leaked > 0):   # no mass left J: no leaked moments to bound
             return self.growth_reason
         if self.relative_rounding is None:
             return "expm_multiply carries no rigorous integration bound (uniformization would need too many steps)"
@@ -162,10 +163,15 @@ class TransientDistribution:
         if ab is None:
             return None
         a, b = ab
-        m1, m2 = moment_growth(self.growth, float(self.exit_total), self.times)
-        m1, m2 = np.maximum(m1, 0.0), np.maximum(m2, 0.0)
-        capped = np.array([s in self.growth["caps"] for s in self.space.species])
-        cap = np.array([float(self.growth["caps"].get(s, 0)) for s in self.space.species])
+        if self.growth is None:            # nothing left J (leaked = 0 exactly): the leaked terms vanish
+            m1 = m2 = np.zeros_like(self.times)
+            caps = {}
+        else:
+            m1, m2 = moment_growth(self.growth, float(self.exit_total), self.times)
+            m1, m2 = np.maximum(m1, 0.0), np.maximum(m2, 0.0)
+            caps = self.growth["caps"]
+        capped = np.array([s in caps for s in self.space.species])
+        cap = np.array([float(caps.get(s, 0)) for s in self.space.species])
         rho = self.relative_rounding
         drop = np.maximum(self.integration_error - rho, 0.0)         # dropped Poisson tails (absolute ℓ1)
         f = self.space.states @ a + b
@@ -314,8 +320,8 @@ def _uniformized(Q, exits, p0, times, max_steps: int):
                 cur_s = cur_s + E @ cur_v          # the sinks absorb; they never flow back
                 cur_v = PT @ cur_v
                 if w[j] > 0:
-                    acc_v = acc_v + w[j] * cur_v
-                    acc_s = acc_s + w[j] * cur_s
+                    acc_v += w[j] * cur_v
+                    acc_s += w[j] * cur_s
             err += tail                             # the mass of the dropped terms (each term has mass ≤ 1)
             steps_done += K
             v, sinks = acc_v, acc_s
@@ -479,7 +485,7 @@ def transient_distribution(network: ReactionNetwork, initial: Mapping[str, int],
         expansions.append({"bounds": dict(cur), "n": space.n, "leaked": last,
                            "leaked_by": {k: float(v[-1]) for k, v in res.leaked_by.items()}})
         moment_leak = 0.0
-        if moment_tol is not None and not res.moment_bound_reason:
+        if moment_tol is not None and not res.moment_bound_reason and res.growth is not None:
             _, m2 = moment_growth(res.growth, float(res.exit_total), res.times)
             moment_leak = float(np.max(res.leaked * np.maximum(m2, 0.0)))
             expansions[-1]["moment_leak"] = moment_leak
@@ -493,8 +499,10 @@ def transient_distribution(network: ReactionNetwork, initial: Mapping[str, int],
             raise TruncationError(f"the projection of {network.name!r} leaks {last:.3e} > tol {tol:.1e} by t = "
                                   f"{times[-1] if np.ndim(times) else times:g}, through the bound of {worst!r}, which "
                                   "is not grown (a total or conservation bound): raise it.", leaked=last, species=worst)
+        # far from tol: double (fewer projections to solve); near it: the gentler factor
+        factor = 2.0 if last > 1e6 * tol else _GROWTH
         for s in grow:
-            cur[s] = max(int(math.ceil(cur[s] * _GROWTH)), cur[s] + _GROWTH_MIN)
+            cur[s] = max(int(math.ceil(cur[s] * factor)), cur[s] + _GROWTH_MIN)
     worst = max(expansions[-1]["leaked_by"], key=expansions[-1]["leaked_by"].get)
     raise TruncationError(f"the projection of {network.name!r} still leaks {expansions[-1]['leaked']:.3e} > tol "
                           f"{tol:.1e} after {max_expansions} projections (last bounds {expansions[-1]['bounds']}); "

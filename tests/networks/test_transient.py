@@ -112,3 +112,13 @@ def test_bad_input_is_named():
         fsp_transient(net, space, np.ones(11), [1.0])
     with pytest.raises(ValueError, match="`tol`"):
         transient_distribution(net, {"X": 0}, [1.0], tol=0.0)
+
+
+def test_a_projection_nothing_leaves_needs_no_moment_bound():
+    # DSMTS 003-04's form: P2 made at (k1/2)(100 − 2P2)(99 − 2P2), which vanishes at P2 = 50: the mass never
+    # reaches the bound, ε(t) = 0 exactly, so the intervals hold although the propensity is not affine.
+    net = ReactionNetwork("0 => P2, 0.5*k1*(100 - 2*P2)*(99 - 2*P2); P2 -> 0, k2", parameters={"k1": 0.001, "k2": 0.01})
+    r = transient_distribution(net, {"P2": 0}, [0.0, 10.0, 50.0], tol=1e-12)
+    assert r.growth is None and np.all(r.leaked == 0.0) and r.moment_bound_reason == ""
+    (lo, hi), _ = r.intervals("P2")
+    assert np.all(hi - lo <= 1e-9 * np.maximum(hi, 1.0)) and lo[-1] > 10
