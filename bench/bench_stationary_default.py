@@ -5,7 +5,7 @@ cascade grids) and each method — banded GTH, dense GTH (n ≤ 3000), the spars
 and with the componentwise certificate (docs/theory.md §7.8) — it measures the wall time
 (best of `--repeat`, one process, one BLAS thread), fits the cost model of
 ``sp_ode.markov.stationary.predicted_seconds`` (c0·n + c1·Σ_k L_k² for banded GTH, c0·n + c1·n³
-for dense GTH, c0 + c1·nnz for the sparse solve; least squares on relative residuals) and
+for dense GTH, c0 + c1·nnz + c2·n/b for the sparse solve; least squares on relative residuals) and
 reports, per case, what the default route chose, the fastest method, and the tail error of
 each answer against banded GTH's log p_st (entries above 1e-300).
 
@@ -148,7 +148,7 @@ def main(argv=None) -> int:
         "banded_blocked": _fit([r for r in rows if r["bandwidth"] >= 32], "banded",
                                lambda r: [r["n"], r["band_updates"]]),
         "gth": _fit(rows, "gth", lambda r: [r["n"], float(r["n"]) ** 3]),
-        "sparse": _fit(rows, "sparse", lambda r: [1.0, r["nnz"]]),
+        "sparse": _fit(rows, "sparse", lambda r: [1.0, r["nnz"], r["n"] / max(r["bandwidth"], 1)]),
     }
     print("fitted cost constants:", json.dumps(fits), "\nin use:", json.dumps(_COST))
     record = {"command": "python bench/bench_stationary_default.py" + (" --smoke" if args.smoke else "")

@@ -143,8 +143,6 @@ def posterior_bound(Q, q: np.ndarray, k: int, y_hat: np.ndarray) -> tuple[float,
 #: Entries of a normwise answer at or above this multiple of its ℓ1 bound are within relative 1e-3:
 #: they seed the refinement; the states below are re-estimated from them (stage A).
 RELIABLE_FACTOR = 1e3
-_JACOBI_SWEEPS = 0          # stage A: log-space Jacobi sweeps on the re-estimated states, at most
-_JACOBI_TARGET = 0.5         # … until every relative residual there is below this
 _NEWTON_STEPS = 8            # stage B: exact relative corrections, at most
 _GMRES_RESTART = 50
 _GMRES_MAXITER = 300         # the jump-count solve of stage C
@@ -238,11 +236,12 @@ def componentwise_refinement(Q, p: np.ndarray, k: int, normwise_bound: float, *,
     normwise-accurate solve of it is componentwise accurate in x.
 
     A. Entries of `p` below ``RELIABLE_FACTOR``·`normwise_bound` carry no relative accuracy:
-       they are re-estimated from the others by a max-plus (Bellman–Ford) pass in log space
-       and a few log-space Jacobi sweeps.
-    B. Exact relative corrections lx ← lx + log(1 + ν̂), ν̂ from GMRES on S (classical AMG on
-       S with its rows scaled to diagonal dominance as preconditioner), until max|ε| stops
-       falling.
+       they are re-estimated from the others — by a max-plus (Bellman–Ford) pass in log space,
+       and by detailed balance across two-way edges (exact for reversible chains).
+    B. Exact relative corrections lx ← lx + log(1 + ν̂), ν̂ from GMRES on S (AIR on S, else
+       classical AMG on S with its rows scaled to diagonal dominance, as preconditioner), until
+       max|ε| stops falling — from the seed with the smaller max|ε| first, from the other one
+       when that stagnates above 1e-10.
     C. The certificate: φ̂ ≈ S⁻¹1 (the expected number of jumps of the time-reversed chain
        before it hits k), ω = Sφ̂ and δ = max_i |ε_i|/ω_i, each with its rounding.  If ω > 0
        then x̂∘(1 ∓ δφ̂) are a sub- and a supersolution of A_k x = b, and as A_k⁻¹ ≥ 0,
@@ -264,8 +263,9 @@ def componentwise_refinement(Q, p: np.ndarray, k: int, normwise_bound: float, *,
     p, logp : ndarray (n,) — the refined answer and its logarithm (entries below 1e-308 live in logp)
     info : dict — ``componentwise_bound`` (max relative error bound over all entries; inf when
         not certified), ``certified`` (bool), ``failure`` (why not), ``delta``, ``phi_max``,
-        ``relative_residual`` (max|ε| after B), ``history`` (max|ε| per stage), ``sweeps``,
-        ``newton_steps``, ``gmres_steps``, ``reestimated`` (states of stage A), ``seconds``.
+        ``relative_residual`` (max|ε| after B), ``history`` (max|ε| per correction, seeds in turn),
+        ``seed`` (the stage-A estimate used), ``newton_steps``, ``gmres_steps``, ``reestimated``
+        (states of stage A), ``seconds``.
     """
     import time
 
@@ -275,7 +275,7 @@ def componentwise_refinement(Q, p: np.ndarray, k: int, normwise_bound: float, *,
     p = np.asarray(p, dtype=np.float64)
     n = p.shape[0]
     info = {"componentwise_bound": math.inf, "certified": False, "failure": None, "delta": math.nan,
-            "phi_max": math.nan, "relative_residual": math.nan, "history": [], "sweeps": 0, "newton_steps": 0,
+            "phi_max": math.nan, "relative_residual": math.nan, "history": [], "newton_steps": 0,
             "gmres_steps": 0, "reestimated": 0, "pinned_state": int(k), "seconds": 0.0}
     if n == 1:
         info.update(componentwise_bound=0.0, certified=True)
@@ -304,15 +304,7 @@ def componentwise_refinement(Q, p: np.ndarray, k: int, normwise_bound: float, *,
     if not worst_of:
         info["failure"] = "some states are not reached from the reliable ones (is Q irreducible?)"
         return p, _log(p), info
-    info["seed"] = min(worst_of, key=worst_of.get)          # the estimate whose relative residual is smaller
-    lx = seeds[info["seed"]]
-    with np.errstate(over="ignore", invalid="ignore"):
-        for sweep in range(_JACOBI_SWEEPS if U.any() else 0):
-            rho, _, _ = _ratios(ti, tj, w, lx, n)
-            if np.max(np.abs(rho[U] - 1.0)) < _JACOBI_TARGET:
-                break
-            lx[U] += np.log(rho[U])
-            info["sweeps"] = sweep + 1
+    order = sorted(worst_of, key=worst_of.get)              # the seed whose relative residual is smaller first
     # --- B: exact relative corrections ---------------------------------------------------------------------
     keep = np.ones(n, dtype=bool)
     keep[k] = False
@@ -329,59 +321,73 @@ def componentwise_refinement(Q, p: np.ndarray, k: int, normwise_bound: float, *,
         S = sp.csr_array((-val[inner], (rows, cols)), shape=(n - 1, n - 1)) + sp.eye_array(n - 1, format="csr")
         return rho, val, dmax, S
 
-    best = None
-    over_budget = False
-    precond, kinds = None, list(_PRECONDITIONERS)
     floor = 16 * UNIT_ROUNDOFF * (m + 4)
-    try:
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            for step in range(_NEWTON_STEPS + 1):
+    state = {"over_budget": False}
+
+    def corrections(lx):
+        """Stage B from one seed: (best max|ε|, its lx, the last preconditioner); ε per step in info["history"]."""
+        best, precond, kinds = None, None, list(_PRECONDITIONERS)
+        history: list[float] = []
+        for step in range(_NEWTON_STEPS + 1):
+            rho, val, dmax, S = system(lx)
+            eps = (rho - 1.0)[keep]
+            worst = float(np.max(np.abs(eps))) if np.all(np.isfinite(eps)) else math.inf
+            history.append(worst)
+            info["history"].append(worst)
+            if best is None or worst < best[0]:
+                best = (worst, lx.copy())
+            elif len(kinds) > 1:
+                # the step made things worse: the preconditioner failed on this S; the next one from the best
+                kinds.pop(0)
+                lx = best[1].copy()
                 rho, val, dmax, S = system(lx)
                 eps = (rho - 1.0)[keep]
-                worst = float(np.max(np.abs(eps))) if np.all(np.isfinite(eps)) else math.inf
-                info["history"].append(worst)
+                worst = best[0]
+            else:
+                break
+            if worst <= floor or step == _NEWTON_STEPS:
+                break
+            if budget_seconds is not None and time.perf_counter() - t0 > budget_seconds:
+                state["over_budget"] = True
+                break
+            if len(history) >= 3 and worst > 0.5 * min(history[:-1]):
+                break          # stagnation
+            # S changes with every correction: a fresh hierarchy each time (a stale one diverged)
+            precond = _preconditioner(S, kinds)
+            info["preconditioner"] = kinds[0]
+            # The 2-norm residual is no stopping rule here: ν may span 10⁵⁰ (a max-plus estimate off by
+            # e¹¹⁷ in a grid corner) while the new ε_i = (ε − Sν̂)_i / (1 + ν̂_i) is what counts; so a
+            # fixed effort per step, and ε is measured afresh.
+            nu, _ = spla.gmres(S, eps, rtol=_STEP_RTOL, atol=0.0, restart=_GMRES_RESTART, maxiter=_STEP_MAXITER,
+                               M=precond, callback=count, callback_type="legacy")
+            if not np.all(np.isfinite(nu)):
+                nu = np.zeros_like(nu)
+            lx[keep] += np.log1p(np.maximum(nu, -1.0 + 2.0**-10))
+            info["newton_steps"] += 1
+        return best[0], best[1], precond
+
+    try:
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            best = None
+            for seed in order:
+                # a seed whose corrections stagnate above 1e-10 gives way to the other one (within the budget)
+                worst, lx, precond = corrections(seeds[seed].copy())
                 if best is None or worst < best[0]:
-                    best = (worst, lx.copy())
-                elif len(kinds) > 1:
-                    # the step made things worse: the preconditioner failed on this S; the next one from the best
-                    kinds.pop(0)
-                    precond, lx = None, best[1].copy()
-                    rho, val, dmax, S = system(lx)
-                    eps = (rho - 1.0)[keep]
-                    worst = best[0]
-                else:
+                    best, info["seed"] = (worst, lx, precond), seed
+                if worst <= 1e-10 or state["over_budget"]:
                     break
-                if worst <= floor or step == _NEWTON_STEPS:
-                    break
-                if budget_seconds is not None and time.perf_counter() - t0 > budget_seconds:
-                    over_budget = True
-                    break
-                if len(info["history"]) >= 3 and worst > 0.5 * min(info["history"][:-1]):
-                    break          # stagnation at the rounding level of ε
-                if True:   # S changes with every correction: a fresh hierarchy each time (a stale one diverged)
-                    precond = _preconditioner(S, kinds)
-                    info["preconditioner"] = kinds[0]
-                # The 2-norm residual is no stopping rule here: ν may span 10⁵⁰ (a max-plus estimate off by
-                # e¹¹⁷ in a grid corner) while the new ε_i = (ε − Sν̂)_i / (1 + ν̂_i) is what counts; so a
-                # fixed effort per step, and ε is measured afresh.
-                nu, _ = spla.gmres(S, eps, rtol=_STEP_RTOL, atol=0.0, restart=_GMRES_RESTART, maxiter=_STEP_MAXITER,
-                                   M=precond, callback=count, callback_type="legacy")
-                if not np.all(np.isfinite(nu)):
-                    nu = np.zeros_like(nu)
-                lx[keep] += np.log1p(np.maximum(nu, -1.0 + 2.0**-10))
-                info["newton_steps"] = step + 1
-            worst, lx = best
+            worst, lx, precond = best
             rho, val, dmax, S = system(lx)
             eps = (rho - 1.0)[keep]
             info["relative_residual"] = worst
             if budget_seconds is not None and time.perf_counter() - t0 > budget_seconds:
-                over_budget = True
+                state["over_budget"] = True
             # --- C: the certificate ------------------------------------------------------------------------
-            abandon = over_budget and worst > 1e-10
+            abandon = state["over_budget"] and worst > 1e-10
             phi = np.full(n - 1, np.nan)
             if not abandon:
                 if precond is None:
-                    precond = _preconditioner(S, kinds)
+                    precond = _preconditioner(S, list(_PRECONDITIONERS))
                 phi, _ = spla.gmres(S, np.ones(n - 1), rtol=_PHI_TOL / math.sqrt(n - 1), atol=0.0,
                                     restart=_GMRES_RESTART, maxiter=_GMRES_MAXITER, M=precond, callback=count,
                                     callback_type="legacy")

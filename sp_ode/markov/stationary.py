@@ -74,11 +74,15 @@ COMPONENTWISE_AUTO_MAX_N = 10**6
 #: … within this many times the sparse solve's own time (it is abandoned, and the answer labelled
 #: normwise, when it would take longer).
 COMPONENTWISE_BUDGET_FACTOR = 4.0
+#: … and never less than this many seconds (a small chain's solve is fast; its refinement may try both seeds).
+COMPONENTWISE_MIN_BUDGET = 2.0
 # Cost model of the default route, in seconds on one core (fitted by bench/bench_stationary_default.py,
 # record docs/bench/stationary_default.json): banded GTH c0·n + c1·Σ_k L_k² (L_k the window of step k,
-# blocked from bandwidth 32 on), dense GTH c0·n + c1·n³, the sparse solve c0 + c1·nnz.
-_COST = {"banded": (3.2e-5, 5.1e-8), "banded_blocked": (3.3e-5, 9.0e-10), "gth": (2.8e-5, 9.1e-11),
-         "sparse": (0.044, 4.1e-6)}
+# blocked from bandwidth 32 on), dense GTH c0·n + c1·n³, the sparse solve c0 + c1·nnz + c2·n/b (n/b, the
+# chain's length in bands: on 1-D chains the Krylov solve's steps grow with it — birth–death of 3·10⁴
+# states took 6.1 s where nnz alone predicted 0.3 s).
+_COST = {"banded": (3.8e-5, 2.1e-8), "banded_blocked": (3.0e-5, 9.0e-10), "gth": (3.6e-5, 4.8e-11),
+         "sparse": (0.015, 2.9e-6, 2.4e-4)}
 
 
 def _check_dense(n: int, what: str) -> None:
@@ -246,8 +250,8 @@ def predicted_seconds(Q, plan=None) -> dict:
             out["gth"] = c0 * n + c1 * float(n) ** 3
         except MemoryBudgetError:
             pass
-    c0, c1 = _COST["sparse"]
-    out["sparse"] = c0 + c1 * nnz
+    c0, c1, c2 = _COST["sparse"]
+    out["sparse"] = c0 + c1 * nnz + c2 * n / max(b, 1)
     return out
 
 
@@ -277,7 +281,7 @@ def _fmt_s(t) -> str:
 
 def _certify_componentwise(Q, p, info: dict, *, required: bool, seconds: float) -> tuple[np.ndarray, dict]:
     """Refine a sparse answer in log space and certify every entry (§7.8); label it normwise when that fails."""
-    budget = None if required else max(COMPONENTWISE_BUDGET_FACTOR * seconds, 0.5)
+    budget = None if required else max(COMPONENTWISE_BUDGET_FACTOR * seconds, COMPONENTWISE_MIN_BUDGET)
     with quiet_stdout():
         q, logq, ref = componentwise_refinement(Q, p, int(info["pinned_state"]), float(info["bound"]),
                                                 budget_seconds=budget)
