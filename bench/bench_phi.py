@@ -21,9 +21,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from neural._phi_report import write_figures  # noqa: E402
-from neural._phi_system import evaluation_points, sample  # noqa: E402
-from neural.phi import evaluate_sample, fit_phi  # noqa: E402
+from neural.phi.families import evaluation_points, sample  # noqa: E402
+from neural.phi.figures import write_figures  # noqa: E402
+from neural.phi.fit import evaluate_sample, fit_phi  # noqa: E402
 from sp_ode.core.files import dumps, write_json  # noqa: E402
 
 

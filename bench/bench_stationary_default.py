@@ -2,7 +2,7 @@
 
 For CME generators of the network catalogue (telegraph gene, birth–death, toggle switch and
 cascade grids) and each method — banded GTH, dense GTH (n ≤ 3000), the sparse solve without
-and with the componentwise certificate (docs/theory.md §7.8) — it measures the wall time
+and with the componentwise certificate (docs/theory.md §7.9) — it measures the wall time
 (best of `--repeat`, one process, one BLAS thread), fits the cost model of
 ``sp_ode.markov.stationary.predicted_seconds`` (c0·n + c1·Σ_k L_k² for banded GTH, c0·n + c1·n³
 for dense GTH, c0 + c1·nnz + c2·n/b for the sparse solve; least squares on relative residuals) and

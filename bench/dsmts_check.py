@@ -8,7 +8,7 @@ not part of this repository.  Point the script at a checkout (or an export holdi
 For every case: its highest-level SBML file goes through ``sp_ode.from_sbml``; a refusal is
 recorded by its message (events, rate rules, …).  An imported case is solved for p(t) by
 ``sp_ode.transient_distribution`` (finite state projection grown until the leaked mass is below
-``--tol``; uniformization; docs/theory.md §7.9) at the suite's output times, which gives a
+``--tol``; uniformization; docs/theory.md §7.10) at the suite's output times, which gives a
 *certified interval* for every mean and standard deviation (FSP leak × the moment-growth bound, the
 integration's rounding).  The case passes when every published value (``*-mean.csv``,
 ``*-sd.csv``) lies in its interval widened by the published value's own rounding (half a unit of

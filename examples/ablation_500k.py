@@ -1,4 +1,7 @@
-"""The 500k-token ablation: dense vs coupled vs frozen, 3 seeds each (docs/theory.md §4).
+"""
+# The 500k-token ablation
+
+Dense against coupled against frozen, 3 seeds each (docs/theory.md §4).
 
 The source paper reports that at 500k tokens the gate g_ℓ stays (nearly) closed,
 coupled and frozen runs are within noise of each other, and the wall-clock cost is

@@ -1,6 +1,7 @@
 """
-# Enzyme kinetics: the quasi-steady-state approximation and its O(ε) error
+# Enzyme kinetics and the quasi-steady state
 
+The quasi-steady-state approximation and its O(ε) error.
 Michaelis–Menten kinetics in the standard QSSA scaling (catalogue entry
 `michaelis_menten`, docs/theory.md §6): the complex c is fast, the substrate s slow,
 

@@ -1,6 +1,7 @@
 """
-# FitzHugh–Nagumo: a slow branch, its fold, and the jump
+# FitzHugh–Nagumo: a fold and a jump
 
+A slow branch, its fold, and the jump to the other branch.
 A model of your own, with the two-argument shorthand `f(x, y)`:
 
     ε dx/dt = x − x³/3 − y,    dy/dt = x + a − b y,    a = 0.7, b = 0.8.

@@ -1,6 +1,7 @@
 """
-# A short run of the fast–slow attention language model
+# Training the fast–slow language model
 
+A short run of the fast–slow attention language model.
 `neural.FastSlowLM` (docs/theory.md §4) attends over the T tokens (fast clock)
 and over the T/P causal block means (slow clock, ε = 1/P) fed back one block late
 through a gate that starts at zero.  This short run trains the `coupled` arm on

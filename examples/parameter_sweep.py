@@ -1,6 +1,7 @@
 """
-# A parameter sweep: each point by its cheapest certified path
+# A parameter sweep
 
+Each parameter point solved by its cheapest certified path.
 `sp_ode.sweep` solves a fast–slow system at N parameter points.  At each point it
 estimates the error of the reduced flows of increasing order k (the corrected
 slow manifolds h_ε^{(k)}, docs/theory.md §3.3 and §7.5) and takes the cheapest

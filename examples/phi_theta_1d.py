@@ -1,6 +1,7 @@
 """
-# φ_θ on your own Q(y), one slow variable: fit, certify, save, reuse
+# A learned manifold: one slow variable
 
+φ_θ on your own Q(y) with one slow variable: fit, certify, save, reuse.
 A 3-state generator of your own, Q(y) with y of shape (1,) (README "Your own
 model"): a cycle 0 → 1 → 2 → 0 at rates e^{y}, 1, e^{−y} and the reverse steps at
 rate ½.  `neural.fit_phi` fits an MLP φ_θ(y) onto the simplex to p_st(y)

@@ -1,6 +1,7 @@
 """
-# φ_θ on your own Q(y) with two slow variables: the error map
+# A learned manifold: two slow variables
 
+φ_θ on your own Q(y) with two slow variables, and the map of its error.
 A 4-state ring of your own whose rates depend on two slow variables y = (y₀, y₁):
 forward rates e^{y₀}, backward rates e^{y₁}, and a chord 0 → 2 at rate 1 + y₀².
 Q(y) receives y of shape (2,).  `neural.fit_phi` fits φ_θ(y) on the box

@@ -1,6 +1,7 @@
 """
-# Slow manifolds to order 3 and their ε^{k+1} rates
+# Slow manifolds up to order 3
 
+Slow manifolds of order 0 to 3, and the rates ε, ε², ε³, ε⁴ at which their errors fall.
 For ε dx/dt = f(x, y), dy/dt = g(x, y) with an attracting critical manifold
 x = φ(y), the slow manifold is h_ε = φ + εh₁ + ε²h₂ + … (docs/theory.md §3.3, T3);
 `sp_ode.slow_manifold(system, order=k)` solves the invariance equation

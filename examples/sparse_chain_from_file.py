@@ -1,6 +1,7 @@
 """
-# A 10⁵-state sparse chain from a file
+# A sparse chain of 10⁵ states
 
+A 10⁵-state sparse chain read from a file.
 A birth–death chain on n = 10⁵ states in the potential v(x) = 60 (x − 0.3)²,
 x = i/n (p_st spans 13 decades): birth rate λ_i = e^{−(v_{i+1} − v_i)/2},
 death rate μ_{i+1} = e^{(v_{i+1} − v_i)/2}.  It is stored as a `scipy.sparse`

@@ -1,6 +1,7 @@
 """
-# A symbolic check of your own generator: LaTeX and a claimed formula
+# Exact stationary distributions
 
+A symbolic check of your own generator: p_st exactly, in LaTeX, and a claimed formula checked.
 An enzyme cycle with symbolic rates, written as `i -> j : rate` lines (every
 symbol is a positive rate constant; format in `sp_ode.symbolic.io`):
 

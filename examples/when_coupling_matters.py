@@ -1,4 +1,8 @@
-"""When does the slow coupling matter?  The pre-registered experiment of issue 14 (docs/findings.md).
+"""
+# When the slow coupling matters
+
+The pre-registered experiment of the Findings page: when does the slow path of the fast–slow
+language model help?
 
 Arms (docs/theory.md §4): dense with full causal attention (``dense-full``), coupled with full
 attention (``coupled-full``), and dense / coupled / frozen with the fast path windowed at
@@ -662,7 +666,7 @@ def markdown(report: dict, scale: Scale) -> str:
                      f"{_fmt(row['gap_W'])} | {_fmt(row['gap_RF'])} |")
     for src, s in report["sources"].items():
         lines += ["", f"### {src}: final validation loss ({report['tokens']:,} tokens per run)", "",
-                  "| arm | n | val loss ± SE | excess over Bayes-T | over Bayes-W | over Bayes-RF | gate |g| per layer | "
+                  "| arm | n | val loss ± SE | excess over Bayes-T | over Bayes-W | over Bayes-RF | gate \\|g\\| per layer | "
                   "slow influence per layer | train GFLOP/token·1e3 | tokens/s |",
                   "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         for arm, r in s["arms"].items():

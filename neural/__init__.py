@@ -4,8 +4,8 @@ Fast path: causal attention over T tokens.  Slow path: attention over the T/P
 causally block-mean-pooled tokens (ε = 1/P), fed back with a one-block lag
 through a zero-initialised additive gate.
 
-The namespace is the API: ``import neural; neural.FastSlowLM(neural.tiny())``.
-Names load lazily from their modules, so ``import neural`` does not import torch
+The namespace is the API: `import neural; neural.FastSlowLM(neural.tiny())`.
+Names load lazily from their modules, so `import neural` does not import torch
 until a name that needs it is used.
 """
 from __future__ import annotations

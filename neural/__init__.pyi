@@ -21,24 +21,31 @@ from .data import (
 from .model import (
     FastSlowLM as FastSlowLM,
 )
-from .phi import (
+from .phi.files import (
+    PhiFileError as PhiFileError,
+    load_phi as load_phi,
+    save_phi as save_phi,
+)
+from .phi.fit import (
     PhiCertificate as PhiCertificate,
     PhiEvaluation as PhiEvaluation,
     PhiFit as PhiFit,
-    PhiMLP as PhiMLP,
     evaluate_phi as evaluate_phi,
     fit_phi as fit_phi,
     kl_loss as kl_loss,
     phi_certificate as phi_certificate,
     residual_loss as residual_loss,
 )
-from .phi_io import (
-    PhiFileError as PhiFileError,
-    load_phi as load_phi,
-    save_phi as save_phi,
-)
-from .phi_jax import (
+from .phi.jax_copy import (
     phi_to_jax as phi_to_jax,
+)
+from .phi.model import (
+    PhiMLP as PhiMLP,
+)
+from .phi.surrogate import (
+    CertifiedPrediction as CertifiedPrediction,
+    SurrogateFit as SurrogateFit,
+    fit_surrogate as fit_surrogate,
 )
 from .pooling import (
     add_to_blocks as add_to_blocks,

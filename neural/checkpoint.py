@@ -1,4 +1,4 @@
-"""Training checkpoints: atomic writes, ``weights_only`` loads, exact resume.
+"""Training checkpoints: atomic writes, `weights_only` loads, exact resume.
 
 A checkpoint holds everything that determines the rest of a run: model and
 optimiser state, the step and token counters, and every random state that the
@@ -7,13 +7,13 @@ generator's (which windows are drawn next), one entry per DDP rank.  Restoring
 all of them makes a resumed run reproduce an uninterrupted one.
 
 Only tensors, numbers, strings, None, lists and dicts are stored, so the file
-loads with ``torch.load(..., weights_only=True)`` (no arbitrary pickles).  Files
-are written through :func:`sp_ode.core.files.atomic_write_bytes` (temp file, fsync,
+loads with `torch.load(..., weights_only=True)` (no arbitrary pickles).  Files
+are written through `sp_ode.core.files.atomic_write_bytes` (temp file, fsync,
 rename): a run killed mid-write leaves the previous checkpoint intact, plus a
-``.checkpoint.pt.*.tmp`` file that :func:`clean_stale_temps` removes when the next
-run starts.  :func:`check_state` checks a loaded checkpoint against the model before
+`.checkpoint.pt.*.tmp` file that `clean_stale_temps` removes when the next
+run starts.  `check_state` checks a loaded checkpoint against the model before
 anything is restored, so a wrong-shaped weight or an empty RNG state is one
-:class:`CheckpointError` naming the file and the field.
+[`CheckpointError`][neural.checkpoint.CheckpointError] naming the file and the field.
 """
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def capture_rng(data_generator: torch.Generator) -> dict:
 
 
 def restore_rng(state: dict, data_generator: torch.Generator) -> None:
-    """Inverse of :func:`capture_rng`."""
+    """Inverse of `capture_rng`."""
     torch.set_rng_state(state["torch"])
     np_state = state["numpy"]
     np.random.set_state(("MT19937", np_state["keys"].numpy().astype(np.uint32), np_state["pos"],
@@ -80,7 +80,7 @@ def restore_rng(state: dict, data_generator: torch.Generator) -> None:
 
 
 def save_checkpoint(path: str | Path, state: dict[str, Any]) -> Path:
-    """Write `state` (see ``REQUIRED_KEYS``) atomically with ``torch.save``."""
+    """Write `state` (see `REQUIRED_KEYS`) atomically with `torch.save`."""
     missing = [k for k in REQUIRED_KEYS if k not in state]
     if missing:
         raise ValueError(f"checkpoint `state` is missing keys {missing}.")
@@ -90,7 +90,7 @@ def save_checkpoint(path: str | Path, state: dict[str, Any]) -> Path:
 
 
 def load_checkpoint(path: str | Path, *, map_location: str | torch.device = "cpu") -> dict:
-    """Read a checkpoint with ``weights_only=True``.
+    """Read a checkpoint with `weights_only=True`.
 
     Raises
     ------
@@ -128,7 +128,7 @@ def check_state(state: dict, model: torch.nn.Module, *, world_size: int, path: s
     ------
     CheckpointError
         A weight missing, unexpected or of the wrong shape (named, with both shapes); an RNG
-        state that is empty or lacks one of ``RNG_KEYS``; a step that is not a non-negative int.
+        state that is empty or lacks one of `RNG_KEYS`; a step that is not a non-negative int.
     """
     where = f"checkpoint {str(path)!r}"
     weights = state["model"]
@@ -160,7 +160,7 @@ def check_state(state: dict, model: torch.nn.Module, *, world_size: int, path: s
 
 
 def clean_stale_temps(folder: str | Path) -> list[Path]:
-    """Remove temp files a killed atomic write left in `folder` (``.NAME.*.tmp``); return them."""
+    """Remove temp files a killed atomic write left in `folder` (`.NAME.*.tmp`); return them."""
     folder = Path(folder)
     if not folder.is_dir():
         return []
@@ -177,11 +177,11 @@ RESUMABLE_CHANGES = frozenset({"device", "compile", "eval_every", "eval_windows"
 
 def check_compatible(state: dict, *, model_config: dict, train_config: dict, data: dict, world_size: int,
                      path: str | Path = "checkpoint", extend: bool = False) -> None:
-    """Raise :class:`CheckpointMismatchError` naming every field that differs.
+    """Raise [`CheckpointMismatchError`][neural.checkpoint.CheckpointMismatchError] naming every field that differs.
 
     The model config and data must match exactly; the training config may differ
-    only in ``RESUMABLE_CHANGES`` (and, with `extend` — a finished run given a larger
-    budget — in ``tokens``/``steps``); the DDP world size must match (each rank's data
+    only in `RESUMABLE_CHANGES` (and, with `extend` — a finished run given a larger
+    budget — in `tokens`/`steps`); the DDP world size must match (each rank's data
     stream is part of the saved state).
     """
     diffs = []

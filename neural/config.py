@@ -1,7 +1,7 @@
 """Model configuration of the fast–slow attention LM (docs/theory.md §4).
 
-A frozen dataclass; presets are plain functions; ``with_overrides`` applies
-checked ``key=value`` strings (the CLI's ``--set``).
+A frozen dataclass; presets are plain functions; `with_overrides` applies
+checked `key=value` strings (the CLI's `--set`).
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ Arm = Literal["dense", "coupled", "frozen"]
 
 
 class ConfigDict:
-    """``to_dict``/``from_dict`` for the frozen config dataclasses (unknown keys are named in the error)."""
+    """`to_dict`/`from_dict` for the frozen config dataclasses (unknown keys are named in the error)."""
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -31,18 +31,24 @@ class ConfigDict:
 
 @dataclass(frozen=True)
 class ModelConfig(ConfigDict):
-    """Shape and ablation arm of :class:`neural.FastSlowLM`.
+    """Shape and ablation arm of [`neural.FastSlowLM`][neural.model.FastSlowLM].
 
     Attributes
     ----------
-    vocab_size : V, 256 for byte-level tokens.
-    seq_len : T, the context length (fast path attends over T tokens).
-    pool : P, the pooling block size; ε = 1/P.  The slow path attends over T/P pooled tokens.
-    n_layer, n_head, d_model : depth, heads, width.
+    vocab_size : V
+        256 for byte-level tokens.
+    seq_len : T
+        The context length (fast path attends over T tokens).
+    pool : P
+        The pooling block size; ε = 1/P.  The slow path attends over T/P pooled tokens.
+    n_layer, n_head, d_model : depth
+        Heads, width.
     arm : "dense" (no slow path), "coupled" (slow path + gate trained),
         "frozen" (slow-path weights frozen at init, gate trained).
-    window : None for full causal fast attention, else a sliding window W ≥ 1.
-    dropout : dropout probability in [0, 1).
+    window
+        None for full causal fast attention, else a sliding window W ≥ 1.
+    dropout
+        Dropout probability in [0, 1).
     """
 
     vocab_size: int = 256
@@ -86,7 +92,7 @@ class ModelConfig(ConfigDict):
         return self.seq_len // self.pool
 
     def with_overrides(self, overrides: list[str] | dict) -> ModelConfig:
-        """Apply ``["key=value", ...]`` (or a dict), each key checked against the fields."""
+        """Apply `["key=value", ...]` (or a dict), each key checked against the fields."""
         if isinstance(overrides, dict):
             return dataclasses.replace(self, **overrides)
         fields = {f.name: f for f in dataclasses.fields(self)}

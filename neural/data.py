@@ -2,19 +2,19 @@
 
 Tokens are bytes (V = 256), so nothing is downloaded and no tokenizer is needed.
 
-**Text files.** :func:`load_text` reads any file as bytes and splits it
+**Text files.** [`load_text`][neural.data.load_text] reads any file as bytes and splits it
 deterministically: the first 90 % is training data, the last 10 % validation
 (nanoGPT's split).  ASCII text such as tiny Shakespeare has one byte per
 character, so nats/byte equal nats/char there.
 
-**The two-timescale Markov source** (:class:`MarkovSource`, the default) is a
+**The two-timescale Markov source** ([`MarkovSource`][neural.data.MarkovSource], the default) is a
 fast–slow process in the sense of docs/theory.md: a slow regime r ∈ {0, …, K−1}
 that may change only at block boundaries t = P, 2P, … (switching matrix S,
 row-stochastic), and fast tokens x_t over a small alphabet of m bytes emitted
 by a Markov chain whose generator Q_r depends on the regime.  Each Q_r is an
-``sp_ode`` generator; the per-token transition matrix is its uniformisation
-T_r = I + Q_r/λ_r (``sp_ode.uniformize``), and the first token is drawn from
-p_st(Q_r) (``sp_ode.stationary_distribution``), which is also stationary for
+`sp_ode` generator; the per-token transition matrix is its uniformisation
+T_r = I + Q_r/λ_r (`sp_ode.uniformize`), and the first token is drawn from
+p_st(Q_r) (`sp_ode.stationary_distribution`), which is also stationary for
 T_r.  The regime chain starts in the stationary distribution of S.
 
 Because the regime is hidden but finite, the **Bayes-optimal next-token loss**
@@ -70,12 +70,16 @@ class ByteCorpus:
 
     Attributes
     ----------
-    name : where the bytes came from (a path or ``"markov"``).
-    train, val : torch.uint8 tensors, shapes (N_train,), (N_val,).
-    bayes_losses : for a source with a known law, float64 (N_val,): entry t is
+    name
+        Where the bytes came from (a path or `"markov"`).
+    train, val
+        Torch.uint8 tensors, shapes (N_train,), (N_val,).
+    bayes_losses
+        For a source with a known law, float64 (N_val,): entry t is
         −log P(x_t | x_0..x_{t−1}) in nats under the Bayes-optimal predictor on
         the validation stream (entry 0 is −log P(x_0)); None for text.
-    source : the :class:`MarkovSource` that generated the data, or None.
+    source
+        The [`MarkovSource`][neural.data.MarkovSource] that generated the data, or None.
     """
 
     name: str
@@ -88,7 +92,7 @@ class ByteCorpus:
         """Bayes-optimal mean loss (nats) on the validation targets a model is scored on.
 
         With `starts` (window starts s) and `seq_len` T, the targets are positions
-        s+1 … s+T of every window — exactly those of :func:`evaluate`-style scoring
+        s+1 … s+T of every window — exactly those of `evaluate`-style scoring
         with inputs x[s : s+T] and targets x[s+1 : s+T+1].  Without them, all
         positions 1 … N_val−1.  None for corpora without a known law.
         """
@@ -105,12 +109,14 @@ def load_text(path: str | Path, *, val_fraction: float = 0.1) -> ByteCorpus:
 
     Parameters
     ----------
-    path : a file of any content (bytes are tokens, V = 256).
-    val_fraction : in (0, 1); nanoGPT uses 0.1.
+    path
+        A file of any content (bytes are tokens, V = 256).
+    val_fraction
+        In (0, 1); nanoGPT uses 0.1.
 
     Returns
     -------
-    ByteCorpus with ``bayes_losses=None``.
+    ByteCorpus with `bayes_losses=None`.
 
     Raises
     ------
@@ -139,15 +145,22 @@ class MarkovSource:
 
     Attributes
     ----------
-    alphabet : bytes, the m distinct byte values emitted.
-    generators : float64 (K, m, m); Q_r, an irreducible generator per regime r.
-    switch : float64 (K, K); S, row-stochastic regime switching matrix applied at block boundaries.
-    block : P, the regime may change only at t = P, 2P, ….
+    alphabet : bytes
+        The m distinct byte values emitted.
+    generators : float64 (K, m, m); Q_r
+        An irreducible generator per regime r.
+    switch : float64 (K, K); S
+        Row-stochastic regime switching matrix applied at block boundaries.
+    block : P
+        The regime may change only at t = P, 2P, ….
 
-    Derived (computed once in ``__post_init__``):
-    transitions : (K, m, m), T_r = I + Q_r/λ_r (``sp_ode.uniformize``).
-    initial : (K, m), p_st(Q_r) — the first token's law given the regime.
-    regime_initial : (K,), the stationary law of S (regime at t = 0).
+    Derived (computed once in `__post_init__`):
+    transitions : (K, m, m)
+        T_r = I + Q_r/λ_r (`sp_ode.uniformize`).
+    initial : (K, m), p_st(Q_r)
+        The first token's law given the regime.
+    regime_initial : (K,)
+        The stationary law of S (regime at t = 0).
     """
 
     alphabet: bytes
@@ -239,8 +252,10 @@ class MarkovSource:
 
         Returns
         -------
-        tokens : uint8 (n,), byte values from `alphabet`.
-        regimes : int64 (n,), the hidden regime r_t at each position.
+        tokens : uint8 (n,)
+            Byte values from `alphabet`.
+        regimes : int64 (n,)
+            The hidden regime r_t at each position.
         """
         n = check_positive_int("n", n)
         K, m, P = self.n_regimes, len(self.alphabet), self.block
@@ -299,11 +314,12 @@ class MarkovSource:
         log-likelihood of the block so far is a cumulative sum per regime, so
         log P(x_s..x_t | past) = logsumexp_r(log prior_b(r) + C[t, r]) with C the
         cumulative log emissions; only the block-to-block step (α ← α S) loops.
-        :meth:`_bayes_token_losses_reference` is the per-token loop it must equal.
+        `_bayes_token_losses_reference` is the per-token loop it must equal.
 
         Parameters
         ----------
-        tokens : uint8 (n,), bytes from `alphabet`, the stream starting at t = 0
+        tokens : uint8 (n,)
+            Bytes from `alphabet`, the stream starting at t = 0
             (aligned with the block boundaries).
 
         Returns
@@ -373,7 +389,7 @@ def _logsumexp(a: np.ndarray, axis: int) -> np.ndarray:
 
 
 def _uniformize(Q: np.ndarray) -> np.ndarray:
-    """T = I + Q/λ with λ = max_i |Q_ii| (``sp_ode.uniformize``), a row-stochastic matrix."""
+    """T = I + Q/λ with λ = max_i |Q_ii| (`sp_ode.uniformize`), a row-stochastic matrix."""
     import sp_ode
 
     result = sp_ode.uniformize(Q)
@@ -411,7 +427,7 @@ def markov_corpus(*, seed: int = 0, n_train: int = 1 << 20, n_val: int = 1 << 16
 
 
 def load_corpus(data: str | Path | None = None, *, seed: int = 0) -> ByteCorpus:
-    """`data` None or ``"markov"`` → the built-in source; otherwise a text file path.
+    """`data` None or `"markov"` → the built-in source; otherwise a text file path.
 
     `seed` picks the Markov source (its generators and streams); it is *not* the
     training seed, so runs with different training seeds see the same data.
@@ -434,7 +450,8 @@ def get_batch(data: torch.Tensor, batch_size: int, seq_len: int, generator: torc
 
     Returns
     -------
-    x, y : int64 tensors (B, T) on `device`.
+    x, y
+        Int64 tensors (B, T) on `device`.
     """
     n = data.shape[0]
     if n < seq_len + 1:
@@ -466,7 +483,7 @@ def tiling_starts(n_tokens: int, seq_len: int) -> np.ndarray:
     """Window starts 0, T, 2T, … whose targets tile the stream: positions 1 … k·T, each scored exactly once.
 
     The full-validation-set evaluation (every byte but the first and a tail shorter
-    than T is a target once), as opposed to the sampled windows of :func:`eval_starts`.
+    than T is a target once), as opposed to the sampled windows of `eval_starts`.
     """
     if n_tokens < seq_len + 1:
         raise ValueError(f"the validation split has {n_tokens} tokens; `seq_len` (T={seq_len}) needs at least T+1.")

@@ -23,14 +23,14 @@ Choices (documented because docs/theory.md leaves them open):
 * **Weight tying**: the output head shares the token-embedding matrix (as GPT-2 and
   nanoGPT do).
 * **Lengths.**  Any T' ≤ T is accepted, multiple of P or not; no padding is needed
-  (see :mod:`neural.pooling`): the prefix of length T' gives the same logits as the
+  (see `neural.pooling`): the prefix of length T' gives the same logits as the
   first T' positions of a longer input, which is what leak-freedom means.
 
 Init rules (GPT-2): every Linear weight and embedding N(0, 0.02²); the projections
 that write into the residual stream (attention out, MLP out, W_o) N(0, (0.02/√(2L))²);
 biases 0; LayerNorm scale 1, shift 0; null vector N(0, 0.02²); gate 0.  The fast-path
 weights are drawn from one RNG stream and the slow-path weights from another, both
-seeded from ``seed``, so ``dense``, ``coupled`` and ``frozen`` built with the same seed
+seeded from `seed`, so `dense`, `coupled` and `frozen` built with the same seed
 share their fast-path weights exactly.
 """
 from __future__ import annotations
@@ -58,7 +58,7 @@ _SLOW = "slow"  # name of the per-layer slow-path submodule; its parameters are 
 def _attend(qkv: torch.Tensor, n_head: int, *, mask: torch.Tensor | None, dropout_p: float) -> torch.Tensor:
     """Multi-head attention from packed projections.
 
-    qkv : (B, L, 3d) -> returns (B, L, d).  ``mask`` is None for plain causal attention,
+    qkv : (B, L, 3d) -> returns (B, L, d).  `mask` is None for plain causal attention,
     else a boolean (L, L) matrix, True where query i may attend to key j.
     """
     batch, length, three_d = qkv.shape
@@ -169,17 +169,17 @@ class FastSlowLM(nn.Module):
     Parameters
     ----------
     config : ModelConfig
-        Shapes and ablation arm: ``"dense"`` (no slow path), ``"coupled"`` (slow path
-        and gates trained), ``"frozen"`` (slow-path weights fixed at init, gates trained).
+        Shapes and ablation arm: `"dense"` (no slow path), `"coupled"` (slow path
+        and gates trained), `"frozen"` (slow-path weights fixed at init, gates trained).
     seed : int, optional
         Seed of the initialisation.  Default: drawn from torch's global RNG, so
-        ``torch.manual_seed(s)`` before construction reproduces the model.  Models of
+        `torch.manual_seed(s)` before construction reproduces the model.  Models of
         different arms built with the same seed share their fast-path weights exactly.
 
     Raises
     ------
     TypeError
-        If ``config`` is not a :class:`ModelConfig` or ``seed`` is not an int.
+        If `config` is not a [`ModelConfig`][neural.config.ModelConfig] or `seed` is not an int.
 
     Examples
     --------
@@ -250,14 +250,14 @@ class FastSlowLM(nn.Module):
         """Logits from input embeddings: (B, T', d) -> (B, T', V).
 
         Used to differentiate logits with respect to the inputs (the Jacobian
-        leak check); :meth:`forward` is ``forward_from_embeddings(embed(idx))``.
+        leak check); [`forward`][neural.model.FastSlowLM.forward] is `forward_from_embeddings(embed(idx))`.
 
         Raises
         ------
         TypeError
-            If ``x`` is not a floating-point tensor.
+            If `x` is not a floating-point tensor.
         ValueError
-            If ``x`` is not (B, T', d) with T' ≤ ``seq_len``.
+            If `x` is not (B, T', d) with T' ≤ `seq_len`.
         """
         cfg = self.config
         if not isinstance(x, torch.Tensor) or not x.is_floating_point():
@@ -279,26 +279,26 @@ class FastSlowLM(nn.Module):
     def forward(
         self, idx: torch.Tensor, targets: torch.Tensor | None = None
     ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
-        """Next-token logits, and the mean cross-entropy when ``targets`` are given.
+        """Next-token logits, and the mean cross-entropy when `targets` are given.
 
         Parameters
         ----------
         idx : LongTensor, shape (B, T')
-            Byte tokens in [0, V), 1 ≤ T' ≤ T (``config.seq_len``); T' need not be a
+            Byte tokens in [0, V), 1 ≤ T' ≤ T (`config.seq_len`); T' need not be a
             multiple of P.
         targets : LongTensor, shape (B, T'), optional
-            Next tokens; entries equal to ``IGNORE_INDEX`` (−1) are left out of the loss.
+            Next tokens; entries equal to `IGNORE_INDEX` (−1) are left out of the loss.
 
         Returns
         -------
         logits : Tensor, shape (B, T', V)
         loss : Tensor, shape ()
-            Only with ``targets``: mean cross-entropy in nats per token.
+            Only with `targets`: mean cross-entropy in nats per token.
 
         Raises
         ------
         TypeError
-            If ``idx``/``targets`` are not integer tensors.
+            If `idx`/`targets` are not integer tensors.
         ValueError
             If shapes are wrong, T' > T, or (for CPU tensors) a token is outside [0, V).
         """
@@ -344,28 +344,28 @@ class FastSlowLM(nn.Module):
     def slow_parameters(self) -> list[nn.Parameter]:
         """The slow-path weights: SlowAttn projections, W_o and the null vector of every layer.
 
-        The gates are not included (see :meth:`gate_parameters`); the pooling reads
-        LN₁, which belongs to the fast path.  Empty for the ``dense`` arm.  These are
-        the parameters the ``frozen`` arm fixes at their initial values.
+        The gates are not included (see [`gate_parameters`][neural.model.FastSlowLM.gate_parameters]); the pooling reads
+        LN₁, which belongs to the fast path.  Empty for the `dense` arm.  These are
+        the parameters the `frozen` arm fixes at their initial values.
         """
         return [p for s in self._slow_paths() for n, p in s.named_parameters() if n != "gate"]
 
     def gate_parameters(self) -> list[nn.Parameter]:
-        """The per-layer gates g_ℓ, each shape (d,); empty for the ``dense`` arm."""
+        """The per-layer gates g_ℓ, each shape (d,); empty for the `dense` arm."""
         return [s.gate for s in self._slow_paths()]
 
     def gate_magnitudes(self) -> list[float]:
-        """Mean |g_ℓ| per layer (length n_layer); an empty list for the ``dense`` arm."""
+        """Mean |g_ℓ| per layer (length n_layer); an empty list for the `dense` arm."""
         return [float(g.detach().abs().mean()) for g in self.gate_parameters()]
 
     @torch.no_grad()
     def set_gates(self, value: float | torch.Tensor) -> None:
-        """Set every gate g_ℓ to ``value`` (a scalar or a (d,) tensor), in place.
+        """Set every gate g_ℓ to `value` (a scalar or a (d,) tensor), in place.
 
         Raises
         ------
         ValueError
-            For the ``dense`` arm, which has no gates.
+            For the `dense` arm, which has no gates.
         """
         gates = self.gate_parameters()
         if not gates:
@@ -375,7 +375,7 @@ class FastSlowLM(nn.Module):
 
     @contextlib.contextmanager
     def forced_gates(self, value: float | torch.Tensor) -> Iterator[FastSlowLM]:
-        """Context in which every gate equals ``value``; the previous gates come back on exit.
+        """Context in which every gate equals `value`; the previous gates come back on exit.
 
         Used by the tests: leaks are only visible with the gates open (g ≠ 0).
         """
@@ -395,11 +395,12 @@ class FastSlowLM(nn.Module):
         The gate magnitude alone does not measure use (W_o can grow while g_ℓ stays small),
         so this is the ratio of Frobenius norms, over the batch and all T' positions, of the
         feedback added in step 4 (docs/theory.md §4) to the residual stream it is added to
-        (h after the fast attention).  Evaluation mode; an empty list for the ``dense`` arm.
+        (h after the fast attention).  Evaluation mode; an empty list for the `dense` arm.
 
         Parameters
         ----------
-        idx : LongTensor, shape (B, T'), 1 ≤ T' ≤ T.
+        idx : LongTensor
+            Shape (B, T'), 1 ≤ T' ≤ T.
 
         Returns
         -------

@@ -27,7 +27,7 @@ def n_fed_blocks(length: int, pool: int) -> int:
 
 
 def block_mean_pool(u: torch.Tensor, pool: int, n_blocks: int | None = None) -> torch.Tensor:
-    """Block means s_k = (1/P) Σ_{t in block k} u_t of the first ``n_blocks`` blocks.
+    """Block means s_k = (1/P) Σ_{t in block k} u_t of the first `n_blocks` blocks.
 
     Parameters
     ----------

@@ -7,12 +7,12 @@ T_r (row-stochastic, m × m):
     P(r_t, x_t | r_{t−1}, x_{t−1}) = S[r_{t−1}, r_t] · T_{r_t}[x_{t−1}, x_t]   at a switching time t,
                                    = 1[r_t = r_{t−1}] · T_{r_t}[x_{t−1}, x_t]   otherwise.
 
-Switching times are every token (``mode="hazard"``: the pair (r, x) is a homogeneous Markov
-chain) or the block boundaries t = P, 2P, … (``mode="block"``: the chain is periodic in the
+Switching times are every token (`mode="hazard"`: the pair (r, x) is a homogeneous Markov
+chain) or the block boundaries t = P, 2P, … (`mode="block"`: the chain is periodic in the
 phase t mod P).  The stream starts in the stationary law of the pair chain at phase 0, so
 its law is shift-invariant (hazard) or invariant under shifts by multiples of P (block).
 
-**Controlled difficulty** (:meth:`RegimeSource.perturbed`): one base generator Q with
+**Controlled difficulty** ([`RegimeSource.perturbed`][neural.sources.RegimeSource.perturbed]): one base generator Q with
 random off-diagonal rates; regime r multiplies every off-diagonal rate by exp(δ·Z_{r,ij}),
 Z ~ N(0, 1), and its token chain is T_r = exp(τ Q_r).  δ = 0 makes the regimes identical
 (nothing to learn from the past); large δ makes them identifiable from a few tokens.  In
@@ -33,7 +33,7 @@ Bayes-∞ (C = full past) ≤ Bayes-T (C = T) ≤ Bayes-W (C = W), and Bayes-W �
 most a slow path can add to a one-layer W-windowed fast path.  A stack of L windowed layers
 sees L(W−1)+1 tokens (its receptive field), so its floor is Bayes at that context.
 
-:meth:`RegimeSource._brute_force_losses` is the definition itself (sum over every regime path
+`RegimeSource._brute_force_losses` is the definition itself (sum over every regime path
 and every unseen earlier token), used by the tests on small sources.
 """
 from __future__ import annotations
@@ -78,14 +78,20 @@ class RegimeSource:
 
     Attributes
     ----------
-    alphabet : bytes, the m distinct byte values emitted.
-    transitions : float64 (K, m, m), T_r, row-stochastic.
-    switch : float64 (K, K), S, row-stochastic, applied at every switching time.
-    mode : "hazard" (the regime may switch at every token) or "block" (at t = P, 2P, …).
-    block : P, the block length of ``mode="block"`` (ignored by "hazard").
+    alphabet : bytes
+        The m distinct byte values emitted.
+    transitions : float64 (K, m, m)
+        T_r, row-stochastic.
+    switch : float64 (K, K)
+        S, row-stochastic, applied at every switching time.
+    mode
+        "hazard" (the regime may switch at every token) or "block" (at t = P, 2P, …).
+    block : P
+        The block length of `mode="block"` (ignored by "hazard").
 
-    Derived in ``__post_init__``:
-    phase_laws : float64 (P', K, m), the stationary law μ_φ(r, x) of the pair chain at
+    Derived in `__post_init__`:
+    phase_laws : float64 (P', K, m)
+        The stationary law μ_φ(r, x) of the pair chain at
         phase φ (P' = P for "block", 1 for "hazard").
     """
 
@@ -140,16 +146,24 @@ class RegimeSource:
 
         Parameters
         ----------
-        delta : δ ≥ 0, the log-scale spread of the regimes' rates around the base rates.
-        n_regimes : K.
-        n_symbols : m ≤ 16, bytes taken from ``" etaoinshrdlucmf"``.
-        switch_prob : probability that the regime moves (uniformly to another) at each
+        delta : δ ≥ 0
+            The log-scale spread of the regimes' rates around the base rates.
+        n_regimes
+            K.
+        n_symbols : m ≤ 16
+            Bytes taken from `" etaoinshrdlucmf"`.
+        switch_prob
+            Probability that the regime moves (uniformly to another) at each
             switching time; mean run length 1/switch_prob switching times.
-        mode, block : see the class.
-        tau : token time step, T_r = exp(τ Q_r).
-        sparsity : base rates are exp(sparsity · N(0,1)) so that each state has a few
+        mode, block
+            See the class.
+        tau
+            Token time step, T_r = exp(τ Q_r).
+        sparsity
+            Base rates are exp(sparsity · N(0,1)) so that each state has a few
             preferred successors (a predictable token chain when sparsity is large).
-        seed : the random rates.
+        seed
+            The random rates.
 
         Raises
         ------
@@ -187,7 +201,7 @@ class RegimeSource:
 
     @classmethod
     def from_markov(cls, source) -> RegimeSource:
-        """The block-switching law of a :class:`neural.data.MarkovSource` (its T_r, S and P).
+        """The block-switching law of a [`neural.data.MarkovSource`][neural.data.MarkovSource] (its T_r, S and P).
 
         Sampled by this class the stream starts in the periodic-stationary law, where
         MarkovSource starts from π_S(r)·p_st(Q_r); the two laws agree after mixing.
@@ -224,8 +238,10 @@ class RegimeSource:
 
         Returns
         -------
-        tokens : uint8 (n,), bytes from `alphabet`.
-        regimes : int64 (n,), the hidden regime r_t.
+        tokens : uint8 (n,)
+            Bytes from `alphabet`.
+        regimes : int64 (n,)
+            The hidden regime r_t.
         """
         n = check_positive_int("n", n)
         K, m = self.n_regimes, self.n_symbols
@@ -272,7 +288,7 @@ class RegimeSource:
         """Filter every lane j from its start a_j for `steps` tokens, vectorised over lanes.
 
         Returns losses (L, steps): entry [j, i] = −log P(x_{a_j+1+i} | x_{a_j} … x_{a_j+i});
-        with ``last_only`` only column steps−1, shape (L,).  ``prior`` replaces the
+        with `last_only` only column steps−1, shape (L,).  `prior` replaces the
         stationary conditional prior (the tests use it to build a deliberately wrong filter).
         """
         starts = np.asarray(starts, dtype=np.int64)
@@ -299,8 +315,10 @@ class RegimeSource:
 
         Parameters
         ----------
-        tokens : uint8 (n,), a stream of this source starting at t = 0 (phase 0).
-        context : None for the full past x_0 … x_{t−1}; else C ≥ 1, the predictor of x_t
+        tokens : uint8 (n,)
+            A stream of this source starting at t = 0 (phase 0).
+        context
+            None for the full past x_0 … x_{t−1}; else C ≥ 1, the predictor of x_t
             sees x_{max(0, t−C)} … x_{t−1}.
 
         Returns

@@ -6,29 +6,29 @@ The optimisation (nanoGPT's recipe, stated here because it is what is measured):
   embedding); biases, LayerNorm parameters, the null vector and the **gates g_ℓ
   are not decayed** — decay would pull every gate towards 0 and bias the very
   quantity the ablation reports (does the gate open?);
-* learning rate: linear warmup to ``lr`` over ``warmup`` steps, then cosine decay
-  to ``min_lr`` at the last step;
-* gradient clipping at global norm ``grad_clip``; ``accum`` micro-batches per step;
+* learning rate: linear warmup to `lr` over `warmup` steps, then cosine decay
+  to `min_lr` at the last step;
+* gradient clipping at global norm `grad_clip`; `accum` micro-batches per step;
 * a token budget: steps = ⌈tokens / (B · T · accum · world_size)⌉.
 
 Losses are mean cross-entropy in nats per byte; bits per byte = nats / ln 2.  On
 the built-in Markov source every evaluation also reports the Bayes-optimal loss on
-the same validation targets and the excess loss over it (:mod:`neural.data`).
+the same validation targets and the excess loss over it (`neural.data`).
 
-Reproducibility: the model is initialised from ``seed``; batches come from a
-seeded ``torch.Generator`` (one stream per DDP rank); CPU runs use
-``torch.use_deterministic_algorithms(True)``.  A checkpoint stores every RNG
-state, so a resumed run repeats the uninterrupted one (:mod:`neural.checkpoint`).
+Reproducibility: the model is initialised from `seed`; batches come from a
+seeded `torch.Generator` (one stream per DDP rank); CPU runs use
+`torch.use_deterministic_algorithms(True)`.  A checkpoint stores every RNG
+state, so a resumed run repeats the uninterrupted one (`neural.checkpoint`).
 
 No lost work: a run stops at the first non-finite loss (or non-finite weights) and
-keeps its last finite checkpoint (``TrainResult.status == "diverged"``); temp files
+keeps its last finite checkpoint (`TrainResult.status == "diverged"`); temp files
 left by a killed checkpoint write are removed when the next run starts; a finished run
 resumed with a larger budget is extended at its final learning rate (the cosine
-schedule of the original run is kept, ``schedule_steps`` in the checkpoint); and
-:func:`check_run_folder` (called by ``sp-ode train``) refuses to start afresh in a
+schedule of the original run is kept, `schedule_steps` in the checkpoint); and
+`check_run_folder` (called by `sp-ode train`) refuses to start afresh in a
 folder that holds a run unless asked to overwrite it.
 
-Data-parallel: ``torchrun --nproc_per_node=N -m neural.train [sp-ode train flags]``
+Data-parallel: `torchrun --nproc_per_node=N -m neural.train [sp-ode train flags]`
 starts N ranks (gloo on CPU, nccl on CUDA); each draws its own windows and DDP
 averages gradients; only rank 0 writes files.
 """
@@ -80,25 +80,39 @@ DEVICES = ("cpu", "cuda", "auto")
 
 @dataclass(frozen=True)
 class TrainConfig(ConfigDict):
-    """Optimisation settings (the model's shape is :class:`neural.ModelConfig`).
+    """Optimisation settings (the model's shape is [`neural.ModelConfig`][neural.config.ModelConfig]).
 
     Attributes
     ----------
-    tokens : token budget, counted over all ranks and micro-batches.
-    steps : optimiser steps; overrides `tokens` when given (nanoGPT counts iterations).
-    batch_size : B, windows per micro-batch per rank.
-    accum : micro-batches per optimiser step (gradient accumulation).
-    lr, min_lr : peak and final learning rate (min_lr None → lr/10).
-    warmup : linear-warmup steps.
-    weight_decay, beta1, beta2 : AdamW.
-    grad_clip : global gradient-norm clip; 0 disables it.
-    eval_every : steps between evaluations (and checkpoints); the last step is always evaluated.
-    eval_windows : validation windows per evaluation (fixed, evenly spaced: every
+    tokens
+        Token budget, counted over all ranks and micro-batches.
+    steps
+        Optimiser steps; overrides `tokens` when given (nanoGPT counts iterations).
+    batch_size : B
+        Windows per micro-batch per rank.
+    accum
+        Micro-batches per optimiser step (gradient accumulation).
+    lr, min_lr
+        Peak and final learning rate (min_lr None → lr/10).
+    warmup
+        Linear-warmup steps.
+    weight_decay, beta1, beta2
+        AdamW.
+    grad_clip
+        Global gradient-norm clip; 0 disables it.
+    eval_every
+        Steps between evaluations (and checkpoints); the last step is always evaluated.
+    eval_windows
+        Validation windows per evaluation (fixed, evenly spaced: every
         evaluation of every run scores the same targets).
-    seed : model init, data stream, dropout.
-    device : "cpu", "cuda" or "auto" (CUDA when available).
-    compile : wrap the model in ``torch.compile``.
-    deterministic : ``torch.use_deterministic_algorithms(True)`` on CPU.
+    seed
+        Model init, data stream, dropout.
+    device : "cpu"
+        "cuda" or "auto" (CUDA when available).
+    compile
+        Wrap the model in `torch.compile`.
+    deterministic
+        `torch.use_deterministic_algorithms(True)` on CPU.
     """
 
     tokens: int = 500_000
@@ -158,23 +172,36 @@ class TrainConfig(ConfigDict):
 
 @dataclass
 class TrainResult:
-    """What :func:`train` did.
+    """What `train` did.
 
     Attributes
     ----------
-    step, tokens : counters at the end (absolute, including resumed steps).
-    total_steps : the run's planned length.
-    losses : train loss (nats) of every step run by *this* call, in order.
-    evals : one dict per evaluation of this call (the lines of metrics.jsonl).
-    val_loss, bayes_loss, excess_loss : the last evaluation (bayes/excess None for text).
-    gates : per-layer mean |g_ℓ| at the end (empty for the dense arm).
-    tokens_per_s : training throughput of this call (all ranks).
-    elapsed_s : wall time of the training steps of this call.
-    finished : True when the run reached `total_steps`.
-    out : the run directory, or None.
-    status : "ok", or "diverged" (a non-finite loss or weights stopped the run).
-    message : why the run stopped early ("" when ok).
-    cleaned : stale temp files (from a killed checkpoint write) removed at the start.
+    step, tokens
+        Counters at the end (absolute, including resumed steps).
+    total_steps
+        The run's planned length.
+    losses
+        Train loss (nats) of every step run by *this* call, in order.
+    evals
+        One dict per evaluation of this call (the lines of metrics.jsonl).
+    val_loss, bayes_loss, excess_loss
+        The last evaluation (bayes/excess None for text).
+    gates
+        Per-layer mean |g_ℓ| at the end (empty for the dense arm).
+    tokens_per_s
+        Training throughput of this call (all ranks).
+    elapsed_s
+        Wall time of the training steps of this call.
+    finished
+        True when the run reached `total_steps`.
+    out
+        The run directory, or None.
+    status : "ok"
+        Or "diverged" (a non-finite loss or weights stopped the run).
+    message
+        Why the run stopped early ("" when ok).
+    cleaned
+        Stale temp files (from a killed checkpoint write) removed at the start.
     """
 
     step: int
@@ -306,21 +333,30 @@ def train(model_config: ModelConfig, train_config: TrainConfig, *, data: ByteCor
           out: str | Path | None = None, resume: bool = False, stop_after: int | None = None,
           show_progress: bool = True, figure: bool = True, figure_format: str = "png",
           dpi: int = 150) -> TrainResult:
-    """Train :class:`neural.FastSlowLM` and write the run directory.
+    """Train [`neural.FastSlowLM`][neural.model.FastSlowLM] and write the run directory.
 
     Parameters
     ----------
-    model_config : the model (arm, shapes).
-    train_config : the optimisation.
-    data : a :class:`~neural.data.ByteCorpus`, a text-file path, or None for the built-in Markov source.
-    out : run directory; receives ``config.json``, ``metrics.jsonl``, ``checkpoint.pt``
-        and ``loss.png`` (rank 0 only).  None writes nothing (no resume possible).
-    resume : continue from ``out/checkpoint.pt`` exactly where it stopped.
-    stop_after : stop (after writing a checkpoint) once this many steps have run in
+    model_config
+        The model (arm, shapes).
+    train_config
+        The optimisation.
+    data
+        A [`ByteCorpus`][neural.data.ByteCorpus], a text-file path, or None for the built-in Markov source.
+    out : run directory; receives `config.json`, `metrics.jsonl`, `checkpoint.pt`
+        and `loss.png` (rank 0 only).  None writes nothing (no resume possible).
+    resume
+        Continue from `out/checkpoint.pt` exactly where it stopped.
+    stop_after
+        Stop (after writing a checkpoint) once this many steps have run in
         this call, as if the job had been killed; the schedule still targets the full run.
-    show_progress : a tqdm bar on stderr (when stderr is a terminal).
-    figure : write ``out/loss.<figure_format>`` at the end (matplotlib; ~1 s).
-    figure_format : "png", "pdf" or "svg";  dpi : its resolution.
+    show_progress
+        A tqdm bar on stderr (when stderr is a terminal).
+    figure
+        Write `out/loss.<figure_format>` at the end (matplotlib; ~1 s).
+    figure_format : "png", "pdf" or "svg"
+    dpi
+        Its resolution.
 
     Returns
     -------
@@ -334,7 +370,7 @@ def train(model_config: ModelConfig, train_config: TrainConfig, *, data: ByteCor
         For `resume` without `out`, a bad device or data path.
     neural.checkpoint.CheckpointError
         If the checkpoint to resume is missing or unreadable; its subclass
-        ``CheckpointMismatchError`` if it was written with other settings.
+        `CheckpointMismatchError` if it was written with other settings.
     """
 
     if not isinstance(model_config, ModelConfig):
@@ -530,8 +566,8 @@ def _planned_steps(state: dict, seq_len: int, world: int, path) -> int:
 def check_run_folder(out: str | Path, *, resume: bool, overwrite: bool) -> Path:
     """Refuse to start a fresh run where one already lives (no lost work); return `out` as a Path.
 
-    A fresh start (neither `resume` nor `overwrite`) in a folder holding ``checkpoint.pt`` or
-    ``metrics.jsonl`` raises; with `overwrite` the run's files (``RUN_FILES``) are deleted first.
+    A fresh start (neither `resume` nor `overwrite`) in a folder holding `checkpoint.pt` or
+    `metrics.jsonl` raises; with `overwrite` the run's files (`RUN_FILES`) are deleted first.
 
     Raises
     ------

@@ -5,9 +5,9 @@
 When the fast dynamics are a Markov generator, f(x, y) = Q(y)ᵀx, the critical
 manifold x = φ(y) is the stationary distribution p_st(y) (docs/theory.md §3.1, T1).
 
-The namespace is the API: ``import sp_ode; sp_ode.stationary_distribution(Q)``.
-Names are declared in ``__init__.pyi`` (what type checkers and IDEs read) and load
-lazily from the subpackage that owns them, so ``import sp_ode`` is cheap and pulls in
+The namespace is the API: `import sp_ode; sp_ode.stationary_distribution(Q)`.
+Names are declared in `__init__.pyi` (what type checkers and IDEs read) and load
+lazily from the subpackage that owns them, so `import sp_ode` is cheap and pulls in
 neither torch (never) nor sympy/jax (until a name that needs them is used).  The
 subpackages, in the order data flows through them (docs/architecture.md):
 
@@ -19,7 +19,7 @@ subpackages, in the order data flows through them (docs/architecture.md):
 - `sp_ode.networks` — reaction networks on a finite state projection;
 - `sp_ode.verification` — `sp_ode.verify` and its checks;
 - `sp_ode.sweeps` — parameter sweeps;
-- `sp_ode.cli` — the ``sp-ode`` command line (imported by nothing else).
+- `sp_ode.cli` — the `sp-ode` command line (imported by nothing else).
 """
 from __future__ import annotations
 

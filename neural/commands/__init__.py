@@ -1,6 +1,6 @@
-"""The ``sp-ode`` subcommands that need torch (``train``, ``fit-phi``).
+"""The `sp-ode` subcommands that need torch (`train`, `fit-phi`).
 
-They reach the ``sp-ode`` command line through the ``sp_ode.commands`` entry
-points declared in ``pyproject.toml``: sp_ode never imports neural.  Each
-module exposes ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``.
+They reach the `sp-ode` command line through the `sp_ode.commands` entry
+points declared in `pyproject.toml`: sp_ode never imports neural.  Each
+module exposes `HELP`, `add_arguments(parser)` and `run(args) -> int`.
 """

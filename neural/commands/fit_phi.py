@@ -1,10 +1,10 @@
-"""``sp-ode fit-phi``: fit φ_θ(y) to p_st(y), certify its error (docs/theory.md §3.4 (T4)), plot it.
+"""`sp-ode fit-phi`: fit φ_θ(y) to p_st(y), certify its error (docs/theory.md §3.4 (T4)), plot it.
 
-Trains :class:`neural.PhiMLP` with the ``kl`` or ``residual`` loss on a family
+Trains [`neural.PhiMLP`][neural.phi.PhiMLP] with the `kl` or `residual` loss on a family
 Q(y), evaluates on a held-out grid inside the domain and on points outside it
-(flagged as extrapolation), prints a table (or one JSON object with ``--json``),
-and writes ``report.json``, figures (``--format png|pdf|svg``, ``--dpi``) and the fitted
-network (``phi/``: safetensors weights + config; `neural.load_phi`) under ``--out``.  Exit 1 when training
+(flagged as extrapolation), prints a table (or one JSON object with `--json`),
+and writes `report.json`, figures (`--format png|pdf|svg`, `--dpi`) and the fitted
+network (`phi/`: safetensors weights + config; `neural.load_phi`) under `--out`.  Exit 1 when training
 stopped on a non-finite loss or the certificate failed to bound the error.
 """
 from __future__ import annotations
@@ -23,12 +23,16 @@ HELP = "fit an MLP phi_theta(y) to p_st(y) and certify its error"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--system", default="cycle3",
                         help="a family of sp_ode.FAMILIES (cycle3 default; cycle3_2d: d = 2; ring10: 10 states), "
+                             "a network model (network:NAME or NAME: telegraph, birth_death, cascade, …; its box "
+                             "defaults to [y0/2, 3·y0/2]), path/to/file.py:OBJECT naming a NetworkSystem, "
                              "path/to/file.py:FUNCTION returning Q(y) for y of shape (d,) (needs --domain), or "
                              "path/to/file.py:OBJECT naming an sp_ode.MasterEquationSystem (its Q_of_y; --domain "
                              "unless it is built over a GeneratorFamily)")
     parser.add_argument("--domain", type=float, nargs="+", default=None, metavar="LO HI",
                         help="training box, one LO HI pair per slow variable (d = number of pairs)")
-    parser.add_argument("--loss", default="kl", help="kl (supervised by p_st) | residual (never sees p_st)")
+    parser.add_argument("--loss", default=None,
+                        help="kl (supervised by p_st; default for small families) | residual (never sees p_st; the "
+                             "only loss, and the default, for a sparse family such as a network)")
     parser.add_argument("--width", type=int, default=32, help="hidden width (default 32)")
     parser.add_argument("--depth", type=int, default=2, help="hidden layers (default 2)")
     parser.add_argument("--activation", default="tanh", help="tanh | silu | gelu")
@@ -45,6 +49,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dpi", type=int, default=150, help="figure resolution in dots per inch (default 150)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     parser.add_argument("--smoke", action="store_true", help="a tiny, seconds-long run")
+    sparse = parser.add_argument_group("sparse families (a network, or Q(y) returning scipy.sparse)")
+    sparse.add_argument("--head", default="dense", help="dense (default) | factored (product-form over species)")
+    sparse.add_argument("--rank", type=int, default=2, help="interaction rank of the factored head (default 2)")
+    sparse.add_argument("--n-anchors", type=int, default=16, help="exact solves kept to certify (default 16)")
+    sparse.add_argument("--kl-weight", type=float, default=0.0,
+                        help="weight of an optional KL term on the anchors' exact solves (default 0: Q(y) only)")
+    sparse.add_argument("--tol", type=float, default=1e-3,
+                        help="certified ℓ1 tolerance; a held-out point above it falls back to the exact solve")
+    sparse.add_argument("--n-certify", type=int, default=None, help="held-out Sobol points certified (default 256)")
+    sparse.add_argument("--time-budget", type=float, default=None, help="stop training after this many seconds")
+    sparse.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
 
 
 def _row(label: str, held: dict, extra: dict, key: str, fmt: str = "{:.3e}") -> str:
@@ -57,16 +72,16 @@ def _row(label: str, held: dict, extra: dict, key: str, fmt: str = "{:.3e}") -> 
 
 
 def run(args) -> int:
-    from neural._phi_report import FORMATS, write_figures
-    from neural._phi_system import evaluation_points, resolve_system, sample
-    from neural.phi import LOSSES, OPTIMIZERS, evaluate_sample, fit_phi
-    from neural.phi_io import save_phi
+    from neural.phi.families import evaluation_points, resolve_system, sample
+    from neural.phi.figures import FORMATS, write_figures
+    from neural.phi.files import save_phi
+    from neural.phi.fit import LOSSES, OPTIMIZERS, evaluate_sample, fit_phi
+    from neural.phi.sparse import SparseFamily
     from sp_ode.core.files import dumps, write_json
     from sp_ode.core.validation import check_choice
 
     if args.device != "cpu":
         raise UsageError(f"`--device` must be 'cpu' (φ_θ is a small float64 fit); got {args.device!r}.")
-    check_choice("--loss", args.loss, LOSSES)
     check_choice("--optimizer", args.optimizer, OPTIMIZERS)
     check_choice("--format", args.format, FORMATS)
     if args.dpi <= 0:
@@ -77,6 +92,10 @@ def run(args) -> int:
     if args.domain is not None and len(args.domain) % 2:
         raise UsageError(f"`--domain` takes LO HI pairs (an even count); got {len(args.domain)} numbers.")
     system = resolve_system(args.system, args.domain)
+    if isinstance(system, SparseFamily):
+        return _run_sparse(args, system, out)
+    args.loss = "kl" if args.loss is None else args.loss
+    check_choice("--loss", args.loss, LOSSES)
     steps = args.steps if args.steps is not None else (30 if args.smoke else 500)
     n_train = args.n_train if args.n_train is not None else (48 * system.d if args.smoke else None)
     n_eval = (101 if system.d == 1 else 21 ** system.d) if args.smoke else None
@@ -137,6 +156,72 @@ def run(args) -> int:
         return 1
     if not holds:
         print("fit-phi: the certificate did not bound the error at every point", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _run_sparse(args, family, out: Path) -> int:
+    """A sparse family: fit_surrogate, an exact check on a few held-out points, certified_predict on more."""
+    from neural.phi.figures import plot_certificate_vs_error, plot_learning_curve
+    from neural.phi.files import save_phi
+    from neural.phi.sparse import design_points
+    from neural.phi.surrogate import check_against_exact, fit_surrogate
+    from sp_ode.core.files import dumps, write_json
+    from sp_ode.core.reporting import figures
+
+    if args.loss not in (None, "residual"):
+        raise UsageError(f"`--loss` must be 'residual' for the sparse family {family.name!r} (n = {family.n}); "
+                         f"got {args.loss!r} (add --kl-weight for a KL term on the anchors' exact solves).")
+    if args.tol <= 0:
+        raise UsageError(f"`--tol` must be > 0; got {args.tol}.")
+    out.mkdir(parents=True, exist_ok=True)
+    smoke = args.smoke
+    steps = args.steps if args.steps is not None else (15 if smoke else 300)
+    print(f"fit-phi: {family.name} (sparse, n = {family.n}, d = {family.d}), residual loss, {steps} "
+          f"{args.optimizer} steps, head {args.head}", file=sys.stderr)
+    fit = fit_surrogate(family, width=args.width, depth=args.depth, activation=args.activation, head=args.head,
+                        rank=args.rank, n_train=args.n_train or (32 if smoke else 512), steps=steps,
+                        optimizer=args.optimizer, lr=args.lr, n_anchors=2 if smoke else args.n_anchors,
+                        kl_weight=args.kl_weight, n_monitor=2 if smoke else 16, seed=args.seed,
+                        checkpoint=out / "checkpoint.pt", resume=args.resume, time_budget=args.time_budget,
+                        show_progress=True, threads=args.threads)
+    held = design_points(family.lower, family.upper, 4 if smoke else 64, kind="lhs", seed=args.seed + 99)
+    chk = check_against_exact(fit, held)
+    ys = design_points(family.lower, family.upper, args.n_certify or (8 if smoke else 256), seed=args.seed + 12345)
+    pred = fit.certified_predict(ys, args.tol, show_progress=True)
+    plt = figures()
+    paths = [plot_learning_curve(fit.history, out / f"training.{args.format}", plt, dpi=args.dpi,
+                                 title=f"{family.name}: training (n = {family.n}, d = {family.d})"),
+             plot_certificate_vs_error(chk["error_l1"], chk["certificate"], out / f"certificate.{args.format}", plt,
+                                       dpi=args.dpi, tol=args.tol, title=f"{family.name}: certificate vs error")]
+    ps = pred.summary()
+    holds = bool(chk["holds"].all())
+    phi_dir = save_phi(fit.model, out / "phi", metadata={"system": family.name, "loss": "residual",
+                                                         "max_error_l1": float(chk["error_l1"].max())})
+    record = {"system": family.name, "n": family.n, "d": family.d, "sparse": True,
+              "domain": np.stack([family.lower, family.upper], 1).tolist(), "status": fit.status,
+              "message": fit.message, "loss": fit.final_loss, "train_seconds": fit.train_seconds,
+              "setup_seconds": fit.setup_seconds, "config": fit.config, "history": fit.history,
+              "held_out": {"points": len(held), "max_error_l1": float(chk["error_l1"].max()),
+                           "max_certificate": float(chk["certificate"].max()), "certificate_holds": holds,
+                           "mean_exact_solve_seconds": float(chk["solve_seconds"].mean())},
+              "certified": ps, "figures": [str(p) for p in paths], "phi": str(phi_dir)}
+    write_json(out / "report.json", record)
+    if args.json:
+        print(dumps(record))
+    else:
+        print(f"φ_θ surrogate of {family.name} (n = {family.n}, d = {family.d}): {fit.config['steps_done']} steps in "
+              f"{fit.train_seconds:.1f} s ({fit.status})")
+        print(f"  held-out ({len(held)} exact solves): max ‖φ_θ − p_st‖₁ = {chk['error_l1'].max():.3e}, max certificate "
+              f"{chk['certificate'].max():.3e}, certificate holds: {'yes' if holds else 'NO'}")
+        print(f"  certified_predict on {ps['n_points']} points (tol {args.tol:g}): max certificate "
+              f"{ps['max_surrogate_certificate']:.3e}, {ps['fell_back']} fell back to the exact solve")
+        print(f"  report: {out / 'report.json'}; figures: {', '.join(p.name for p in paths)}; φ_θ: {phi_dir}/")
+    if fit.status != "ok":
+        print(f"fit-phi: training failed: {fit.message}", file=sys.stderr)
+        return 1
+    if not holds:
+        print("fit-phi: the certificate did not bound the error at every held-out point", file=sys.stderr)
         return 1
     return 0
 

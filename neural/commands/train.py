@@ -1,4 +1,4 @@
-"""``sp-ode train``: train the fast–slow attention LM (also ``python -m neural.commands.train``, which torchrun launches)."""
+"""`sp-ode train`: train the fast–slow attention LM (also `python -m neural.commands.train`, which torchrun launches)."""
 from __future__ import annotations
 
 import argparse
@@ -133,7 +133,7 @@ def _fmt(value, unit: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m neural.commands.train`` (what torchrun launches): the ``sp-ode train`` command line."""
+    """`python -m neural.commands.train` (what torchrun launches): the `sp-ode train` command line."""
     from sp_ode.cli import main as cli_main
 
     return cli_main(["train", *(sys.argv[1:] if argv is None else argv)])

@@ -1,13 +1,13 @@
-"""The ``sp-ode`` console script (also ``python -m sp_ode``).
+"""The `sp-ode` console script (also `python -m sp_ode`).
 
-One subcommand per job, each in its own module exposing ``HELP``,
-``add_arguments(parser)`` and ``run(args) -> int``; the module is imported only
-when its subcommand runs, so ``sp-ode stationary`` never pays for torch.
-Subcommands of other packages (``train``, ``fit-phi`` from ``neural``) arrive
-through the ``sp_ode.commands`` entry points, so sp_ode never imports them.
+One subcommand per job, each in its own module exposing `HELP`,
+`add_arguments(parser)` and `run(args) -> int`; the module is imported only
+when its subcommand runs, so `sp-ode stationary` never pays for torch.
+Subcommands of other packages (`train`, `fit-phi` from `neural`) arrive
+through the `sp_ode.commands` entry points, so sp_ode never imports them.
 
 Exit codes: 0 success, 1 a check failed, 2 usage error, 3 runtime error.  Errors
-print one line ``sp-ode CMD: error: …``; ``--debug`` adds the traceback.
+print one line `sp-ode CMD: error: …`; `--debug` adds the traceback.
 """
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def _help_line(module_name: str) -> str:
-    """The module's HELP: from ``BUILTIN_HELP`` for sp_ode's own (no import), else imported."""
+    """The module's HELP: from `BUILTIN_HELP` for sp_ode's own (no import), else imported."""
     own = {module: name for name, module in BUILTIN.items()}
     if module_name in own:
         return BUILTIN_HELP[own[module_name]]
@@ -92,12 +92,12 @@ def _help_line(module_name: str) -> str:
 
 
 def program() -> int:
-    """The ``sp-ode`` program (console script, ``python -m sp_ode``): :func:`main` in a process of its own.
+    """The `sp-ode` program (console script, `python -m sp_ode`): `main` in a process of its own.
 
     Being the process's entry point, it may do what a library call must not: it keeps compiled programs
-    on disk (`sp_ode.use_compilation_cache`, under ``~/.cache/sp_ode/jax``; ``SP_ODE_NO_COMPILE_CACHE=1``
-    turns that off), and ``sp-ode sweep``
-    pins its process to one core before the first JAX computation (:mod:`sp_ode.core.cpu_pool`:
+    on disk (`sp_ode.use_compilation_cache`, under `~/.cache/sp_ode/jax`; `SP_ODE_NO_COMPILE_CACHE=1`
+    turns that off), and `sp-ode sweep`
+    pins its process to one core before the first JAX computation (`sp_ode.core.cpu_pool`:
     jaxlib 0.10.2's batched LAPACK kernels can deadlock a multi-threaded XLA pool; the sweep is
     single-threaded, and its Dask workers get a core each).
     """
@@ -113,7 +113,7 @@ def program() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run ``sp-ode`` with `argv` (default ``sys.argv[1:]``); return the exit code."""
+    """Run `sp-ode` with `argv` (default `sys.argv[1:]`); return the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
     table = commands()
     positional = [a for a in argv if not a.startswith("-")]

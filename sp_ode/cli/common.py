@@ -1,4 +1,4 @@
-"""What every ``sp-ode`` subcommand shares: the usage error, exit codes, the output folder convention."""
+"""What every `sp-ode` subcommand shares: the usage error, exit codes, the output folder convention."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -32,5 +32,5 @@ class UsageError(Exception):
 
 
 def default_out(command: str) -> str:
-    """The one output convention: ``out/<command>/`` under the current directory."""
+    """The one output convention: `out/<command>/` under the current directory."""
     return str(Path("out") / command)

@@ -2,13 +2,13 @@
 
 Computes p_st(y) over a grid of y for the default generator family (cycle3,
 three states, y ∈ [−2, 2]), checks Qᵀp = 0 at every point, prints a short
-table and writes ``report.json`` and ``p_st.png`` under ``--out``.  Then it runs
+table and writes `report.json` and `p_st.png` under `--out`.  Then it runs
 `sp-ode verify` on the default fast–slow system (me3: a master equation over the
 same family): normal hyperbolicity on the visited region, the identity φ = p_st by
 independent methods (docs/theory.md §7.3) and the convergence certificate (§3.5), with
-its figures and report under ``--out/verify`` and its numbers in the demo's
-``report.json`` (skip with ``--skip-verify``).  It ends with one ``check NAME … STATUS``
-line per check (``ok``, ``FAIL`` or ``skipped``) and exits 1 when one failed.
+its figures and report under `--out/verify` and its numbers in the demo's
+`report.json` (skip with `--skip-verify`).  It ends with one `check NAME … STATUS`
+line per check (`ok`, `FAIL` or `skipped`) and exits 1 when one failed.
 """
 from __future__ import annotations
 

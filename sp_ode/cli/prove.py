@@ -1,12 +1,12 @@
 """`sp-ode prove`: run every machine check of proofs/proof.md and print the claim table.
 
-Each ``proofs/check_*.py`` defines a `ClaimSet` named ``claims`` (`sp_ode.core.claims`);
-this command loads them all (from the ``proofs/`` folder beside the package, i.e.
-a source checkout), runs every claim (``--smoke``: the small sizes the test suite
+Each `proofs/check_*.py` defines a `ClaimSet` named `claims` (`sp_ode.core.claims`);
+this command loads them all (from the `proofs/` folder beside the package, i.e.
+a source checkout), runs every claim (`--smoke`: the small sizes the test suite
 uses), prints a table — claim, method, result, seconds — and exits 1 when any
-claim fails.  ``--json`` prints one object ``{"passed", "smoke", "seconds",
-"claims": [{"id", "passed", "seconds", "statement", "method", "detail", "script"}]}``;
-``--out DIR`` also writes it to ``DIR/report.json``.
+claim fails.  `--json` prints one object `{"passed", "smoke", "seconds",
+"claims": [{"id", "passed", "seconds", "statement", "method", "detail", "script"}]}`;
+`--out DIR` also writes it to `DIR/report.json`.
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def add_arguments(parser) -> None:
 
 
 def load_claim_sets(folder: Path) -> list:
-    """Import every ``check_*.py`` in `folder` (sorted) and return their ``claims`` objects."""
+    """Import every `check_*.py` in `folder` (sorted) and return their `claims` objects."""
 
     rank = {name: k for k, name in enumerate(ORDER)}
     scripts = sorted(folder.glob("check_*.py"), key=lambda p: (rank.get(p.stem, len(ORDER)), p.stem))

@@ -1,15 +1,15 @@
 """`sp-ode stationary FILE`: p_st with its error bound, the residual ‖Qᵀp‖∞ and the spectral gap γ.
 
-FILE formats: ``.npy`` (dense n×n), ``.npz`` (``scipy.sparse.save_npz``), ``.json``
-(a list of rows, ``{"Q": rows}``, or ``{"n": n, "rates": [[i, j, rate], ...]}``).
+FILE formats: `.npy` (dense n×n), `.npz` (`scipy.sparse.save_npz`), `.json`
+(a list of rows, `{"Q": rows}`, or `{"n": n, "rates": [[i, j, rate], ...]}`).
 
 The table shows every entry of p (≤ 20 states, else the first 10 and last 5)
 with 17 significant digits in exponent form, so no positive entry prints as 0,
 then the bound on ‖p − p_st‖₁ (docs/theory.md §7) and the negatives clipped.
-``--out FILE`` writes p to ``.npy`` or ``.csv``.  Exit codes: 0 the bound meets
-``--tol``; 1 it does not (no method reached it: the best attempt is reported);
+`--out FILE` writes p to `.npy` or `.csv`.  Exit codes: 0 the bound meets
+`--tol`; 1 it does not (no method reached it: the best attempt is reported);
 2 bad input; 3 a runtime failure.  During the computation file descriptor 1 is
-pointed at stderr, so whatever a dependency prints cannot corrupt ``--json``.
+pointed at stderr, so whatever a dependency prints cannot corrupt `--json`.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """`sp-ode sweep CONFIG`: a parameter sweep, each point by its cheapest certified path (docs/theory.md §7.5).
 
-CONFIG is a JSON or TOML file::
+CONFIG is a JSON or TOML file:
 
     system = "michaelis_menten"          # catalogue name, "family:ring20", or "path/file.py:OBJECT"
     t_span = [0.0, 2.0]
@@ -16,13 +16,13 @@ CONFIG is a JSON or TOML file::
     eps = {loguniform = [1e-6, 1e-2, 1000]}
     kappa = {uniform = [0.5, 2.0, 1000]}
 
-Specs: ``{linspace = [a, b, n]}``, ``{logspace = [a, b, n]}`` (values 10^a … 10^b),
-``{uniform = [lo, hi, n]}``, ``{loguniform = [lo, hi, n]}`` (random, from ``seed``).
+Specs: `{linspace = [a, b, n]}`, `{logspace = [a, b, n]}` (values 10^a … 10^b),
+`{uniform = [lo, hi, n]}`, `{loguniform = [lo, hi, n]}` (random, from `seed`).
 A value in a list or a spec bound may be a number or a string holding a closed
-arithmetic expression (``"1/4096"``, ``"2^-12"``), read by the grammar of
-:mod:`sp_ode.core.expressions` — parsed, never evaluated (docs/theory.md §9).
+arithmetic expression (`"1/4096"`, `"2^-12"`), read by the grammar of
+`sp_ode.core.expressions` — parsed, never evaluated (docs/theory.md §9).
 Prints a short table (paths taken, validation, worst true/estimated error ratio),
-writes ``report.json`` and ``result.npz`` under ``out``.  Exit 0 every point within
+writes `report.json` and `result.npz` under `out`.  Exit 0 every point within
 tol (after re-solves); 1 some full solve failed; 2 bad config; 3 runtime error.
 """
 from __future__ import annotations
@@ -98,7 +98,7 @@ def _numbers(field: str, value):
 
 
 def param_values(name: str, spec, rng) -> np.ndarray:
-    """A list, or one of the specs of SPECS, as a float64 array (strings read by :func:`_numbers`)."""
+    """A list, or one of the specs of SPECS, as a float64 array (strings read by `_numbers`)."""
     if isinstance(spec, dict):
         if len(spec) != 1 or next(iter(spec)) not in SPECS:
             raise UsageError(f"`params.{name}` must be a list or one of {{{' | '.join(SPECS)} = [a, b, n]}}; "

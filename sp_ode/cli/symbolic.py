@@ -1,19 +1,19 @@
 """`sp-ode symbolic FILE`: the exact p_st of a generator with symbolic rates, and checks of a claimed formula.
 
-FILE holds a generator as ``i -> j : rate`` lines, a matrix of sympy expressions or
+FILE holds a generator as `i -> j : rate` lines, a matrix of sympy expressions or
 JSON (format: `sp_ode.symbolic.io`).  The command
 
 1. computes p_st by the Markov chain tree theorem (docs/theory.md §3.1, T1) and prints
-   it with its common denominator written once (``--latex``: LaTeX ``aligned``);
+   it with its common denominator written once (`--latex`: LaTeX `aligned`);
 2. certifies Qᵀp = 0 and 1ᵀp = 1 exactly (`SymbolicStationary.verify`);
-3. with ``--claim FILE``, checks a claimed formula exactly (`verify_stationary`) and, when
+3. with `--claim FILE`, checks a claimed formula exactly (`verify_stationary`) and, when
    it is false, prints each leftover (Qᵀp_claimed)_j factored;
-4. with ``--reversibility``, decides detailed balance and Kolmogorov's cycle criterion
+4. with `--reversibility`, decides detailed balance and Kolmogorov's cycle criterion
    (reported; they do not change the verdict, since a non-reversible chain is not an error).
 
-``--json`` prints one object (``p``: the n entries as sympy-parsable strings, ``passed``);
-``--out`` writes ``report.json`` and ``p_st.tex`` into a folder (default ``out/symbolic``),
-or one report when it ends in ``.json`` or ``.tex``.  Exit 0 when the certificate (and the
+`--json` prints one object (`p`: the n entries as sympy-parsable strings, `passed`);
+`--out` writes `report.json` and `p_st.tex` into a folder (default `out/symbolic`),
+or one report when it ends in `.json` or `.tex`.  Exit 0 when the certificate (and the
 claim) hold, 1 when not, 2 for a bad file (one line naming file, line or field, and rule).
 """
 from __future__ import annotations

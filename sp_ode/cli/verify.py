@@ -3,9 +3,9 @@
 The verdict itself — normal hyperbolicity where the system goes, the manifold identity by
 independent methods, the ε-certificate; or, for a reaction network, its paths, identity and
 slopes — is `sp_ode.verification.report.verify` (docs/theory.md §3.5, §7.3, §7.7).  This
-module only turns ``--system`` (a catalogue name, ``network:NAME`` or ``file.py:OBJECT``) into
-an object, prints the summary (``--json``: one JSON object), writes the figures and
-``report.json`` under ``--out`` (refusing an earlier report without ``--overwrite``) and
+module only turns `--system` (a catalogue name, `network:NAME` or `file.py:OBJECT`) into
+an object, prints the summary (`--json`: one JSON object), writes the figures and
+`report.json` under `--out` (refusing an earlier report without `--overwrite`) and
 exits 0 when every check passed, 1 when one failed (the first line of the message names it).
 """
 from __future__ import annotations
@@ -64,7 +64,7 @@ def add_arguments(parser) -> None:
 
 
 def parse_overrides(items) -> dict:
-    """``["I=0.5", ...]`` → ``{"I": 0.5}`` (numbers as float)."""
+    """`["I=0.5", ...]` → `{"I": 0.5}` (numbers as float)."""
     out = {}
     for item in items or ():
         key, sep, value = item.partition("=")
@@ -93,7 +93,7 @@ def _network_kwargs(builder, overrides: dict) -> dict:
 
 
 def system_object(spec, *, overrides=None, smoke: bool = False):
-    """``--system`` → (object for `sp_ode.verify`, description or None)."""
+    """`--system` → (object for `sp_ode.verify`, description or None)."""
     if not isinstance(spec, str) or not spec:
         raise UsageError(f"`--system` must be a catalogue name or path/to/file.py:OBJECT; got {spec!r}.")
     if spec.startswith(NETWORK_PREFIX):
@@ -122,7 +122,7 @@ def system_object(spec, *, overrides=None, smoke: bool = False):
 
 
 def resolve_system(spec, *, t_span=None, x0=None, y0=None, overrides=None, smoke: bool = False):
-    """``--system`` and the initial-data flags → the `sp_ode.verification.report.Case` to verify."""
+    """`--system` and the initial-data flags → the `sp_ode.verification.report.Case` to verify."""
     obj, description = system_object(spec, overrides=overrides, smoke=smoke)
     try:
         return resolve_case(obj, t_span=t_span, x0=x0, y0=y0, description=description)

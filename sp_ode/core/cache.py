@@ -3,7 +3,7 @@
 JAX compiles a solve once per (function identity, shapes); sp_ode keeps the
 compiled objects so repeated calls skip seconds of compilation.  Every such
 cache is an `LRUCache` with a stated size, so a long session that builds
-many systems holds at most ``maxsize`` compiled objects per cache.
+many systems holds at most `maxsize` compiled objects per cache.
 `use_compilation_cache` keeps them on disk too (JAX's persistent compilation cache), so
 a second process solving the same model starts without compiling it.
 """
@@ -28,7 +28,7 @@ class LRUCache:
         self._data: OrderedDict[Hashable, Any] = OrderedDict()
 
     def get_or_make(self, key: Hashable, make: Callable[[], Any]) -> Any:
-        """``self[key]``, made by ``make()`` on a miss."""
+        """`self[key]`, made by `make()` on a miss."""
         try:
             value = self._data[key]
         except KeyError:
@@ -62,7 +62,7 @@ class LRUCache:
 
 
 def default_compilation_cache_dir() -> Path:
-    """``$SP_ODE_CACHE_DIR``, else ``$XDG_CACHE_HOME/sp_ode/jax``, else ``~/.cache/sp_ode/jax``."""
+    """`$SP_ODE_CACHE_DIR`, else `$XDG_CACHE_HOME/sp_ode/jax`, else `~/.cache/sp_ode/jax`."""
     if os.environ.get("SP_ODE_CACHE_DIR"):
         return Path(os.environ["SP_ODE_CACHE_DIR"]).expanduser()
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser()
@@ -74,14 +74,15 @@ def use_compilation_cache(path=None) -> Path:
     does not compile it again (default: `default_compilation_cache_dir`).
 
     This turns on JAX's persistent compilation cache, a **process-wide** JAX setting: sp_ode never
-    does so unasked (the ``sp-ode`` command line does it in its own process).  Every program is kept,
+    does so unasked (the `sp-ode` command line does it in its own process).  Every program is kept,
     however fast it compiled (JAX's own threshold of 1 s would skip the small programs that make up
     a first answer).  A new model is a new program: nothing stale is ever reused (the key is the
     compiled program itself, with the JAX version and the device).
 
     Returns
     -------
-    Path — the folder used.
+    Path
+        the folder used.
     """
     import jax
 

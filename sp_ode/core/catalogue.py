@@ -25,11 +25,15 @@ class Catalogue(Mapping, Generic[T]):
 
     Parameters
     ----------
-    kind : str — what an entry is, for messages ("system", "generator family", …).
-    entries : mapping name -> entry.
-    builders : bool — True when each entry is a builder ``entry(**overrides) -> object``
+    kind : str
+        What an entry is, for messages ("system", "generator family", …).
+    entries
+        Mapping name -> entry.
+    builders : bool
+        True when each entry is a builder `entry(**overrides) -> object`
         (`get` calls it); False when the entries are the objects themselves.
-    arg : str — the argument name used in messages (default ``"name"``).
+    arg : str
+        The argument name used in messages (default `"name"`).
     """
 
     def __init__(self, kind: str, entries: Mapping[str, Any], *, builders: bool, arg: str = "name"):
@@ -90,7 +94,7 @@ class Catalogue(Mapping, Generic[T]):
 
     def describe(self) -> list[tuple[str, str]]:
         """(name, first line of its description) for each entry: the docstring of a builder, or the
-        ``description`` attribute of an object."""
+        `description` attribute of an object."""
         rows = []
         for name, entry in self._entries.items():
             text = getattr(entry, "description", None) if not self.builders else inspect.getdoc(entry)

@@ -1,10 +1,10 @@
 """Machine-checked claims: the small harness behind `proofs/check_*.py` and `sp-ode prove`.
 
 Each check script builds a `ClaimSet` and registers functions with
-``@claims.claim(id, statement, method)``; a function takes ``smoke`` (a small,
-fast size for the test suite) and returns ``(passed, detail)``.  An exception
+`@claims.claim(id, statement, method)`; a function takes `smoke` (a small,
+fast size for the test suite) and returns `(passed, detail)`.  An exception
 inside a check is a failed claim with its message, never a crash of the run.
-A script run alone (``python proofs/check_x.py [--smoke] [--json]``) prints its
+A script run alone (`python proofs/check_x.py [--smoke] [--json]`) prints its
 claim table and exits 1 when any claim fails; `sp-ode prove` runs every script's
 set together.
 """

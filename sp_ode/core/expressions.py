@@ -1,12 +1,12 @@
 """Rate expressions read as data: a grammar that builds sympy objects and evaluates nothing.
 
 Every expression sp_ode reads from a user's text — reaction rates, SBML kinetic laws and
-function definitions, Antimony, ``sp-ode symbolic`` files, numbers in a sweep config — goes
+function definitions, Antimony, `sp-ode symbolic` files, numbers in a sweep config — goes
 through this one grammar (docs/theory.md §9, "Inputs are parsed, never evaluated").  A
 tokenizer and a recursive-descent parser build the sympy tree node by node; no text ever
-reaches ``eval``, ``sympify`` or ``parse_expr``, so a model file cannot run code, and
+reaches `eval`, `sympify` or `parse_expr`, so a model file cannot run code, and
 anything outside the grammar is refused, before any sympy object is built, with an
-:class:`ExpressionSyntaxError` naming the offending token and its position::
+[`ExpressionSyntaxError`][sp_ode.core.expressions.ExpressionSyntaxError] naming the offending token and its position:
 
     expr   := or
     or     := and ('||' and)*                    booleans: only as piecewise conditions
@@ -19,21 +19,21 @@ anything outside the grammar is refused, before any sympy object is built, with 
     power  := atom (('^' | '**') unary)?         right-associative: 2^3^2 = 2^9, -2^2 = -4
     atom   := NUMBER | NAME | NAME '(' expr (',' expr)* ')' | '(' expr ')'
 
-``−``, ``×``, ``·`` and ``÷`` are read as ``-``, ``*``, ``*`` and ``/``.  A NAME followed by
-``(`` is a function of :data:`FUNCTIONS`; any other NAME is a symbol (so species called
-``E``, ``S``, ``I`` or ``exp`` are never sympy's constants or functions).  The table:
-``exp log ln log10 sqrt pow abs min max floor ceil sin cos tan sinh cosh tanh heaviside``
-(with the aliases ``Abs Min Max ceiling Heaviside``), the logical ``and or not xor``,
-``piecewise(v1, c1, v2, c2, …, otherwise)`` (SBML's order), and two rate laws,
-``michaelis_menten(S, Vmax, Km) = Vmax·S/(Km + S)`` (SBO:0000029) and
-``hill(S, Vmax, K, h) = Vmax·S^h/(K^h + S^h)`` (SBO:0000192).  ``log`` is the natural
+`−`, `×`, `·` and `÷` are read as `-`, `*`, `*` and `/`.  A NAME followed by
+`(` is a function of `FUNCTIONS`; any other NAME is a symbol (so species called
+`E`, `S`, `I` or `exp` are never sympy's constants or functions).  The table:
+`exp log ln log10 sqrt pow abs min max floor ceil sin cos tan sinh cosh tanh heaviside`
+(with the aliases `Abs Min Max ceiling Heaviside`), the logical `and or not xor`,
+`piecewise(v1, c1, v2, c2, …, otherwise)` (SBML's order), and two rate laws,
+`michaelis_menten(S, Vmax, Km) = Vmax·S/(Km + S)` (SBO:0000029) and
+`hill(S, Vmax, K, h) = Vmax·S^h/(K^h + S^h)` (SBO:0000192).  `log` is the natural
 logarithm.
 
 Limits that keep a hostile input from exhausting the machine instead: number literals
 within the float64 range and 400 characters, nesting depth 50, and exact powers whose
-result would exceed 10⁴ bits (``10^10^10``) refused rather than computed.
+result would exceed 10⁴ bits (`10^10^10`) refused rather than computed.
 
-sympy is imported inside the functions: ``sp_ode.core`` is imported by everything and must
+sympy is imported inside the functions: `sp_ode.core` is imported by everything and must
 stay light.
 """
 from __future__ import annotations
@@ -69,7 +69,7 @@ class ExpressionSyntaxError(ValueError):
     token : str or None
         The offending token as written (None when the text ended early).
     position : int or None
-        Its 0-based character offset in ``text``.
+        Its 0-based character offset in `text`.
     text : str or None
         The expression read.
     """
@@ -120,7 +120,7 @@ def _sympy():
 
 def build_number(text: str, *, exact: bool = False, where: str = "expression", position: int | None = None,
                  source: str | None = None):
-    """A sympy number from a decimal literal: Integer, Float, or (``exact``) Rational.
+    """A sympy number from a decimal literal: Integer, Float, or (`exact`) Rational.
 
     Raises
     ------
@@ -171,9 +171,9 @@ def _power(base, exponent, where: str, token: str, position: int | None, source:
 
 def build_operator(op: str, left, right=None, *, where: str = "expression", position: int | None = None,
                    source: str | None = None):
-    """``left op right`` (or the unary ``op left`` when `right` is None) as a sympy object.
+    """`left op right` (or the unary `op left` when `right` is None) as a sympy object.
 
-    `op` is one of ``+ - * / ^`` (``**``), a comparison ``< <= > >= == !=``, or ``&& || !``.
+    `op` is one of `+ - * / ^` (`**`), a comparison `< <= > >= == !=`, or `&& || !`.
 
     Raises
     ------
@@ -271,7 +271,7 @@ del _alias, _name
 
 def build_function(name: str, args: list, *, where: str = "expression", position: int | None = None,
                    source: str | None = None, functions: Mapping = FUNCTIONS):
-    """``name(*args)`` from the table `functions` (default :data:`FUNCTIONS`) as a sympy object.
+    """`name(*args)` from the table `functions` (default `FUNCTIONS`) as a sympy object.
 
     Raises
     ------
@@ -425,15 +425,15 @@ def parse_expression(text: str, *, where: str = "expression", symbol: Callable[[
     ----------
     text : str
     where : str
-        What is being read, for messages (``"reaction 'R1'"``, ``"rates.txt, line 3"``).
+        What is being read, for messages (`"reaction 'R1'"`, `"rates.txt, line 3"`).
     symbol : callable name -> sympy.Symbol, optional
-        Makes the symbol of a NAME (default ``sympy.Symbol(name)``); it may raise to refuse a name.
+        Makes the symbol of a NAME (default `sympy.Symbol(name)`); it may raise to refuse a name.
     exact : bool
-        Decimal literals as exact Rationals (``0.5`` -> 1/2) instead of Floats.
+        Decimal literals as exact Rationals (`0.5` -> 1/2) instead of Floats.
     functions : mapping, optional
-        The function table (default :data:`FUNCTIONS`).
+        The function table (default `FUNCTIONS`).
     constants : mapping name -> sympy object, optional
-        Names read as constants instead of symbols (e.g. ``{"pi": sympy.pi}``).
+        Names read as constants instead of symbols (e.g. `{"pi": sympy.pi}`).
 
     Returns
     -------
@@ -461,7 +461,7 @@ def parse_expression(text: str, *, where: str = "expression", symbol: Callable[[
 
 
 def parse_number(text, *, where: str = "value") -> float:
-    """A float from a number or a closed arithmetic expression (``"1/4096"``, ``"2^-12"``, ``"exp(-3)"``).
+    """A float from a number or a closed arithmetic expression (`"1/4096"`, `"2^-12"`, `"exp(-3)"`).
 
     Names are refused: the expression must not depend on anything.
 

@@ -37,7 +37,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     """Write `data` to `path` atomically: a temp file in the same folder, fsync, then rename.
 
     A reader (or a resumed job) never sees a half-written file.  The file gets the
-    permissions of an ordinary ``open(path, "w")`` (0o666 less the umask), not the
+    permissions of an ordinary `open(path, "w")` (0o666 less the umask), not the
     0o600 that `tempfile.mkstemp` gives its temp file.
     """
     path = Path(path)
@@ -70,12 +70,12 @@ def write_json(path: str | os.PathLike, obj: Any) -> Path:
 
 
 def load_object(spec: str, *, name: str = "spec") -> Any:
-    """Load ``path/to/file.py:OBJECT`` (a user's system or Q(y) function).
+    """Load `path/to/file.py:OBJECT` (a user's system or Q(y) function).
 
     Raises
     ------
     ValueError
-        If `spec` has no ``:OBJECT`` part, the file does not exist, is not valid Python or raises
+        If `spec` has no `:OBJECT` part, the file does not exist, is not valid Python or raises
         while it is imported (chained to the user's exception), or the object is missing.
     """
     if not isinstance(spec, str) or ":" not in spec:

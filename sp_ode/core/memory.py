@@ -2,16 +2,16 @@
 
 Every size-driven allocation in sp_ode (a finite state projection, a dense copy of a sparse
 generator, a sweep chunk, a verification grid) first estimates its bytes and calls
-:func:`check_memory`, which refuses with a :class:`MemoryBudgetError` — the estimate, the
+`check_memory`, which refuses with a [`MemoryBudgetError`][sp_ode.core.memory.MemoryBudgetError] — the estimate, the
 budget and where the budget comes from in the message — instead of letting the allocation
-run the machine into swap or die with a bare ``MemoryError`` (docs/theory.md §9).
+run the machine into swap or die with a bare `MemoryError` (docs/theory.md §9).
 
-The budget is :data:`DEFAULT_FRACTION` of the smallest of
+The budget is `DEFAULT_FRACTION` of the smallest of
 
-- the memory the system can still give: ``psutil.virtual_memory().available`` when psutil
-  is installed (it comes with the ``dask`` extra), else ``MemAvailable`` of ``/proc/meminfo``;
-- the address space left under this process's ``RLIMIT_AS`` and data segment under
-  ``RLIMIT_DATA`` (``resource.setrlimit``, ``ulimit -v``), after what it already maps;
+- the memory the system can still give: `psutil.virtual_memory().available` when psutil
+  is installed (it comes with the `dask` extra), else `MemAvailable` of `/proc/meminfo`;
+- the address space left under this process's `RLIMIT_AS` and data segment under
+  `RLIMIT_DATA` (`resource.setrlimit`, `ulimit -v`), after what it already maps;
 - the room left under a cgroup memory limit (containers, batch schedulers).
 
 A source that cannot be read is skipped; with none readable the check passes (the
@@ -36,11 +36,11 @@ class MemoryBudgetError(ValueError):
     needed : int
         Estimated bytes.
     budget : int
-        Bytes allowed (``fraction`` × ``available``).
+        Bytes allowed (`fraction` × `available`).
     available : int
-        Bytes available, from ``source``.
+        Bytes available, from `source`.
     source : str
-        Which limit set ``available`` (e.g. ``"RLIMIT_AS"``, ``"MemAvailable"``).
+        Which limit set `available` (e.g. `"RLIMIT_AS"`, `"MemAvailable"`).
     """
 
     def __init__(self, message: str, *, needed: int, budget: int, available: int, source: str):
@@ -49,7 +49,7 @@ class MemoryBudgetError(ValueError):
 
 
 def format_bytes(n: float) -> str:
-    """``1.2 GB``-style size (decimal units)."""
+    """`1.2 GB`-style size (decimal units)."""
     for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
         if abs(n) >= scale:
             return f"{n / scale:.3g} {unit}"
@@ -57,7 +57,7 @@ def format_bytes(n: float) -> str:
 
 
 def _status_kb(field: str) -> int | None:
-    """A ``Vm…`` field of /proc/self/status in bytes (Linux), or None."""
+    """A `Vm…` field of /proc/self/status in bytes (Linux), or None."""
     try:
         with open("/proc/self/status") as fh:
             for line in fh:
@@ -121,27 +121,27 @@ def _cgroup() -> tuple[int, str] | None:
 
 
 def available_memory() -> tuple[int, str] | None:
-    """``(bytes, source)``: the smallest of the limits of the module docstring, or None if none is readable."""
+    """`(bytes, source)`: the smallest of the limits of the module docstring, or None if none is readable."""
     candidates = [c for c in (_system_available(), _cgroup(), *_rlimits()) if c is not None]
     return min(candidates, key=lambda c: c[0]) if candidates else None
 
 
 def check_memory(nbytes: float, *, what: str, fraction: float = DEFAULT_FRACTION, remedy: str = "",
                  limit: int | None = None) -> int:
-    """Refuse `nbytes` (an estimate) when it exceeds `fraction` of :func:`available_memory` (or `limit`).
+    """Refuse `nbytes` (an estimate) when it exceeds `fraction` of `available_memory` (or `limit`).
 
     Parameters
     ----------
     nbytes : float
         Estimated bytes of the allocation (may be a float or an exact int; inf is refused).
     what : str
-        What would be allocated, for the message (``"the state space of 9e8 states"``).
+        What would be allocated, for the message (`"the state space of 9e8 states"`).
     fraction : float in (0, 1]
         Share of the available memory allowed.
     remedy : str
         What the caller can change, appended to the message.
     limit : int, optional
-        A cap the caller was given (e.g. a ``max_bytes`` argument): it replaces the measured budget.
+        A cap the caller was given (e.g. a `max_bytes` argument): it replaces the measured budget.
 
     Returns
     -------

@@ -1,16 +1,16 @@
 """The one place that owns numeric precision (docs/theory.md §9).
 
-sp_ode computes in float64.  JAX's float64 switch (``jax_enable_x64``) is
+sp_ode computes in float64.  JAX's float64 switch (`jax_enable_x64`) is
 process-wide: flipping it at import, as sp_ode once did, silently changed the
 dtypes of a user's unrelated float32 JAX program.  Instead every JAX
-computation of sp_ode runs inside :func:`float64`, a scope that restores the
+computation of sp_ode runs inside `float64`, a scope that restores the
 user's setting on exit, and each public entry point that runs JAX code is
-wrapped with :func:`in_float64`.  Nothing in sp_ode touches the global flag.
+wrapped with `in_float64`.  Nothing in sp_ode touches the global flag.
 
 A JAX callable that sp_ode hands back to the user (e.g.
-``SlowManifold.jax_fn()``) computes in float64 when called through sp_ode
-(``simulate_reduced(phi=...)``); called directly, wrap the call in
-``with sp_ode.core.precision.float64():``.
+`SlowManifold.jax_fn()`) computes in float64 when called through sp_ode
+(`simulate_reduced(phi=...)`); called directly, wrap the call in
+`with sp_ode.core.precision.float64():`.
 """
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def float64():
 
 
 def in_float64(fn: F) -> F:
-    """Decorator: run `fn` inside :func:`float64`."""
+    """Decorator: run `fn` inside `float64`."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -47,8 +47,8 @@ def float64_callable(fn: F) -> F:
     """`fn` that computes in float64 when called eagerly, and stays transparent under a trace.
 
     For JAX functions that sp_ode hands to users (closed forms of the catalogue,
-    ``SlowManifold.jax_fn()``): called directly they give float64 results whatever
-    the user's global setting; inside ``jit``/``vmap``/``grad`` the enclosing trace
+    `SlowManifold.jax_fn()`): called directly they give float64 results whatever
+    the user's global setting; inside `jit`/`vmap`/`grad` the enclosing trace
     decides, as for any JAX function.
     """
     import jax

@@ -1,6 +1,6 @@
 """Progress bars and figures, without global state (docs/theory.md §9).
 
-Figures are :class:`matplotlib.figure.Figure` objects drawn with the
+Figures are `matplotlib.figure.Figure` objects drawn with the
 object-oriented API: no pyplot, no backend switch, no rcParams change, so a
 user's interactive matplotlib session is untouched by anything sp_ode plots.
 """
@@ -11,7 +11,7 @@ import sys
 
 
 def progress(iterable=None, *, total=None, desc=None, disable=None, **kw):
-    """A tqdm progress bar on stderr; silent when stderr is not a terminal unless ``SP_ODE_PROGRESS`` is set."""
+    """A tqdm progress bar on stderr; silent when stderr is not a terminal unless `SP_ODE_PROGRESS` is set."""
     from tqdm.auto import tqdm
 
     if disable is None:
@@ -20,11 +20,11 @@ def progress(iterable=None, *, total=None, desc=None, disable=None, **kw):
 
 
 class Figures:
-    """The two pyplot calls the project uses, ``subplots`` and ``close``, on standalone Figure objects."""
+    """The two pyplot calls the project uses, `subplots` and `close`, on standalone Figure objects."""
 
     @staticmethod
     def subplots(nrows: int = 1, ncols: int = 1, *, figsize=None, **kw):
-        """``(Figure, axes)`` like ``pyplot.subplots``, but the figure belongs to no global figure manager."""
+        """`(Figure, axes)` like `pyplot.subplots`, but the figure belongs to no global figure manager."""
         from matplotlib.figure import Figure
 
         fig = Figure(figsize=figsize)
@@ -36,5 +36,5 @@ class Figures:
 
 
 def figures() -> Figures:
-    """The figure factory (a drop-in for the ``plt`` the plotting code calls)."""
+    """The figure factory (a drop-in for the `plt` the plotting code calls)."""
     return Figures()

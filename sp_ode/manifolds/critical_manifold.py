@@ -66,7 +66,7 @@ def critical_manifold(system, y, *, x_guess=None, throw: bool = True) -> np.ndar
     Parameters
     ----------
     system : FastSlowSystem
-        Supplies ``f(t, x, y, args)`` (evaluated at t = 0) and ``args``.
+        Supplies `f(t, x, y, args)` (evaluated at t = 0) and `args`.
     y : array_like, shape (d,) or (N, d)
         Slow state(s); a scalar or shape (N,) is accepted when d = 1.
     x_guess : array_like, shape (m,) or (N, m), optional
@@ -88,7 +88,7 @@ def critical_manifold(system, y, *, x_guess=None, throw: bool = True) -> np.ndar
     ValueError
         Wrong shapes or non-finite values in `y` or `x_guess`.
     ManifoldNotFoundError
-        Newton did not converge within 50 iterations at some y (``throw=True``).
+        Newton did not converge within 50 iterations at some y (`throw=True`).
     """
     require_system(system)
     ys, batched = as_points(system, y)
@@ -115,9 +115,11 @@ class ManifoldBranch:
     Attributes
     ----------
     y : ndarray (N, d)
-    x : ndarray (N, m) — φ(y); NaN from the first failed point on.
+    x : ndarray (N, m)
+        Φ(y); NaN from the first failed point on.
     converged : ndarray (N,) bool
-    status : int — 0 the whole grid was followed, 1 the branch was lost.
+    status : int
+        0 the whole grid was followed, 1 the branch was lost.
     message : str
     """
 
@@ -218,7 +220,7 @@ def continue_manifold(system, ys, x0, *, predictor: str = "secant") -> ManifoldB
     Returns
     -------
     ManifoldBranch
-        ``status`` 1 (with NaN beyond) when the branch is lost, e.g. past a fold:
+        `status` 1 (with NaN beyond) when the branch is lost, e.g. past a fold:
         Newton fails, or converges to a root whose slope ‖Δx‖/‖Δy‖ is more than 5×
         the previous one (a jump onto another branch).
 
@@ -275,13 +277,18 @@ class Hyperbolicity:
 
     Attributes
     ----------
-    eigenvalues : ndarray (k,) complex — sorted by decreasing real part; k = m,
+    eigenvalues : ndarray (k,) complex
+        Sorted by decreasing real part; k = m,
         or n − 1 for a generator (restricted to 1^⊥).
-    max_real : float — largest real part (= −γ(y) for a generator).
-    kind : str — "attracting" (all Re λ < −tol), "repelling" (all > tol),
+    max_real : float
+        Largest real part (= −γ(y) for a generator).
+    kind : str
+        "attracting" (all Re λ < −tol), "repelling" (all > tol),
         "saddle" (both signs, none within tol of 0) or "non-hyperbolic".
-    tolerance : float — |Re λ| ≤ tol counts as zero: 1000·eps·max(1, ‖D_x f‖).
-    spectral_gap : float or None — γ(y) from `sp_ode.spectral_gap` (generators only).
+    tolerance : float
+        |Re λ| ≤ tol counts as zero: 1000·eps·max(1, ‖D_x f‖).
+    spectral_gap : float or None
+        Γ(y) from `sp_ode.spectral_gap` (generators only).
     """
 
     eigenvalues: np.ndarray
@@ -369,15 +376,21 @@ class HyperbolicityLoss:
     Attributes
     ----------
     found : bool
-    kind : str or None — "fold" (the branch ends; det D_x f = 0) or
+    kind : str or None
+        "fold" (the branch ends; det D_x f = 0) or
         "eigenvalue crossing" (an eigenvalue crosses Re λ = 0 along the branch;
         for a generator this is the spectral gap closing, reported as "gap closing").
-    y : ndarray (d,) or None — the location.
-    x : ndarray (m,) or None — φ there (NaN when φ is undefined at the point itself).
-    bracket : tuple of ndarray or None — consecutive grid points enclosing it.
+    y : ndarray (d,) or None
+        The location.
+    x : ndarray (m,) or None
+        Φ there (NaN when φ is undefined at the point itself).
+    bracket : tuple of ndarray or None
+        Consecutive grid points enclosing it.
     message : str
-    branch : ManifoldBranch — the continuation used to bracket it.
-    max_real : ndarray (N,) — largest restricted real part along the branch (NaN where lost).
+    branch : ManifoldBranch
+        The continuation used to bracket it.
+    max_real : ndarray (N,)
+        Largest restricted real part along the branch (NaN where lost).
     """
 
     found: bool
@@ -395,7 +408,7 @@ def locate_loss_of_hyperbolicity(system, y_lo, y_hi, *, x0=None, num: int = 101,
                                  ytol: float = 1e-12) -> HyperbolicityLoss:
     """Find where φ stops being normally hyperbolic on the segment from `y_lo` to `y_hi`.
 
-    The branch through φ(y_lo) is continued along ``num`` points of the segment
+    The branch through φ(y_lo) is continued along `num` points of the segment
     y(s) = y_lo + s (y_hi − y_lo), s ∈ [0, 1] (so `y_lo` > `y_hi` walks downward).
     The first event met is refined:
 
@@ -403,7 +416,7 @@ def locate_loss_of_hyperbolicity(system, y_lo, y_hi, *, x0=None, num: int = 101,
       changes sign between them: Newton on the extended system
       {F(x, y(s)) = 0, det D_x F(x, y(s)) = 0} in (x, s), from the last root;
     * **eigenvalue crossing** — the largest real part of the restricted
-      eigenvalues changes sign along the branch: ``brentq`` on s ↦ max Re λ(φ(y(s))),
+      eigenvalues changes sign along the branch: `brentq` on s ↦ max Re λ(φ(y(s))),
       each φ by Newton from the nearest grid root.
 
     Parameters
@@ -421,7 +434,7 @@ def locate_loss_of_hyperbolicity(system, y_lo, y_hi, *, x0=None, num: int = 101,
     Returns
     -------
     HyperbolicityLoss
-        ``found`` False when the branch stays hyperbolic on the whole segment.
+        `found` False when the branch stays hyperbolic on the whole segment.
 
     Raises
     ------

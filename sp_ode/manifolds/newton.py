@@ -53,7 +53,7 @@ def system_kernels(system):
 def kernels(fast, master: bool):
     """Compiled root-finding pieces for one fast field (cached per `fast_key`).
 
-    ``args`` is passed as data, so copies of a system (`with_eps`, `with_P`) and
+    `args` is passed as data, so copies of a system (`with_eps`, `with_P`) and
     re-created systems over the same f or Q(y) share the compiled code.
     """
     if master:

@@ -10,9 +10,9 @@ variable stays O(ε) from it past the initial layer).  For a master-equation
 system φ = p_st(y) (T1), computed here by `sp_ode.stationary_jax` (a
 bordered solve, differentiable); any other φ — a closed form, a root-finder, or
 a corrected manifold h_ε = φ + ε h₁ + … (T3) for the corrected reduced flow — is
-passed as ``phi=``: a callable ``phi(y) -> (m,)``, an `sp_ode.SlowManifold`, or an
-object with ``jax_fn()`` (a fitted φ_θ).  Without one, ``x_guess=`` finds φ by
-Newton on the branch through that guess (``sp_ode.slow_manifold(system, 0, x_guess=…)``).
+passed as `phi=`: a callable `phi(y) -> (m,)`, an `sp_ode.SlowManifold`, or an
+object with `jax_fn()` (a fitted φ_θ).  Without one, `x_guess=` finds φ by
+Newton on the branch through that guess (`sp_ode.slow_manifold(system, 0, x_guess=…)`).
 """
 from __future__ import annotations
 
@@ -49,22 +49,31 @@ __all__ = ["ReducedSystem", "reduced_system", "simulate_reduced"]
 class ReducedSystem:
     """dy/dt = g(t, φ(y), y, args): the ε = 0 limit of a fast–slow system.
 
-    With ``phi_eps`` set it is instead the corrected flow dy/dt = g(t, h_ε(y), y, args)
-    on a slow manifold h_ε(y) = phi_eps(y, ε, args) (T3), and ε and ``args`` are data
+    With `phi_eps` set it is instead the corrected flow dy/dt = g(t, h_ε(y), y, args)
+    on a slow manifold h_ε(y) = phi_eps(y, ε, args) (T3), and ε and `args` are data
     to the compiled solve: sweeping ε reuses one compilation.
 
     Attributes
     ----------
-    g : the slow vector field of the full system.
-    phi : callable y (d,) -> (m,), the manifold the fast state is slaved to (at ``eps``).
-    args : the parameters of g.
-    d : slow dimension (None if not declared).
-    name : label.
-    phi_key : hashable identity of the manifold (keys the compiled-solve cache).
-    eps : float — ε of a corrected manifold (0.0 for φ itself).
-    phi_eps : callable ``phi_eps(y, eps, args) -> (m,)``, optional — h_ε with ε and
-        args as arguments; when given it is used instead of ``phi``.
-    Q_of_y : callable ``Q(y) -> (n, n)``, optional — set when φ = p_st of a master
+    g
+        The slow vector field of the full system.
+    phi : callable y (d,) -> (m,)
+        The manifold the fast state is slaved to (at `eps`).
+    args
+        The parameters of g.
+    d
+        Slow dimension (None if not declared).
+    name
+        Label.
+    phi_key
+        Hashable identity of the manifold (keys the compiled-solve cache).
+    eps : float
+        Ε of a corrected manifold (0.0 for φ itself).
+    phi_eps : callable `phi_eps(y, eps, args) -> (m,)`, optional
+        H_ε with ε and
+        args as arguments; when given it is used instead of `phi`.
+    Q_of_y : callable `Q(y) -> (n, n)`, optional
+        Set when φ = p_st of a master
         equation: Q(y0) is then checked to be an irreducible generator before the solve,
         and along the path inside it (φ turns NaN where the check fails, and the
         failure names the cause: docs/theory.md §3.1 (T1)).
@@ -85,7 +94,7 @@ class ReducedSystem:
         return self.phi(y) if self.phi_eps is None else self.phi_eps(y, eps, args)
 
     def rhs(self, t, y, args=None):
-        """dy/dt = g(t, φ(y), y, args), shape (d,); `args` defaults to ``self.args``."""
+        """dy/dt = g(t, φ(y), y, args), shape (d,); `args` defaults to `self.args`."""
         args = self.args if args is None else args
         return self.g(t, self.manifold(y, self.eps, args), y, args)
 
@@ -94,9 +103,9 @@ def critical_manifold_fn(k, x_guess, phi_user=None):
     """φ(y, args) as a JAX function, differentiable to any order in y; `k` the kernels of f (`newton`).
 
     Newton's root of F(x, y) = 0 started from `x_guess` at every y (which selects the
-    branch), made differentiable by the implicit function theorem (a ``custom_jvp``
+    branch), made differentiable by the implicit function theorem (a `custom_jvp`
     with Dφ = −(D_x F)⁻¹ D_y F); or `phi_user` (y -> (m,)) when given.  The order-0
-    term of `sp_ode.slow_manifold` and the ``x_guess=`` manifold of `reduced_system`
+    term of `sp_ode.slow_manifold` and the `x_guess=` manifold of `reduced_system`
     (defined here, not in slow_manifold.py, which imports this module: no cycle).
     """
     if phi_user is not None:
@@ -132,7 +141,7 @@ _newton_phi_cache = LRUCache()
 
 
 def _from_x_guess(system: FastSlowSystem, x_guess) -> ReducedSystem:
-    """The reduced flow on Newton's critical manifold from `x_guess` (that of ``slow_manifold(system, 0, x_guess=...)``)."""
+    """The reduced flow on Newton's critical manifold from `x_guess` (that of `slow_manifold(system, 0, x_guess=...)`)."""
     m = fast_dim(system, x_guess)
     guess = check_finite_array("x_guess", x_guess, ndim=1)
     if guess.shape != (m,):
@@ -192,7 +201,7 @@ _PHI_KINDS = ("callable as phi(y) -> (m,) (JAX-traceable), an sp_ode.SlowManifol
 
 
 def _phi_callable(phi) -> Callable:
-    """`phi` as a JAX function y (d,) -> (m,): the result of ``phi.jax_fn()``, or `phi` itself."""
+    """`phi` as a JAX function y (d,) -> (m,): the result of `phi.jax_fn()`, or `phi` itself."""
     jax_fn = getattr(phi, "jax_fn", None)
     if callable(jax_fn):
         # duck typing: sp_ode must not import `neural`, whose φ_θ (a torch module, callable
@@ -220,21 +229,21 @@ def reduced_system(system, phi=None, *, x_guess=None) -> ReducedSystem:
     ----------
     system : FastSlowSystem, MasterEquationSystem or catalogue entry
     phi : optional, one of
-        - a JAX-traceable callable ``phi(y) -> (m,)``, y of shape (d,);
+        - a JAX-traceable callable `phi(y) -> (m,)`, y of shape (d,);
         - an `sp_ode.SlowManifold` of `system` (same f and g; recognised by its
-          ``.system`` and ``.reduced_system(eps)``): the flow on its
+          `.system` and `.reduced_system(eps)`): the flow on its
           h_ε = φ + εh₁ + … + εᵏh_k at the ε of `system`, with `system`'s args.
           Order 0 is the critical manifold φ itself, so the flow is T2's ε = 0 reduced
           flow; order k ≥ 1 gives the *corrected* reduced flow (T3), the same as
-          ``manifold.simulate`` — use ``slow_manifold(system, 0, ...)`` for the
+          `manifold.simulate` — use `slow_manifold(system, 0, ...)` for the
           plain reduced flow.  Its compiled solve is shared across ε (ε is data);
-        - any object with a ``jax_fn()`` method returning such a callable, e.g. a
-          fitted φ_θ from ``neural.load_phi(path)`` (duck typing: sp_ode does not
-          import `neural`).  ``jax_fn()`` is called once per call here; a callable that
-          also has ``jax_fn`` is used through ``jax_fn``.
+        - any object with a `jax_fn()` method returning such a callable, e.g. a
+          fitted φ_θ from `neural.load_phi(path)` (duck typing: sp_ode does not
+          import `neural`).  `jax_fn()` is called once per call here; a callable that
+          also has `jax_fn` is used through `jax_fn`.
     x_guess : array_like (m,), optional
         For a system that is not a master equation and has no `phi`: the critical
-        manifold of ``sp_ode.slow_manifold(system, 0, x_guess=x_guess)`` (the same
+        manifold of `sp_ode.slow_manifold(system, 0, x_guess=x_guess)` (the same
         function, `critical_manifold_fn`), Newton's root of f(x, y) = 0 started from
         `x_guess` at every y — it selects the branch (e.g. x_guess=[-2.0] for
         FitzHugh–Nagumo's left branch).  args are data to its compiled solve.
@@ -243,7 +252,7 @@ def reduced_system(system, phi=None, *, x_guess=None) -> ReducedSystem:
     ------
     TypeError
         `system` is not a fast–slow system; `phi` is none of the kinds above (the
-        message names what was seen), or its ``jax_fn()`` returns no callable.
+        message names what was seen), or its `jax_fn()` returns no callable.
     ValueError
         No `phi` and no `x_guess` for a system with no known manifold (the message
         names both options); both given; `x_guess` for a master equation (φ = p_st is
@@ -306,33 +315,37 @@ def simulate_reduced(system, t_span, y0, *, phi=None, x_guess=None, backend: str
     """Integrate the reduced flow dy/dt = g(t, φ(y), y, args) over `t_span`.
 
     The cost does not depend on ε (no ε appears).  Parameters and failure
-    handling are those of `sp_ode.simulate`, less ``x0``; `system` may also be a
+    handling are those of `sp_ode.simulate`, less `x0`; `system` may also be a
     `ReducedSystem`.
 
     Parameters
     ----------
-    system : FastSlowSystem, catalogue entry or ReducedSystem
+    system : FastSlowSystem, catalogue entry, ReducedSystem or NetworkSystem
+        A `NetworkSystem` (sparse CME) is integrated by its own
+        [`simulate_reduced`][sp_ode.networks.system.NetworkSystem.simulate_reduced] (scipy; p_st by sparse
+        solves, or `phi=` such as a fitted φ_θ) and returns its `NetworkPath`; `ts` is
+        its `t_eval`, `rtol`/`atol` pass through, the other options do not apply.
     t_span : (t0, t1)
     y0 : array (d,) or (B, d)
     phi : optional, see `reduced_system`
-        A JAX callable ``phi(y) -> (m,)``; an `sp_ode.SlowManifold` of `system` (order
+        A JAX callable `phi(y) -> (m,)`; an `sp_ode.SlowManifold` of `system` (order
         0: the critical manifold φ; order k ≥ 1: the corrected flow on h_ε at the ε of
-        `system`); or an object with ``jax_fn()`` such as ``neural.load_phi(path)``.
+        `system`); or an object with `jax_fn()` such as `neural.load_phi(path)`.
         Compiled solves are cached on the identity of the callable: pass the same
         object again (not a fresh closure) to reuse the compilation (a SlowManifold,
         or `x_guess`, is cached on the manifold itself).  For a corrected manifold
-        at many ε, pass ``slow_manifold(...).reduced_system(eps)`` as `system`: ε is
+        at many ε, pass `slow_manifold(...).reduced_system(eps)` as `system`: ε is
         data to its compiled solve.
     x_guess : array_like (m,), optional
         For a general system without `phi`: the critical manifold is
-        ``sp_ode.slow_manifold(system, 0, x_guess=x_guess)`` (Newton from `x_guess`
+        `sp_ode.slow_manifold(system, 0, x_guess=x_guess)` (Newton from `x_guess`
         at every y, which selects the branch).  Not with `phi`, nor for a master
         equation (φ = p_st needs no guess).
 
     Returns
     -------
     Trajectory
-        ``y`` (K, d) | (B, K, d) the reduced solution; ``x`` = φ(y) along it.
+        `y` (K, d) | (B, K, d) the reduced solution; `x` = φ(y) along it.
 
     Raises
     ------
@@ -346,6 +359,11 @@ def simulate_reduced(system, t_span, y0, *, phi=None, x_guess=None, backend: str
         (p_st(y0) undefined; the closed classes are named).  Along the path the same
         checks run inside the compiled solve: a failure there is status 4 with that cause.
     """
+    if _is_network_system(system):
+        # a sparse network system has its own reduced flow (scipy, sparse solves or phi=): a NetworkPath
+        if x_guess is not None:
+            raise ValueError("`x_guess` is for a general system; a network's critical manifold is p_st(y) (T1).")
+        return system.simulate_reduced(t_span, y0, phi=phi, rtol=rtol, atol=atol, t_eval=ts)
     if isinstance(system, ReducedSystem):
         if phi is not None or x_guess is not None:
             given = "`phi`" if phi is not None else "`x_guess`"
@@ -410,6 +428,11 @@ def _p_st_or_nan(Q_of_y, y) -> np.ndarray:
         return stationary_distribution(Q)
     except (ValueError, ArithmeticError):
         return np.full(Q.shape[-1], np.nan)
+
+
+def _is_network_system(system) -> bool:
+    """An sp_ode.NetworkSystem (duck-typed: the networks layer sits above this one)."""
+    return all(hasattr(system, a) for a in ("network", "space", "gen", "slow_odes", "simulate_reduced"))
 
 
 def _make_phi_eval(red: ReducedSystem, args_static) -> Callable:

@@ -13,16 +13,16 @@ first at order εʲ, through A h_j with A = D_x f(φ(y), y), and the left side o
     A h_j = [εʲ] R_j(ε),   R_j(ε) = ε DH_{<j} · g(H_{<j}, y) − f(H_{<j}, y).   (O_j)
 
 Order 1 gives h₁ = A⁻¹ Dφ · g(φ, y).  The coefficient [εʲ] is taken exactly by
-JAX forward-mode differentiation in the scalar ε (j nested ``jax.jacfwd``), the
-derivatives Dh_i by ``jax.jvp``, and φ itself is a Newton solve made
-differentiable to any order by the implicit function theorem (a ``custom_jvp``
+JAX forward-mode differentiation in the scalar ε (j nested `jax.jacfwd`), the
+derivatives Dh_i by `jax.jvp`, and φ itself is a Newton solve made
+differentiable to any order by the implicit function theorem (a `custom_jvp`
 with Dφ = −(D_x f)⁻¹ D_y f).
 
 For a master equation (f = Q(y)ᵀx, A = Qᵀ singular) x stays on the simplex, so
 1ᵀh_j = 0 for j ≥ 1; the last row of (O_j) is replaced by that condition (the
 bordered system of T1, nonsingular for irreducible Q).  docs/theory.md §3.3 (T3) gives the
 first order in closed form, used here as an independent check
-(``method="closed_form"``):
+(`method="closed_form"`):
 
     Dp_st = −(A − p1ᵀ)⁻¹ (∂_y A) p,   h₁ = (A − p1ᵀ)⁻¹ [Dp_st · g(p, y)],   1ᵀh₁ = 0.
 
@@ -177,17 +177,20 @@ def _compiled_terms(key, terms_fn):
 class SlowManifold:
     """h_ε(y) = φ(y) + ε h₁(y) + … + εᵏ h_k(y), the slow manifold to order k.
 
-    Built by :func:`slow_manifold`; callable as ``h(y)`` (at the system's ε) or
-    ``h(y, eps=...)``.  The terms h_j do not depend on ε, so one evaluation of
-    :meth:`terms` serves every ε.
+    Built by [`slow_manifold`][sp_ode.manifolds.slow_manifold.slow_manifold]; callable as `h(y)` (at the system's ε) or
+    `h(y, eps=...)`.  The terms h_j do not depend on ε, so one evaluation of
+    [`terms`][sp_ode.manifolds.slow_manifold.SlowManifold.terms] serves every ε.
 
     Attributes
     ----------
     system : FastSlowSystem
-    order : int — k.
-    method : str — "series" (the invariance equation order by order) or
+    order : int
+        K.
+    method : str
+        "series" (the invariance equation order by order) or
         "closed_form" (docs/theory.md §3.3 (T3), master equations, k ≤ 1).
-    eps : float — the ε used when none is given (the system's).
+    eps : float
+        The ε used when none is given (the system's).
     x_guess, phi_given — as passed to `slow_manifold` (None when not given).
     """
 
@@ -242,7 +245,7 @@ class SlowManifold:
     def jax_fn(self, eps=None):
         """A pure JAX function y (d,) -> h_ε(y) (m,), for any code that wants φ as a JAX callable.
 
-        ``simulate_reduced(system, ..., phi=manifold)`` takes the SlowManifold itself
+        `simulate_reduced(system, ..., phi=manifold)` takes the SlowManifold itself
         (the flow on h_ε at the ε of `system`; ε and args as data, one compilation).
 
         The same function object is returned for the same ε, so compiled solves
@@ -280,7 +283,7 @@ class SlowManifold:
         """The corrected reduced flow y' = g(h_ε(y), y) by `sp_ode.simulate_reduced`.
 
         Keywords are those of `sp_ode.simulate_reduced` (backend, method, rtol,
-        atol, ts, throw, args, ...).  The result's ``x`` is h_ε(y) along the solution.
+        atol, ts, throw, args, ...).  The result's `x` is h_ε(y) along the solution.
         Changing ε does not recompile.
         """
         return simulate_reduced(self.reduced_system(eps), t_span, y0, **kwargs)

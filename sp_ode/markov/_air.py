@@ -1,6 +1,6 @@
 """One AIR hierarchy for both linear solves of the sparse stationary solver (docs/theory.md §7.1).
 
-The sparse solver (:mod:`sp_ode.markov._sparse`) solves two systems built from the
+The sparse solver (`sp_ode.markov._sparse`) solves two systems built from the
 pinned state k:
 
 * the pinned system  A_k x = b,  A_k = (−Qᵀ) without row and column k, for p = x/Σ;
@@ -9,7 +9,7 @@ pinned state k:
 
 G is the generator itself (rows = outgoing rates), the orientation for which
 *approximate ideal restriction* (AIR, Manteuffel–Southworth et al. 2018–2019,
-``pyamg.air_solver``) was designed: on transport-like chains (a species driven by
+`pyamg.air_solver`) was designed: on transport-like chains (a species driven by
 another, the cascade CME of docs/bench/network.md) its V-cycle reduces the error
 by ≈ 0.5–0.6 per GMRES step, nearly independently of n, where classical
 Ruge–Stüben AMG needs steps growing like n^0.45.
@@ -24,19 +24,19 @@ x ← x + W_s(b − A x), W_s = D⁻¹ on the F (or C) points,
     B  = S_C S_F S_F · P B_c R + (the W_s terms),        S_s = I − W_s A,
     Bᵀ = Rᵀ B_cᵀ Pᵀ · S_Fᵀ S_Fᵀ S_Cᵀ + …,                S_sᵀ = I − A ᵀW_s,
 
-which :class:`AirCycles` applies level by level in the reverse order ("adjoint
+which `AirCycles` applies level by level in the reverse order ("adjoint
 state": a cotangent λ runs the steps backwards, each step adding W_s λ to the
 result and subtracting AᵀW_sλ from λ).  Both cycles are written here, not taken
-from pyamg's ``solve``, so that they are an exact adjoint pair by construction;
-the test ``tests/markov/test_air.py`` checks ⟨v, Bu⟩ = ⟨Bᵀv, u⟩ to rounding and that B
+from pyamg's `solve`, so that they are an exact adjoint pair by construction;
+the test `tests/markov/test_air.py` checks ⟨v, Bu⟩ = ⟨Bᵀv, u⟩ to rounding and that B
 equals pyamg's own cycle.
 
 AIR is no universal improvement: on the diffusive, bistable toggle-switch CME its
 steps grow quickly (the hitting-time solve needs 9, 18, 36, 84 steps from 10⁴ to
 10⁶ states; docs/bench/stationary.md §3), and there it costs about what classical
 AMG does.  The solver therefore *probes* it on the cheap system first
-(:func:`probe_solve`): G y = 1 to the bound's loose tolerance, abandoned as soon
-as its observed rate predicts more than ``PROBE_MAX_STEPS`` steps, and then
+(`probe_solve`): G y = 1 to the bound's loose tolerance, abandoned as soon
+as its observed rate predicts more than `PROBE_MAX_STEPS` steps, and then
 classical AMG takes both solves.
 """
 from __future__ import annotations
@@ -73,15 +73,18 @@ class AirCycles:
     Parameters
     ----------
     ml : pyamg MultilevelSolver
-        Built by ``pyamg.air_solver(G, **AIR_OPTIONS)``: each level but the last carries ``A``,
-        ``P``, ``R`` and the C/F ``splitting``.
+        Built by `pyamg.air_solver(G, **AIR_OPTIONS)`: each level but the last carries `A`,
+        `P`, `R` and the C/F `splitting`.
     finest_transpose : sparse CSR (m, m), optional
         Gᵀ itself (A_k), used by the adjoint instead of the transposed view of G.
 
     Attributes
     ----------
-    forward, adjoint : scipy.sparse.linalg.LinearOperator — B and Bᵀ.
-    levels : int;  operator_complexity : float;  nbytes : int
+    forward, adjoint : scipy.sparse.linalg.LinearOperator
+        B and Bᵀ.
+    levels : int
+    operator_complexity : float
+    nbytes : int
     """
 
     def __init__(self, ml, finest_transpose=None):
@@ -199,16 +202,23 @@ class _Abandon(Exception):
 def probe_solve(G, rhs, cycles: AirCycles, *, tol: float, maxiter: int, restart: int, count=None):
     """GMRES on G y = rhs preconditioned by AIR, abandoned early when AIR converges too slowly.
 
-    After ``PROBE_MIN_STEPS`` steps the mean reduction per step ρ = (r_s/r_1)^(1/(s−1)) of the
-    preconditioned residual predicts 1 + log(tol)/log ρ steps; above ``PROBE_MAX_STEPS`` the
-    probe stops and returns ``None`` (the caller uses classical AMG).  ``maxiter`` counts GMRES
-    steps (scipy's ``callback_type="legacy"``), not restart cycles.
+    After `PROBE_MIN_STEPS` steps the mean reduction per step ρ = (r_s/r_1)^(1/(s−1)) of the
+    preconditioned residual predicts 1 + log(tol)/log ρ steps; above `PROBE_MAX_STEPS` the
+    probe stops and returns `None` (the caller uses classical AMG).  `maxiter` counts GMRES
+    steps (scipy's `callback_type="legacy"`), not restart cycles.
 
     Parameters
     ----------
-    G : sparse (m, m);  rhs : ndarray (m,);  cycles : AirCycles of G
-    tol : float — GMRES relative tolerance;  maxiter : int — total steps;  restart : int
-    count : callable, optional — called with each step's residual (the caller's step counter).
+    G : sparse (m, m)
+    rhs : ndarray (m,)
+    cycles : AirCycles of G
+    tol : float
+        GMRES relative tolerance
+    maxiter : int
+        Total steps
+    restart : int
+    count : callable, optional
+        Called with each step's residual (the caller's step counter).
 
     Returns
     -------

@@ -16,11 +16,11 @@ The elimination runs on a strided (n, n) view of the band array — A[i, j] = B[
 at flat offset i·(w − 1) + j + b — so each step is one dense rank-1 update of a b × b window, and
 from bandwidth 32 on the steps are delayed over panels of 32 states with one matrix product for
 the trailing window (BLAS-3, as blocked dense GTH); a readable loop of explicit band offsets
-(``reference=True``) is kept beside them and the test compares the three.
+(`reference=True`) is kept beside them and the test compares the three.
 
 The elimination is trusted only while every stored entry stays well inside
 the normal float range (the same sufficient test as the dense path, see
-:func:`sp_ode.markov._gth.elimination_is_exact_range`); otherwise the result
+`sp_ode.markov._gth.elimination_is_exact_range`); otherwise the result
 is reported as unreliable (the caller escalates) instead of silently losing
 underflowed terms.  Back substitution carries exact binary exponents, so
 entries far below 1e-308 keep their relative accuracy.
@@ -87,11 +87,11 @@ def _eliminate_band(B: np.ndarray, b: int) -> None:
     """GTH eliminations in place on the band array, through a strided (n, n) view of it.
 
     A[i, j] = B[i, j − i + b] sits at flat offset i·(w − 1) + j + b (w = 2b + 1), so
-    ``as_strided`` with strides ((w − 1)·8, 8) presents B as the matrix A itself.  The view
+    `as_strided` with strides ((w − 1)·8, 8) presents B as the matrix A itself.  The view
     is exact on the band |i − j| ≤ b, and every slice used below stays inside it: eliminating
     k touches rows and columns k+1 … k+b only.  Each step is then three vector operations
     and one dense rank-1 update of a b × b window — the same nonnegative terms, in the same
-    order, as :func:`_eliminate_band_reference`, at a fraction of its indexing cost.  The
+    order, as `_eliminate_band_reference`, at a fraction of its indexing cost.  The
     diagonal receives the returns i → … → i; it is never read (pivots are off-diagonal sums).
     """
     n, w = B.shape
@@ -107,9 +107,9 @@ def _eliminate_band(B: np.ndarray, b: int) -> None:
 
 
 def _eliminate_band_blocked(B: np.ndarray, b: int, block: int = _PANEL) -> None:
-    """The eliminations of :func:`_eliminate_band` delayed over panels of `block` states (BLAS-3).
+    """The eliminations of `_eliminate_band` delayed over panels of `block` states (BLAS-3).
 
-    As in dense blocked GTH (:func:`sp_ode.markov._gth.gth_blocked`), state k's row and
+    As in dense blocked GTH (`sp_ode.markov._gth.gth_blocked`), state k's row and
     column are brought up to date with the panel's earlier rank-1 terms just before k is
     eliminated, and the trailing window (rows and columns k1 … k1 + b − 1 after a panel
     ending at k1, inside the band) receives the panel's terms as one matrix product.  The
@@ -159,15 +159,17 @@ def banded_gth(Q, perm: np.ndarray, b: int, *, log: bool = False, reference: boo
 
     Parameters
     ----------
-    Q : scipy.sparse (n, n), a validated irreducible generator
-    perm, b : from :func:`band_plan`
+    Q
+        Scipy.sparse (n, n), a validated irreducible generator
+    perm, b : from `band_plan`
     reference : bool
-        Eliminate with the readable loop (:func:`_eliminate_band_reference`) instead of the strided one.
+        Eliminate with the readable loop (`_eliminate_band_reference`) instead of the strided one.
 
     Returns
     -------
     p : ndarray (n,) in the original state order
-    info : dict — ``bandwidth``, ``reliable`` (False when an entry left the
+    info : dict
+        `bandwidth`, `reliable` (False when an entry left the
         range in which no update term can underflow; the answer then carries no
         componentwise promise and the caller must not accept it).
     """

@@ -4,34 +4,34 @@ Gaussian elimination on Q in which every pivot s_k = Σ_{j>k} A[k, j] is recompu
 as a sum of (nonnegative) off-diagonal rates instead of read from the diagonal.
 Every update adds nonnegative products to nonnegative entries, so no
 cancellation happens and each p_i has a small componentwise relative error
-(O'Cinneide 1993: first order c·n³·u, see :data:`GTH_BOUND_CONSTANT`), even for
+(O'Cinneide 1993: first order c·n³·u, see `GTH_BOUND_CONSTANT`), even for
 nearly completely decomposable chains — *as long as nothing underflows*.
 
 Implementations of the same arithmetic:
 
-- :func:`gth_reference` — the textbook loop (readable; QuantEcon's ``gth_solve``);
-- :func:`gth_blocked` — the same eliminations delayed over panels of ``block``
+- `gth_reference` — the textbook loop (readable; QuantEcon's `gth_solve`);
+- `gth_blocked` — the same eliminations delayed over panels of `block`
   states so the trailing update is one matrix product (BLAS-3), as in blocked
   right-looking LU; each entry receives exactly the same nonnegative terms;
-- :func:`gth_batched` — the textbook loop vectorised over a stack of small
+- `gth_batched` — the textbook loop vectorised over a stack of small
   generators (…, n, n);
-- :func:`gth_scaled` — the textbook loop with per-row power-of-two exponents,
+- `gth_scaled` — the textbook loop with per-row power-of-two exponents,
   for chains whose elimination would underflow (docs/theory.md §7.2, "Scaling").
 
 **The whole float range.**  Two things can underflow.  (1) Back substitution:
 x_k = Σ_{i>k} x_i C_ik multiplies ratios along the chain, so x spans the range of
 p_st, which may pass 1e-308 (a valley between two modes).  Every back
-substitution here carries x as (mantissa, exponent) pairs (:func:`_back_substitute`):
+substitution here carries x as (mantissa, exponent) pairs (`_back_substitute`):
 exact exponents, one rounding per product and nonnegative sums, so entries far
-below 1e-308 keep full relative accuracy and ``log=True`` returns log p_st for
+below 1e-308 keep full relative accuracy and `log=True` returns log p_st for
 them.  (2) Elimination: the update terms C_ik · R_kj.  GTH is invariant under
 scaling a row of the remaining matrix by c > 0 (the jump probabilities
 R_kj / s_k are ratios within a row; the back-substituted variable becomes
-x_i = p_i · c_i), so :func:`gth_scaled` keeps every active row normalised to a
+x_i = p_i · c_i), so `gth_scaled` keeps every active row normalised to a
 maximum in [1, 2) with exact powers of two and tracks the exponents.  The fast
-paths are checked after the fact (:func:`elimination_is_exact_range`): if any
+paths are checked after the fact (`elimination_is_exact_range`): if any
 stored entry or update product could have left the normal range, the caller
-reruns :func:`gth_scaled`.  A product that underflows even there (a jump
+reruns `gth_scaled`.  A product that underflows even there (a jump
 probability product below 2⁻¹⁰²² of its row's maximum) onto an entry that is
 itself below 2⁻⁹⁶⁹ is counted and reported — it voids the componentwise promise
 (next to a larger entry it would be below half an ulp, and is harmless).
@@ -61,7 +61,7 @@ def gth_componentwise_bound(n: int) -> float:
 
 
 def _back_substitute(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(m, e) of x (see :func:`_back_substitute_exponents`); plain floats when x stays well inside the range."""
+    """(m, e) of x (see `_back_substitute_exponents`); plain floats when x stays well inside the range."""
     n = A.shape[0]
     x = np.zeros(n)
     x[n - 1] = 1.0
@@ -76,7 +76,7 @@ def _back_substitute_exponents(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """x_{n−1} = 1, x_k = Σ_{i>k} x_i · A[i, k], as mantissas m ∈ [1/2, 1) and integer exponents e (x = m·2^e).
 
     A[k+1:, k] holds the scaled column C_ik ≥ 0.  Each term x_i C_ik is formed as
-    (m_i C_ik)·2^{e_i}, renormalised by ``frexp`` and summed relative to the
+    (m_i C_ik)·2^{e_i}, renormalised by `frexp` and summed relative to the
     largest exponent, so nothing overflows and nothing above 2⁻¹⁰⁷⁴ of the
     largest term is lost.
     """
@@ -181,7 +181,7 @@ def gth_blocked(Q: np.ndarray, block: int = 128) -> np.ndarray:
     up to date with the panel's earlier rank-1 terms (C[:, :j] R[:j, :]) just
     before k is eliminated; the trailing block then receives Σ c_k r_kᵀ at once.
     Diagonal entries are never read (pivots come from off-diagonal sums), so
-    the GEMM may overwrite them freely.  No range check (see :func:`gth_solve`).
+    the GEMM may overwrite them freely.  No range check (see `gth_solve`).
     """
     return normalise_exponents(*_back_substitute(_eliminate_blocked(Q, block)))
 
@@ -265,14 +265,16 @@ def gth_solve(Q: np.ndarray, *, log: bool = False, block: int = 128,
     """GTH over the whole float range for one (n, n) or a stack (..., n, n) of irreducible generators.
 
     Runs the fast elimination (blocked, or batch-vectorised for n ≤ `batch_max_n`),
-    checks it with :func:`elimination_is_exact_range`, and reruns
-    :func:`gth_scaled` for every matrix that fails the check.
+    checks it with `elimination_is_exact_range`, and reruns
+    `gth_scaled` for every matrix that fails the check.
 
     Returns
     -------
-    p : ndarray (..., n) — p_st, or log p_st when `log`
-    info : dict — ``scaled`` (how many matrices needed the scaled rerun),
-        ``underflow_terms`` (update products lost even there; 0 means the
+    p : ndarray (..., n)
+        P_st, or log p_st when `log`
+    info : dict
+        `scaled` (how many matrices needed the scaled rerun),
+        `underflow_terms` (update products lost even there; 0 means the
         componentwise bound of docs/theory.md §7.2 applies to every entry).
     """
     shape = Q.shape
@@ -307,7 +309,7 @@ def gth_solve(Q: np.ndarray, *, log: bool = False, block: int = 128,
 def _fast_batched(Q: np.ndarray, A: np.ndarray, out: np.ndarray, *, log: bool) -> np.ndarray:
     """Finish the stack where the quick sufficient range test passes; return which ones were done.
 
-    The test is the first stage of :func:`elimination_is_exact_range` (all positive rates and
+    The test is the first stage of `elimination_is_exact_range` (all positive rates and
     stored entries ≥ 2⁻⁴⁸⁰, row sums ≤ 2⁶⁰, nothing ≥ 2⁹⁶⁰), and back substitution in plain
     floats must keep every x_k in (2⁻⁹⁰⁰, 2⁹⁰⁰); the rest go through the per-matrix path.
     """

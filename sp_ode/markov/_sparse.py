@@ -1,7 +1,7 @@
 """Stationary distributions of large sparse generators: AMG-preconditioned GMRES.
 
 Solves Qᵀp = 0, 1ᵀp = 1, p ≥ 0 (docs/theory.md §2) for a validated, irreducible
-``scipy.sparse`` generator Q, in four stages:
+`scipy.sparse` generator Q, in four stages:
 
 1. **Locate the mass.**  A = −Qᵀ is a singular M-matrix whose null space is
    span{p}.  A few V-cycles of classical (Ruge–Stüben) algebraic multigrid,
@@ -13,16 +13,16 @@ Solves Qᵀp = 0, 1ᵀp = 1, p ≥ 0 (docs/theory.md §2) for a validated, irred
 2. **Solve the pinned system.**  Deleting row and column k of A leaves
    A_k, a *nonsingular* M-matrix (T1: irreducibility); with p_k = 1 the other
    entries solve A_k x = b, b = (Q[k, j])_{j≠k} ≥ 0.  A_k is solved with
-   GMRES (``scipy.sparse.linalg.gmres``, restarted), started from stage 1 and
+   GMRES (`scipy.sparse.linalg.gmres`, restarted), started from stage 1 and
    preconditioned by one of two multigrid cycles:
 
-   a. **AIR, probed first** (:mod:`sp_ode.markov._air`).  One AIR hierarchy
-      (``pyamg.air_solver``) of the hitting-time matrix G = A_kᵀ = −Q_k serves
+   a. **AIR, probed first** (`sp_ode.markov._air`).  One AIR hierarchy
+      (`pyamg.air_solver`) of the hitting-time matrix G = A_kᵀ = −Q_k serves
       both solves: its V-cycle preconditions G y = 1 of stage 4, which is
       solved *first* as a probe, and its exact adjoint preconditions A_k.  The
       probe is abandoned as soon as its observed rate predicts more than 80
       steps.
-   b. **Classical AMG** (``pyamg.ruge_stuben_solver`` on A_k, and a second
+   b. **Classical AMG** (`pyamg.ruge_stuben_solver` on A_k, and a second
       hierarchy on G for stage 4) when the probe was abandoned, and from
       AIR's iterate if its adjoint cycle does not converge on A_k.
 
@@ -40,7 +40,7 @@ Solves Qᵀp = 0, 1ᵀp = 1, p ≥ 0 (docs/theory.md §2) for a validated, irred
    terms, so the result is ≥ 0 in floating point too, and the sweep smooths
    away the residual the clipping introduced.  Finally p = (x with x_k = 1)/Σ.
    The residual ‖Qᵀp‖∞ of the returned p is measured and reported.
-4. **The bound** (docs/theory.md §7.1, :mod:`sp_ode.markov.bounds`).  A small
+4. **The bound** (docs/theory.md §7.1, `sp_ode.markov.bounds`).  A small
    residual proves nothing on a nearly decoupled chain, so the answer carries
    ‖p̂ − p_st‖₁ ≤ 2·max_i E_i[τ_k]·‖Qᵀp̂‖₁: one more preconditioned GMRES
    solve, of G y = 1 with G = A_kᵀ (the mean hitting times of the pinned state
@@ -49,20 +49,20 @@ Solves Qᵀp = 0, 1ᵀp = 1, p ≥ 0 (docs/theory.md §2) for a validated, irred
    continues once with the pinned-system tolerance tightened by the missing factor.
 
 Failure is a status, never a traceback or a silent answer: a pyamg exception
-(e.g. its coarse-grid ``pinv`` on a badly scaled chain: "array must not contain
-infs or NaNs"), a breakdown or a non-finite iterate all return ``bound = inf``
-and a ``failure`` message, and the caller escalates (dense GTH) or raises.
+(e.g. its coarse-grid `pinv` on a badly scaled chain: "array must not contain
+infs or NaNs"), a breakdown or a non-finite iterate all return `bound = inf`
+and a `failure` message, and the caller escalates (dense GTH) or raises.
 pyamg's C++ core prints diagnostics ("Outer denominator was zero…") straight to
 file descriptor 1; the whole solve runs with fd 1 redirected to /dev/null so
-that machine-readable output (``sp-ode stationary --json``) stays parseable.
+that machine-readable output (`sp-ode stationary --json`) stays parseable.
 
 Why these two (pyamg): setup is cheap and memory linear in n for both.  Classical
-AMG alone, on the toggle-switch CME of :mod:`sp_ode.markov.cme`, needs GMRES
+AMG alone, on the toggle-switch CME of `sp_ode.markov.cme`, needs GMRES
 steps growing only slowly with the grid (16, 28, 38, 55 steps at 10⁴, 10⁵,
-3.6·10⁵, 10⁶ states; ``docs/bench/stationary.md`` §3–4), but on the cascade CME
+3.6·10⁵, 10⁶ states; `docs/bench/stationary.md` §3–4), but on the cascade CME
 its steps grow like n^0.45 and the 10⁷-state solve did not converge in 400 steps
 (docs/bench/network.md §3); AIR fixes the latter and costs about the same on
-the former.  Measured alternatives: ``scipy.sparse.linalg.spilu`` + GMRES needed 140
+the former.  Measured alternatives: `scipy.sparse.linalg.spilu` + GMRES needed 140
 steps (40× slower) already at 4·10⁴ states; nonsymmetric smoothed aggregation
 had a 50× slower setup; AIR built on A_k itself (not on G) needed 50 steps at 10⁶
 states against 42 for the adjoint of G's cycle, and degree-2 AIR 4× the setup;
@@ -71,7 +71,7 @@ smoothing each cost more CPU at 10⁶ states; BiCGStab stagnated at 3·10⁻¹¹
 A sparse direct solve (SuperLU) of the same pinned system is as fast up to
 ~4·10⁵ states but its fill-in grows like n^1.5 (see the benchmark).
 pyamg is single-threaded; the BLAS-1 vector operations of GMRES are pinned
-to one thread as well (``threadpoolctl``): on vectors of ≤ 10⁶ entries threads
+to one thread as well (`threadpoolctl`): on vectors of ≤ 10⁶ entries threads
 gain nothing, and OpenBLAS threads contending for a shared 2-core machine made
 the solve 10–30× slower (measured: 0.17 s vs 6.7 s for 20 GMRES steps at
 4·10⁴ states).  So the solver uses one core.
@@ -193,19 +193,19 @@ def sparse_stationary(Q, *, tol: float | None = None, maxiter: int | None = None
                       bound_tol: float | None = None) -> tuple[np.ndarray, dict]:
     """Stationary distribution of a large sparse irreducible generator (module docstring).
 
-    The caller has validated Q (``sp_ode.check_generator``) and checked that it
+    The caller has validated Q (`sp_ode.check_generator`) and checked that it
     is irreducible; nothing is re-checked here.
 
     Parameters
     ----------
     Q : scipy.sparse matrix or array, shape (n, n)
-        Generator: ``Q[i, j] ≥ 0`` the rate i → j, rows summing to zero, irreducible.
+        Generator: `Q[i, j] ≥ 0` the rate i → j, rows summing to zero, irreducible.
     tol : float, optional
         GMRES stopping rule on the pinned system, ‖b − A_k x‖₂ ≤ tol·‖b‖₂
         (default 1e-13; from 10⁶ states on, when AIR was kept and `bound_tol` is
         given, the default is derived from `bound_tol` instead: the loosest
         tolerance expected to give a bound ≤ bound_tol/8, between 1e-13 and 1e-9,
-        reported as ``info["pinned_tol"]``).
+        reported as `info["pinned_tol"]`).
     maxiter : int, optional
         Cap on GMRES iterations (default 400), for each of the two solves.
     bound_tol : float, optional
@@ -217,17 +217,17 @@ def sparse_stationary(Q, *, tol: float | None = None, maxiter: int | None = None
     p : ndarray, shape (n,), float64
         p ≥ 0 (never negative), Σp = 1.
     info : dict
-        ``residual`` ‖Qᵀp‖∞; ``relative_residual`` = residual / max|Q|;
-        ``iterations`` (GMRES steps); ``converged`` (GMRES met `tol`);
-        ``attempts`` (2 when the pinned state was moved to the mode and re-solved);
-        ``method``; ``pinned_state`` k; ``amg_levels``; ``negatives_clipped``
+        `residual` ‖Qᵀp‖∞; `relative_residual` = residual / max|Q|;
+        `iterations` (GMRES steps); `converged` (GMRES met `tol`);
+        `attempts` (2 when the pinned state was moved to the mode and re-solved);
+        `method`; `pinned_state` k; `amg_levels`; `negatives_clipped`
         (entries of the Krylov iterate < 0 that were set to 0) and
-        ``most_negative`` (the smallest such value, 0.0 if none, in units of the
+        `most_negative` (the smallest such value, 0.0 if none, in units of the
         pinned probability: the iterate is x = p / p_k);
-        ``residual_before_sweep`` (‖Qᵀp‖∞ of the unclipped Krylov iterate);
-        ``bound`` (on ‖p − p_st‖₁, inf when not certified), ``hitting_time``,
-        ``bound_kind``; ``failure`` (a message) when the solve failed (p is then NaN);
-        ``seconds`` (setup, solve, bound).
+        `residual_before_sweep` (‖Qᵀp‖∞ of the unclipped Krylov iterate);
+        `bound` (on ‖p − p_st‖₁, inf when not certified), `hitting_time`,
+        `bound_kind`; `failure` (a message) when the solve failed (p is then NaN);
+        `seconds` (setup, solve, bound).
     """
     t0 = time.perf_counter()
     limits = threadpool_limits(limits=1, user_api="blas") if threadpool_limits else contextlib.nullcontext()
@@ -264,10 +264,10 @@ def _gmres(M, b, x0, precond, *, tol, maxiter, count, longest=_RESTART):
 
 
 def _air_probe(G, Ak, *, maxiter, count):
-    """Stage 2a: AIR on the hitting-time system (:mod:`sp_ode.markov._air`).
+    """Stage 2a: AIR on the hitting-time system (`sp_ode.markov._air`).
 
     Returns (cycles, y, record): the AIR cycles and the hitting times when AIR converged at
-    a rate worth keeping, else (None, None, record); ``record`` says what was tried.
+    a rate worth keeping, else (None, None, record); `record` says what was tried.
     """
     import pyamg
 
@@ -452,24 +452,26 @@ def _sparse_stationary(Q, *, tol, maxiter, bound_tol):
 
 
 def pinned_direct_stationary(Q, pin: int | None = None) -> np.ndarray:
-    """Readable direct reference: sparse LU (``scipy.sparse.linalg.spsolve``) of the pinned system.
+    """Readable direct reference: sparse LU (`scipy.sparse.linalg.spsolve`) of the pinned system.
 
     Pins state k = `pin` (p_k = 1), solves A_k x = b as in stage 2 of
-    :func:`sparse_stationary` but by SuperLU, and normalises.  Pin a state of
-    large probability (e.g. ``info["pinned_state"]`` of :func:`sparse_stationary`):
+    `sparse_stationary` but by SuperLU, and normalises.  Pin a state of
+    large probability (e.g. `info["pinned_state"]` of `sparse_stationary`):
     x = p / p_k overflows when p_k is tiny.  This is the
     baseline of the sparse-scale benchmark; its memory grows with the LU fill-in
     (about n^1.5 on a 2-D grid).
 
     Parameters
     ----------
-    Q : scipy.sparse matrix, shape (n, n), a validated irreducible generator.
+    Q
+        Scipy.sparse matrix, shape (n, n), a validated irreducible generator.
     pin : int, optional
         The pinned state k (default n − 1).
 
     Returns
     -------
-    p : ndarray, shape (n,), float64, Σp = 1 (rounding-level negatives possible, not clipped).
+    p : ndarray
+        Shape (n,), float64, Σp = 1 (rounding-level negatives possible, not clipped).
     """
     Q = sp.csr_matrix(Q, dtype=np.float64)
     n = Q.shape[0]

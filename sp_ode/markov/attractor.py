@@ -1,6 +1,6 @@
 """p_st as the attractor of the frozen fast flow dp/dτ = Qᵀp, by the uniformised chain — no linear solve (docs/theory.md §7.3).
 
-With Λ = ``MARGIN``·max_i (exit rate of i) (strictly above it, so every P_ii ≥ 1/9 > 0 and
+With Λ = `MARGIN`·max_i (exit rate of i) (strictly above it, so every P_ii ≥ 1/9 > 0 and
 the chain is aperiodic) the uniformised chain P = I + Q/Λ (`sp_ode.uniformize`: its
 diagonal is formed from the off-diagonal rates, never by a subtraction) is stochastic,
 irreducible and has p_st as its unique stationary law.  Laws started at several points are
@@ -23,7 +23,7 @@ advanced together for 2, 4, 8, … uniformised steps (τ = steps/Λ):
   (m the most nonzeros in a row of P; P is an ℓ1 contraction).
 
 Either way the search stops when the spread (and the change) are ≤ `tol`, or stagnate at
-rounding level below ``RADIUS_MAX`` (three doublings without halving the spread).  A
+rounding level below `RADIUS_MAX` (three doublings without halving the spread).  A
 reducible chain, whose starts never agree, is never converged.  Used by the identity checks
 of `sp_ode.verification` as the method independent of every linear solve.
 """
@@ -53,15 +53,29 @@ class Attractor:
 
     Attributes
     ----------
-    p : ndarray (..., n) — the bracket's midpoint (all vertices), or the image of the uniform start.
-    radius : ndarray (...) or float — |p_st − p| ≤ radius entrywise when `certified`; an indicator otherwise.
-    certified : bool — the starts were all n vertices (the bracket), not a few.
-    lower, upper : ndarray (..., n) — min and max over the starts' laws of each entry.
-    uniform : ndarray (..., n) — the image of the uniform start.
-    spread : ndarray (...) or float — max_k (upper_k − lower_k);  change : the largest move over the last
+    p : ndarray (..., n)
+        The bracket's midpoint (all vertices), or the image of the uniform start.
+    radius : ndarray (...) or float
+        The bound |p_st − p| ≤ radius, entrywise, when `certified`; an indicator otherwise.
+    certified : bool
+        The starts were all n vertices (the bracket), not a few.
+    lower, upper : ndarray (..., n)
+        Min and max over the starts' laws of each entry.
+    uniform : ndarray (..., n)
+        The image of the uniform start.
+    spread : ndarray (...) or float
+        Max_k (upper_k − lower_k)
+    change
+        The largest move over the last
         doubling (few starts; 0 for the bracket, whose spread already bounds it).
-    steps : ndarray (...) int or int — uniformised steps taken;  tau : fast time reached, steps/Λ.
-    converged : ndarray (...) bool or bool;  starts : int — number of starting laws.
+    steps : ndarray (...) int or int
+        Uniformised steps taken
+    tau
+        Fast time reached, steps/Λ.
+    converged : ndarray (...) bool or bool
+        Number of starting laws.
+    starts : int
+        Number of starting laws.
     """
 
     p: np.ndarray
@@ -96,7 +110,7 @@ def attractor_distribution(Q, starts=None, *, tol: float = 1e-13, max_steps: int
     tol : float
         Stop when the spread (and the change over the last doubling) are ≤ `tol`.
     max_steps : int, optional
-        Budget of uniformised steps of the few-starts search (default ``MAX_STEPS``).
+        Budget of uniformised steps of the few-starts search (default `MAX_STEPS`).
 
     Returns
     -------

@@ -22,9 +22,9 @@ Two kinds of bound, one per kind of method:
   rounded diagonal) are added, and |1ᵀq − 1| is added for the normalisation.
   The bound is rigorous up to the rounding in those few extra sums.
 * **A-priori, componentwise (§7.2)** — for GTH, |p̂_i − p_i| ≤ c·n³·u·p_i
-  (:func:`sp_ode.markov._gth.gth_componentwise_bound`), hence also in ℓ1.
+  (`sp_ode.markov._gth.gth_componentwise_bound`), hence also in ℓ1.
 
-:class:`ConvergenceError` is raised by :func:`sp_ode.stationary_distribution`
+[`ConvergenceError`][sp_ode.markov.bounds.ConvergenceError] is raised by [`sp_ode.stationary_distribution`][sp_ode.markov.stationary.stationary_distribution]
 when no method reaches the requested tolerance.
 """
 from __future__ import annotations
@@ -43,7 +43,7 @@ _U_LD = float(np.finfo(np.longdouble).eps) / 2
 
 
 class ConvergenceError(RuntimeError):
-    """No method reached the requested accuracy; ``bound``, ``tol`` and ``info`` say how far it got."""
+    """No method reached the requested accuracy; `bound`, `tol` and `info` say how far it got."""
 
     def __init__(self, message: str, *, bound: float = math.inf, tol: float = math.nan, info: dict | None = None):
         super().__init__(message)
@@ -67,7 +67,7 @@ def _terms_per_column(Q) -> int:
 def residual_l1_bound(Q, q: np.ndarray) -> float:
     """An upper bound on ‖Qᵀq‖₁ for the exact Q (float off-diagonal rates, exact diagonal −Σ_j Q_ij) and q ≥ 0.
 
-    Sparse Q: evaluated in extended precision (``np.longdouble``, unit roundoff
+    Sparse Q: evaluated in extended precision (`np.longdouble`, unit roundoff
     u_ld = 2⁻⁶⁴ on x86-64; equal to u where the platform has no extended type):
     with R the off-diagonal rates, r = Rᵀq − (R1)∘q, and both nonnegative sums
     carry the rounding γ_m(u_ld) of m-term sums of products — so the floor of the
@@ -138,7 +138,7 @@ def posterior_bound(Q, q: np.ndarray, k: int, y_hat: np.ndarray) -> tuple[float,
 
 
 # ---------------------------------------------------------------------------------------------
-# Componentwise certificate of a sparse answer (docs/theory.md §7.8)
+# Componentwise certificate of a sparse answer (docs/theory.md §7.9)
 
 #: Entries of a normwise answer at or above this multiple of its ℓ1 bound are within relative 1e-3:
 #: they seed the refinement; the states below are re-estimated from them (stage A).
@@ -223,7 +223,7 @@ def _ratios(ti, tj, w, lx, n):
 
 def componentwise_refinement(Q, p: np.ndarray, k: int, normwise_bound: float, *,
                              budget_seconds: float | None = None) -> tuple[np.ndarray, np.ndarray, dict]:
-    """Refine a normwise answer in log space and certify every entry (docs/theory.md §7.8).
+    """Refine a normwise answer in log space and certify every entry (docs/theory.md §7.9).
 
     With the pinned state k (x = p/p_k, x_k = 1) and x̂ = exp(lx) > 0, the relative error
     ν = x/x̂ − 1 solves *exactly*
@@ -235,7 +235,7 @@ def componentwise_refinement(Q, p: np.ndarray, k: int, normwise_bound: float, *,
     once neighbouring ratios x̂_j/x̂_i are roughly right — whatever the size of x̂ — so a
     normwise-accurate solve of it is componentwise accurate in x.
 
-    A. Entries of `p` below ``RELIABLE_FACTOR``·`normwise_bound` carry no relative accuracy:
+    A. Entries of `p` below `RELIABLE_FACTOR`·`normwise_bound` carry no relative accuracy:
        they are re-estimated from the others — by a max-plus (Bellman–Ford) pass in log space,
        and by detailed balance across two-way edges (exact for reversible chains).
     B. Exact relative corrections lx ← lx + log(1 + ν̂), ν̂ from GMRES on S (AIR on S, else
@@ -249,23 +249,28 @@ def componentwise_refinement(Q, p: np.ndarray, k: int, normwise_bound: float, *,
 
     Parameters
     ----------
-    Q : scipy.sparse (n, n), validated irreducible generator
-    p : ndarray (n,) — the normwise answer (its ℓ1 bound `normwise_bound`)
-    k : int — the pinned state (a state of large probability)
+    Q
+        Scipy.sparse (n, n), validated irreducible generator
+    p : ndarray (n,)
+        The normwise answer (its ℓ1 bound `normwise_bound`)
+    k : int
+        The pinned state (a state of large probability)
     budget_seconds : float, optional
-        Abandon the refinement (``failure`` says so) once it has run this long.
+        Abandon the refinement (`failure` says so) once it has run this long.
 
     pyamg's C++ core prints setup breakdowns to file descriptor 1: callers that need a clean
-    stdout run this under ``sp_ode.markov._sparse.quiet_stdout`` (as ``stationary_distribution`` does).
+    stdout run this under `sp_ode.markov._sparse.quiet_stdout` (as `stationary_distribution` does).
 
     Returns
     -------
-    p, logp : ndarray (n,) — the refined answer and its logarithm (entries below 1e-308 live in logp)
-    info : dict — ``componentwise_bound`` (max relative error bound over all entries; inf when
-        not certified), ``certified`` (bool), ``failure`` (why not), ``delta``, ``phi_max``,
-        ``relative_residual`` (max|ε| after B), ``history`` (max|ε| per correction, seeds in turn),
-        ``seed`` (the stage-A estimate used), ``newton_steps``, ``gmres_steps``, ``reestimated``
-        (states of stage A), ``seconds``.
+    p, logp : ndarray (n,)
+        The refined answer and its logarithm (entries below 1e-308 live in logp)
+    info : dict
+        `componentwise_bound` (max relative error bound over all entries; inf when
+        not certified), `certified` (bool), `failure` (why not), `delta`, `phi_max`,
+        `relative_residual` (max|ε| after B), `history` (max|ε| per correction, seeds in turn),
+        `seed` (the stage-A estimate used), `newton_steps`, `gmres_steps`, `reestimated`
+        (states of stage A), `seconds`.
     """
     import time
 
@@ -410,11 +415,11 @@ def componentwise_refinement(Q, p: np.ndarray, k: int, normwise_bound: float, *,
 
 
 def componentwise_certificate(Q, logp: np.ndarray, k: int) -> dict:
-    """Stage C of :func:`componentwise_refinement` alone: certify a given positive vector entrywise (§7.8).
+    """Stage C of `componentwise_refinement` alone: certify a given positive vector entrywise (§7.9).
 
     `logp` (n,) is log of a candidate p_st (any normalisation; entries must be finite); `k` the
-    pinned state.  Returns ``componentwise_bound`` (max_i |p̂_i − p_i| / p̂_i; inf when not
-    certified), ``certified``, ``failure``, ``delta``, ``phi_max``.  A wrong candidate gets a bound
+    pinned state.  Returns `componentwise_bound` (max_i |p̂_i − p_i| / p̂_i; inf when not
+    certified), `certified`, `failure`, `delta`, `phi_max`.  A wrong candidate gets a bound
     that covers its error, or none: this is the check of the refinement, usable on any answer.
     """
     import scipy.sparse.linalg as spla
@@ -480,7 +485,7 @@ def _normalised_log(lx: np.ndarray) -> np.ndarray:
 
 
 def _certify(S, eps, rho, dmax, phi, lx, keep, m) -> dict:
-    """δ, the bracket x̂∘(1 ± δφ̂) and the relative bound on p, every quantity with its rounding (§7.8)."""
+    """δ, the bracket x̂∘(1 ± δφ̂) and the relative bound on p, every quantity with its rounding (§7.9)."""
     u = UNIT_ROUNDOFF
     if not np.all(np.isfinite(phi)):
         return {"failure": "the hitting-jump solve S φ = 1 did not return a finite φ"}

@@ -9,14 +9,14 @@ Two species X and Y with copy numbers (x, y) ∈ {0, …, N−1}² react by
 
 — the genetic toggle switch of Gardner, Cantor & Collins (Nature 403, 2000) in its
 stochastic (CME) form, the standard two-species test problem of finite state
-projection (Munsky & Khammash, J. Chem. Phys. 124, 2006).  With ``repression=None``
+projection (Munsky & Khammash, J. Chem. Phys. 124, 2006).  With `repression=None`
 production is constant (α₁, α₂): two independent birth–death species whose
 stationary law on the box is exactly a product of two Poisson(α_s/δ_s) laws
 truncated to {0, …, N−1} (detailed balance holds on the box because births are
 simply blocked at x = N−1 or y = N−1).
 
-The generator follows docs/theory.md §2: state (x, y) has index ``x * N + y``;
-``Q[i, j] ≥ 0`` is the rate i → j and rows sum to zero, so the CME is dp/dt = Qᵀp
+The generator follows docs/theory.md §2: state (x, y) has index `x * N + y`;
+`Q[i, j] ≥ 0` is the rate i → j and rows sum to zero, so the CME is dp/dt = Qᵀp
 and its stationary distribution solves Qᵀp = 0, 1ᵀp = 1.  Reactions that would
 leave the box are dropped (a reflecting truncation, so Q stays a generator).
 """
@@ -37,7 +37,7 @@ _BYTES_PER_STATE = 400
 
 
 def estimated_bytes(N: int) -> int:
-    """Estimated peak memory (bytes) of :func:`cme_two_species` on the N×N grid: 400·N²."""
+    """Estimated peak memory (bytes) of [`cme_two_species`][sp_ode.markov.cme.cme_two_species] on the N×N grid: 400·N²."""
     return _BYTES_PER_STATE * int(N) ** 2
 
 
@@ -64,22 +64,22 @@ def cme_two_species(
     N : int
         Copy numbers 0 … N−1 per species; n = N² states (N ≥ 2).
     production : float or (float, float), optional
-        α₁, α₂ > 0.  Default ``N / 2`` for both, which (with ``degradation=1``)
+        α₁, α₂ > 0.  Default `N / 2` for both, which (with `degradation=1`)
         centres the mass in the box at any N and leaves the box edges ≥ 2 means away.
     degradation : float or (float, float)
         δ₁, δ₂ > 0 (per molecule).
     repression : (K, h) or None
-        Hill constant K > 0 and coefficient h ≥ 0 of mutual repression; ``None``
+        Hill constant K > 0 and coefficient h ≥ 0 of mutual repression; `None`
         (default) means constant production (independent species, closed form above).
     max_bytes : int, optional
-        Refuse to build when :func:`estimated_bytes` exceeds this (default: the memory
-        budget of :func:`sp_ode.core.memory.check_memory`), instead of allocating until the
+        Refuse to build when `estimated_bytes` exceeds this (default: the memory
+        budget of `sp_ode.core.memory.check_memory`), instead of allocating until the
         process is killed.
 
     Returns
     -------
     Q : scipy.sparse.csr_array, shape (N², N²), float64
-        ``Q[i, j]`` the rate from state i = x·N + y to state j; rows sum to zero
+        `Q[i, j]` the rate from state i = x·N + y to state j; rows sum to zero
         (diagonal = −Σ off-diagonal, so to rounding); at most 5 entries per row.
 
     Raises

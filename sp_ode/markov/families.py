@@ -5,8 +5,8 @@ rows summing to zero) that is irreducible and smooth on the domain D.  These
 are the reference problems for the manifold identity φ(y) = p_st(y) (T1), the
 fast–slow catalogue (`sp_ode.systems`) and the φ_θ fits (`neural.phi`).
 
-Every ``Q`` here is written once in the array namespace of its argument: a
-NumPy ``y`` gives a NumPy matrix, a JAX ``y`` (or tracer) gives a JAX matrix, so
+Every `Q` here is written once in the array namespace of its argument: a
+NumPy `y` gives a NumPy matrix, a JAX `y` (or tracer) gives a JAX matrix, so
 the same family is `jit`/`vmap`/`grad`-compatible without importing JAX here.
 """
 from __future__ import annotations
@@ -42,12 +42,18 @@ class GeneratorFamily:
 
     Attributes
     ----------
-    name : catalogue name.
-    n : number of states (the fast dimension m = n).
-    d : dimension of y.
-    rates : callable y (d,) -> Q (n, n), in the namespace of `y`.
-    lower, upper : the box domain D = [lower, upper] ⊂ ℝᵈ, each shape (d,).
-    description : one line for tables and reports.
+    name
+        Catalogue name.
+    n
+        Number of states (the fast dimension m = n).
+    d
+        Dimension of y.
+    rates
+        Callable y (d,) -> Q (n, n), in the namespace of `y`.
+    lower, upper
+        The box domain D = [lower, upper] ⊂ ℝᵈ, each shape (d,).
+    description
+        One line for tables and reports.
     """
 
     name: str
@@ -170,5 +176,5 @@ DEFAULT_FAMILY = "cycle3"
 
 
 def get_family(name: str = DEFAULT_FAMILY) -> GeneratorFamily:
-    """The built-in family called `name` (see ``FAMILIES``)."""
+    """The built-in family called `name` (see `FAMILIES`)."""
     return FAMILIES.lookup(name)

@@ -1,18 +1,18 @@
 """Markov generators Q (docs/theory.md §2): validation, builders, structure.
 
-Convention: ``Q[i, j] ≥ 0`` is the rate i → j (i ≠ j) and every row sums to
+Convention: `Q[i, j] ≥ 0` is the rate i → j (i ≠ j) and every row sums to
 zero, so the master equation reads dp/dt = Qᵀp and 1ᵀp is conserved.
 
 Contents
 --------
-- :func:`check_generator` — the boundary validator (dense or ``scipy.sparse``).
-- Builders: :func:`from_rates`, :func:`birth_death`, :func:`uniformize`,
-  :func:`from_transition_matrix` (Q ↔ P = I + Q/λ).
-- Structure: :func:`communicating_classes`, :func:`closed_classes`,
-  :func:`is_irreducible`, :class:`NotIrreducibleError`.
+- [`check_generator`][sp_ode.markov.generator.check_generator] — the boundary validator (dense or `scipy.sparse`).
+- Builders: [`from_rates`][sp_ode.markov.generator.from_rates], [`birth_death`][sp_ode.markov.generator.birth_death], [`uniformize`][sp_ode.markov.generator.uniformize],
+  [`from_transition_matrix`][sp_ode.markov.generator.from_transition_matrix] (Q ↔ P = I + Q/λ).
+- Structure: [`communicating_classes`][sp_ode.markov.generator.communicating_classes], [`closed_classes`][sp_ode.markov.generator.closed_classes],
+  [`is_irreducible`][sp_ode.markov.generator.is_irreducible], [`NotIrreducibleError`][sp_ode.markov.generator.NotIrreducibleError].
 
 The spectrum and the group inverse, which need p_st, live in
-:mod:`sp_ode.markov.spectral`.
+`sp_ode.markov.spectral`.
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ class NotIrreducibleError(ValueError):
     ----------
     closed_classes : list of ndarray
         The closed (recurrent) classes; each carries its own stationary
-        distribution (see :func:`sp_ode.stationary_distributions`).
+        distribution (see [`sp_ode.stationary_distributions`][sp_ode.markov.stationary.stationary_distributions]).
     """
 
     def __init__(self, message: str, closed_classes: list[np.ndarray]):
@@ -135,8 +135,8 @@ def _check_sparse(Q, name: str) -> sp.csr_array:
 def check_generator(Q, name: str = "Q", *, batch: bool = False):
     """Validate a generator and return it as float64.
 
-    Rules, each with its own message: an array or ``scipy.sparse`` matrix;
-    real numeric dtype; 2-D (or ``(..., n, n)`` with ``batch=True``); square;
+    Rules, each with its own message: an array or `scipy.sparse` matrix;
+    real numeric dtype; 2-D (or `(..., n, n)` with `batch=True`); square;
     n ≥ 1; finite; off-diagonal rates ≥ 0; every row sums to zero within
     64·n·eps·Σ_j|Q_ij| (a row-stochastic P is recognised and named).
 
@@ -175,7 +175,7 @@ def _index(name: str, value, n: int | None) -> int:
 
 
 def from_rates(rates: Mapping | Iterable, n: int | None = None, *, sparse: bool = False):
-    """Build Q from rates ``{(i, j): r}`` or an edge list ``[(i, j, r), ...]``.
+    """Build Q from rates `{(i, j): r}` or an edge list `[(i, j, r), ...]`.
 
     Repeated edges add.  The diagonal is set to minus the row sums.
 
@@ -218,7 +218,7 @@ def from_rates(rates: Mapping | Iterable, n: int | None = None, *, sparse: bool 
 def birth_death(birth, death, *, sparse: bool = False):
     """Birth–death generator on states 0 … n−1.
 
-    ``birth[k]`` = λ_k is the rate k → k+1 (k = 0 … n−2) and ``death[k]`` =
+    `birth[k]` = λ_k is the rate k → k+1 (k = 0 … n−2) and `death[k]` =
     μ_{k+1} the rate k+1 → k.  Stationary law (docs/theory.md §6, detailed balance):
     p_k ∝ Π_{i<k} λ_i / μ_{i+1}.
 
@@ -252,8 +252,10 @@ def uniformize(Q, lam: float | None = None, *, margin: float = 1.0):
     Parameters
     ----------
     Q : array_like (n, n) or (..., n, n), or scipy.sparse (n, n)
-    lam : float, optional — λ (a single generator only).
-    margin : float ≥ 1 — the default λ is margin·max exit rate (1 when every rate is 0).
+    lam : float, optional
+        Λ (a single generator only).
+    margin : float ≥ 1
+        The default λ is margin·max exit rate (1 when every rate is 0).
 
     Returns
     -------
@@ -367,7 +369,7 @@ def is_irreducible(Q) -> bool:
 
 
 def require_irreducible(Q, name: str = "Q") -> None:
-    """Raise :class:`NotIrreducibleError` naming the closed classes unless Q (already checked) is irreducible."""
+    """Raise [`NotIrreducibleError`][sp_ode.markov.generator.NotIrreducibleError] naming the closed classes unless Q (already checked) is irreducible."""
     if not _irreducible_unchecked(Q):
         classes = closed_classes(Q)
         n_comm = len(communicating_classes(Q))

@@ -1,7 +1,7 @@
 """Multigrid preconditioners for pinned generator systems (docs/theory.md §7.1).
 
-The public face of :mod:`sp_ode.markov._air` for callers outside this package (the
-warm-started solves of :mod:`sp_ode.markov.warm_start`): the pinned system
+The public face of `sp_ode.markov._air` for callers outside this package (the
+warm-started solves of `sp_ode.markov.warm_start`): the pinned system
 A_k x = b of a generator, A_k = (−Qᵀ) without row and column k, is preconditioned
 by the exact adjoint of an AIR V-cycle built on G = A_kᵀ = −Q_k (the generator's
 own orientation, for which AIR is designed).
@@ -16,7 +16,7 @@ __all__ = ["air_adjoint_preconditioner"]
 
 
 def air_adjoint_preconditioner(Ak):
-    """The adjoint AIR cycle Bᵀ ≈ A_k⁻¹, or ``None`` where the AIR setup breaks down.
+    """The adjoint AIR cycle Bᵀ ≈ A_k⁻¹, or `None` where the AIR setup breaks down.
 
     Parameters
     ----------
@@ -26,13 +26,13 @@ def air_adjoint_preconditioner(Ak):
     Returns
     -------
     scipy.sparse.linalg.LinearOperator or None
-        ``None`` when pyamg's setup raises or the cycle returns non-finite values
+        `None` when pyamg's setup raises or the cycle returns non-finite values
         (the caller then uses another preconditioner).
 
     Raises
     ------
     TypeError, ValueError
-        `Ak` is not a square ``scipy.sparse`` matrix.
+        `Ak` is not a square `scipy.sparse` matrix.
     """
     import pyamg
     import scipy.sparse as sp

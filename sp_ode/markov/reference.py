@@ -1,23 +1,23 @@
 """Hard reference chains with exact stationary distributions, for tests and benchmarks.
 
 Two families where floating-point solvers of Qᵀp = 0, 1ᵀp = 1 lose accuracy
-(docs/theory.md §6), each returned with its exact p as ``fractions.Fraction``:
+(docs/theory.md §6), each returned with its exact p as `fractions.Fraction`:
 
-* :func:`ncd_chain` — a nearly completely decomposable chain: strongly connected
+* `ncd_chain` — a nearly completely decomposable chain: strongly connected
   blocks coupled by rates of size δ.  The diagonal −(Σ rates) absorbs δ into O(1)
   numbers, so LU/SVD on Qᵀ lose about log10(1/δ) digits; GTH (subtraction-free)
   does not.
-* :func:`birth_death_tail` — a birth–death chain whose p_k decays geometrically to
+* `birth_death_tail` — a birth–death chain whose p_k decays geometrically to
   ~1e-200: normwise-accurate solvers return the tail with no correct digits.
 
 Exactness convention.  A generator is defined by its off-diagonal rates.  The
 exact reference is the stationary distribution of the chain whose rates are the
-float64 off-diagonal entries of the returned Q *exactly* (``Fraction(float)`` is
+float64 off-diagonal entries of the returned Q *exactly* (`Fraction(float)` is
 exact), with diagonal −Σ_j Q_ij computed in rational arithmetic.  The float
 diagonal of the returned Q is that sum rounded once; a solver that uses it
 inherits the rounding, which is part of what the accuracy benchmark measures.
 
-Exact answers come from :func:`exact_stationary`: Gaussian elimination over the
+Exact answers come from `exact_stationary`: Gaussian elimination over the
 rationals on the system Qᵀp = 0 with one equation replaced by 1ᵀp = 1 — an
 independent method (it shares nothing with GTH).
 """
@@ -43,7 +43,7 @@ def exact_stationary(Q) -> list[Fraction]:
     Parameters
     ----------
     Q : array_like, shape (n, n)
-        Generator (rate i→j at ``Q[i, j]``), n ≤ ~40 (cost is O(n³) big-rational ops).
+        Generator (rate i→j at `Q[i, j]`), n ≤ ~40 (cost is O(n³) big-rational ops).
 
     Returns
     -------
@@ -89,7 +89,7 @@ def exact_stationary(Q) -> list[Fraction]:
 def ncd_chain(delta: float, *, n_blocks: int = 3, block_size: int = 4) -> tuple[np.ndarray, list[Fraction]]:
     """A nearly completely decomposable generator coupled by δ, with its exact p.
 
-    States are ``n_blocks`` blocks of ``block_size``.  Inside a block every pair is
+    States are `n_blocks` blocks of `block_size`.  Inside a block every pair is
     joined by an O(1) rate (1 + ((3i + 5j) mod 7))/4 ∈ [0.25, 1.75] (binary fractions,
     exact in float).  Block b's last state jumps to block b+1's first state at rate
     δ·(1 + b), and back at rate 2δ (cyclically), so the chain is irreducible and,
@@ -138,7 +138,7 @@ def ncd_chain(delta: float, *, n_blocks: int = 3, block_size: int = 4) -> tuple[
 def birth_death_tail(n: int = 26, *, birth: float = 1.0, death: float = 1e8) -> tuple[np.ndarray, list[Fraction]]:
     """A birth–death chain with a geometric tail, and its exact p (closed form).
 
-    Rates k → k+1 = ``birth``, k → k−1 = ``death``.  Detailed balance (docs/theory.md §6) gives
+    Rates k → k+1 = `birth`, k → k−1 = `death`.  Detailed balance (docs/theory.md §6) gives
     p_k ∝ (birth/death)^k exactly, computed here in Fractions of the float rates.  The
     defaults reach p_{n−1} ≈ 1e-200.
 
@@ -195,7 +195,7 @@ def kmr_chain(N: int, eps: float) -> tuple[list[float], list[float]]:
     """(up, down) rates of the KMR-type birth–death chain of N + 1 states with mutation rate ε (a deep valley).
 
     From QuantEcon's KMR test matrices, as a continuous-time birth–death chain; exact p_st by
-    :func:`exact_birth_death`.
+    `exact_birth_death`.
     """
     up = [eps / 2] + [(N - n) / N * (eps / 2 + (1 - eps) * (n / (N - 1) > 1 / 3)) for n in range(1, N)]
     down = [n / N * (eps / 2 + (1 - eps) * ((n - 1) / (N - 1) < 1 / 3)) for n in range(1, N)] + [eps / 2]

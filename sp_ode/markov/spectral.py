@@ -1,10 +1,10 @@
 """Spectrum of a generator and the group inverse (docs/theory.md §3.2–3.3, §7.4).
 
-- :func:`spectral_gap` γ = −max{Re λ : λ eigenvalue of Q, λ ≠ 0} (T2);
-- :func:`group_inverse` A^# = (A − p1ᵀ)⁻¹ + p1ᵀ of A = Qᵀ and
-  :func:`group_inverse_apply` (T3, T4).
+- [`spectral_gap`][sp_ode.markov.spectral.spectral_gap] γ = −max{Re λ : λ eigenvalue of Q, λ ≠ 0} (T2);
+- [`group_inverse`][sp_ode.markov.spectral.group_inverse] A^# = (A − p1ᵀ)⁻¹ + p1ᵀ of A = Qᵀ and
+  [`group_inverse_apply`][sp_ode.markov.spectral.group_inverse_apply] (T3, T4).
 
-Both need p_st, so this module sits above :mod:`sp_ode.markov.stationary`.
+Both need p_st, so this module sits above `sp_ode.markov.stationary`.
 """
 from __future__ import annotations
 
@@ -71,30 +71,30 @@ def spectral_gap(Q, *, return_info: bool = False):
     """γ = −max{Re λ : λ eigenvalue of Q, λ ≠ 0} (docs/theory.md §3.2 (T2), §7.4); never negative.
 
     The zero eigenvalue is removed once (the one of smallest modulus).
-    Reversible chains are symmetrised first (``_symmetrised_if_reversible``):
+    Reversible chains are symmetrised first (`_symmetrised_if_reversible`):
     the computed γ̂ is then within τ = c·n·u·‖S‖₁ of γ (Weyl, c = 10).  Dense
     eigenvalues for n ≤ 2000; beyond, shift-invert Lanczos/Arnoldi near 0,
     which finds γ when the slowest mode is also the one nearest the origin.
 
     **Below resolution.**  When γ̂ ≤ τ, float64 cannot tell γ from 0 for this
     Q (e.g. a metastable chain whose true γ is 1e-69): the function returns
-    0.0, a lower bound (γ ≥ 0 always, §7.4), and with ``return_info`` says so
-    (``resolved`` False, ``upper_bound`` γ̂⁺ + τ).  For a non-reversible Q the
+    0.0, a lower bound (γ ≥ 0 always, §7.4), and with `return_info` says so
+    (`resolved` False, `upper_bound` γ̂⁺ + τ).  For a non-reversible Q the
     same τ is reported, but a general eigensolver's error on a highly
     non-normal Q can exceed it (the eigenvalues are only as good as the
     pseudospectrum allows).
 
     Parameters
     ----------
-    Q : (n, n) generator, dense or ``scipy.sparse``
+    Q : (n, n) generator, dense or `scipy.sparse`
     return_info : bool
-        Also return a dict: ``computed`` γ̂, ``resolution`` τ, ``resolved``,
-        ``lower_bound``, ``upper_bound``, ``symmetrised``, ``eigensolver``.
+        Also return a dict: `computed` γ̂, `resolution` τ, `resolved`,
+        `lower_bound`, `upper_bound`, `symmetrised`, `eigensolver`.
 
     Returns
     -------
     gamma : float ≥ 0 (inf for n = 1: no non-zero eigenvalue)
-    info : dict, only with ``return_info``
+    info : dict, only with `return_info`
     """
     Q = check_generator(Q)
     n = Q.shape[0]

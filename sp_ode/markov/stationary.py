@@ -1,42 +1,42 @@
 """Stationary distributions p_st of Markov generators (docs/theory.md §2–3, T1, §7).
 
 p_st solves Qᵀp = 0, 1ᵀp = 1, p ≥ 0; it is unique and strictly positive when Q
-is irreducible (T1).  :func:`stationary_distribution` validates Q once and
+is irreducible (T1).  [`stationary_distribution`][sp_ode.markov.stationary.stationary_distribution] validates Q once and
 dispatches to a registry of methods, **each answer carrying an error bound**
 (docs/theory.md §7):
 
 ========  ==================================================================
-``gth``   Grassmann–Taksar–Heyman elimination (blocked, BLAS-3) over the whole
-          float range (``sp_ode.markov._gth``): subtraction-free; a-priori
-          componentwise bound |p̂_i − p_i| ≤ c·n³·u·p_i (§7.2).  ``log=True``
+`gth`   Grassmann–Taksar–Heyman elimination (blocked, BLAS-3) over the whole
+          float range (`sp_ode.markov._gth`): subtraction-free; a-priori
+          componentwise bound |p̂_i − p_i| ≤ c·n³·u·p_i (§7.2).  `log=True`
           returns log p_st, also for entries below 1e-308.  Default for dense Q.
-``solve`` LU solve of the bordered system (Qᵀ with one redundant equation
+`solve` LU solve of the bordered system (Qᵀ with one redundant equation
           replaced by 1ᵀp = 1); normwise accurate only.
-``sparse``AMG-preconditioned GMRES for large sparse Q (``sp_ode.markov._sparse``), its answer
-          then refined in log space and certified entrywise where it can be (§7.8).
-``jax``   :func:`stationary_jax`, a pure-JAX bordered solve: ``jit``/``vmap``/
-          ``grad``-compatible (the bound is computed afterwards in NumPy).
-``banded``GTH in band storage after a reverse Cuthill–McKee permutation
-          (``sp_ode.markov._banded_gth``): the componentwise accuracy of GTH for
+`sparse`AMG-preconditioned GMRES for large sparse Q (`sp_ode.markov._sparse`), its answer
+          then refined in log space and certified entrywise where it can be (§7.9).
+`jax`   [`stationary_jax`][sp_ode.markov.stationary.stationary_jax], a pure-JAX bordered solve: `jit`/`vmap`/
+          `grad`-compatible (the bound is computed afterwards in NumPy).
+`banded`GTH in band storage after a reverse Cuthill–McKee permutation
+          (`sp_ode.markov._banded_gth`): the componentwise accuracy of GTH for
           large sparse chains of small bandwidth (chains, grids), O(n·b²).
 ========  ==================================================================
 
-**The default for ``scipy.sparse`` input** (§7.8) is banded or dense GTH whenever it fits in memory
-and :func:`predicted_seconds` puts it within :data:`GTH_COST_FACTOR` × the sparse solve, else the
-sparse solve; ``info["selection"]`` gives the predictions and the rule.  Every answer says which
-kind of bound it carries: entrywise (``componentwise_bound``: GTH's a-priori bound, or the
-certificate of a refined sparse answer) or only normwise — then ``uncertified_below`` is the level
+**The default for `scipy.sparse` input** (§7.9) is banded or dense GTH whenever it fits in memory
+and `predicted_seconds` puts it within `GTH_COST_FACTOR` × the sparse solve, else the
+sparse solve; `info["selection"]` gives the predictions and the rule.  Every answer says which
+kind of bound it carries: entrywise (`componentwise_bound`: GTH's a-priori bound, or the
+certificate of a refined sparse answer) or only normwise — then `uncertified_below` is the level
 below which its entries are not certified at all.
 
-``solve``, ``sparse`` and ``jax`` carry the a-posteriori bound
-‖q − p_st‖₁ ≤ 2·max_i E_i[τ_k]·‖Qᵀq‖₁ of :mod:`sp_ode.markov.bounds` (§7.1,
+`solve`, `sparse` and `jax` carry the a-posteriori bound
+‖q − p_st‖₁ ≤ 2·max_i E_i[τ_k]·‖Qᵀq‖₁ of `sp_ode.markov.bounds` (§7.1,
 hitting times of a pinned state k, certified by one extra solve that reuses the
-factorisation).  When a bound exceeds `tol` the call escalates — ``solve`` and
-``jax`` to ``gth``; ``sparse`` to dense ``gth`` when n ≤ :data:`DENSE_GTH_MAX` —
-and raises :class:`~sp_ode.markov.bounds.ConvergenceError` when nothing meets
-`tol`.  Nothing is ever returned with a bound above `tol`, except by ``gth``
-and ``banded`` under the default `tol` (they are the most accurate methods there
-are; their bound is reported).  Stacks ``(..., n, n)`` of dense generators give ``(..., n)``.
+factorisation).  When a bound exceeds `tol` the call escalates — `solve` and
+`jax` to `gth`; `sparse` to dense `gth` when n ≤ `DENSE_GTH_MAX` —
+and raises [`ConvergenceError`][sp_ode.markov.bounds.ConvergenceError] when nothing meets
+`tol`.  Nothing is ever returned with a bound above `tol`, except by `gth`
+and `banded` under the default `tol` (they are the most accurate methods there
+are; their bound is reported).  Stacks `(..., n, n)` of dense generators give `(..., n)`.
 """
 from __future__ import annotations
 
@@ -67,9 +67,9 @@ BANDED_GTH_MAX_BYTES = 2e9
 # Below this size a stack is solved by the batch-vectorised loop; above, one blocked solve per matrix.
 _BATCH_VECTORISE_MAX_N = 64
 #: The default route on a sparse Q takes banded or dense GTH when it is predicted to cost at most this
-#: many times the sparse solve (docs/theory.md §7.8).
+#: many times the sparse solve (docs/theory.md §7.9).
 GTH_COST_FACTOR = 2.0
-#: Largest n for which the default sparse route attempts the componentwise certificate (§7.8) …
+#: Largest n for which the default sparse route attempts the componentwise certificate (§7.9) …
 COMPONENTWISE_AUTO_MAX_N = 10**6
 #: … within this many times the sparse solve's own time (it is abandoned, and the answer labelled
 #: normwise, when it would take longer).
@@ -226,9 +226,9 @@ def _sparse(Q, *, tol: float, maxiter: int | None, **_) -> tuple[np.ndarray, dic
 def predicted_seconds(Q, plan=None) -> dict:
     """Predicted seconds of banded GTH, dense GTH and the sparse solve on a sparse Q (the default route's model).
 
-    Returns a dict with ``banded``, ``gth``, ``sparse`` (seconds; ``None`` for a method that would
-    not fit in memory — banded above :data:`BANDED_GTH_MAX_BYTES` or the memory budget, dense above
-    :data:`DENSE_GTH_MAX` or the budget), ``bandwidth``, ``nnz`` and the ``plan`` of banded GTH.
+    Returns a dict with `banded`, `gth`, `sparse` (seconds; `None` for a method that would
+    not fit in memory — banded above `BANDED_GTH_MAX_BYTES` or the memory budget, dense above
+    `DENSE_GTH_MAX` or the budget), `bandwidth`, `nnz` and the `plan` of banded GTH.
     """
     Q = sp.csr_array(Q)
     n, nnz = Q.shape[0], int(Q.nnz)
@@ -280,7 +280,7 @@ def _fmt_s(t) -> str:
 
 
 def _certify_componentwise(Q, p, info: dict, *, required: bool, seconds: float) -> tuple[np.ndarray, dict]:
-    """Refine a sparse answer in log space and certify every entry (§7.8); label it normwise when that fails."""
+    """Refine a sparse answer in log space and certify every entry (§7.9); label it normwise when that fails."""
     budget = None if required else max(COMPONENTWISE_BUDGET_FACTOR * seconds, COMPONENTWISE_MIN_BUDGET)
     with quiet_stdout():
         q, logq, ref = componentwise_refinement(Q, p, int(info["pinned_state"]), float(info["bound"]),
@@ -292,9 +292,9 @@ def _certify_componentwise(Q, p, info: dict, *, required: bool, seconds: float) 
         # ℓ1: Σ|p̂ − p| ≤ κ; and the triangle inequality through the unrefined answer and its bound
         l1 = min(kappa, float(info["bound"]) + float(np.abs(q - p).sum()) * (1 + 4 * 2.0**-53))
         info.update(bound=l1, componentwise_bound=kappa, uncertified_below=None,
-                    bound_kind="a-posteriori componentwise (§7.8): x̂∘(1 ∓ δφ̂) bracket the pinned solution; "
+                    bound_kind="a-posteriori componentwise (§7.9): x̂∘(1 ∓ δφ̂) bracket the pinned solution; "
                                "ℓ1 bound from it")
-        info["algorithm"] += "; log-space relative refinement + componentwise certificate (§7.8)"
+        info["algorithm"] += "; log-space relative refinement + componentwise certificate (§7.9)"
         return q, info
     return p, _label_normwise(info, ref["failure"])
 
@@ -322,12 +322,12 @@ def _require_irreducible_stack(Q: np.ndarray) -> None:
 
 
 def stationary_jax(Q):
-    """p_st by a bordered solve in JAX: ``jit``-, ``vmap``- and ``grad``-compatible.
+    """p_st by a bordered solve in JAX: `jit`-, `vmap`- and `grad`-compatible.
 
     Solves [Qᵀ with last row → 1ᵀ] p = e_n.  Derivatives follow from the
-    implicit function theorem through ``jnp.linalg.solve``, giving
+    implicit function theorem through `jnp.linalg.solve`, giving
     Dp_st = −(A − p1ᵀ)⁻¹(∂A)p (T3).  No validation (it runs under tracing):
-    validate with :func:`sp_ode.check_generator` first.
+    validate with [`sp_ode.check_generator`][sp_ode.markov.generator.check_generator] first.
 
     Parameters
     ----------
@@ -415,60 +415,62 @@ def stationary_distribution(Q, method: str | None = None, *, tol: float | None =
     Q : array_like (n, n) or (..., n, n), or scipy.sparse (n, n)
         Generator(s): Q[i, j] ≥ 0 the rate i → j, rows summing to zero.
     method : {"gth", "solve", "sparse", "jax", "banded"}, optional
-        Default "gth" for dense input.  For ``scipy.sparse`` input the default route
+        Default "gth" for dense input.  For `scipy.sparse` input the default route
         picks banded or dense GTH (componentwise exact, §7.2) when it fits in memory and is
-        predicted to cost at most :data:`GTH_COST_FACTOR` × the sparse solve
-        (:func:`predicted_seconds`), else "sparse"; ``info["selection"]`` says which and why.
+        predicted to cost at most `GTH_COST_FACTOR` × the sparse solve
+        (`predicted_seconds`), else "sparse"; `info["selection"]` says which and why.
     tol : float, optional
         Largest accepted error bound on ‖p − p_st‖₁ (module docstring; default
-        :data:`DEFAULT_TOL` for solve, sparse and jax; GTH's a-priori bound is
+        `DEFAULT_TOL` for solve, sparse and jax; GTH's a-priori bound is
         checked only when `tol` is given).  A method whose bound exceeds `tol`
-        escalates to a stronger one; if none meets it, :class:`ConvergenceError`.
+        escalates to a stronger one; if none meets it, [`ConvergenceError`][sp_ode.markov.bounds.ConvergenceError].
     maxiter : int, optional
-        Cap on the iterations of ``sparse`` (GMRES steps); ignored by direct methods.
+        Cap on the iterations of `sparse` (GMRES steps); ignored by direct methods.
     return_info : bool
-        Also return a dict: ``method`` (the one that produced p), ``requested_method``,
-        ``algorithm``, ``iterations``, ``residual`` ‖Qᵀp‖∞, ``bound`` (on ‖p − p_st‖₁),
-        ``bound_kind``, ``componentwise_bound`` (relative, every entry: GTH's a-priori bound, or
-        the certificate of a refined sparse answer; ``None`` when only the normwise bound holds),
-        ``uncertified_below`` (normwise answers only: entries below this level carry no
-        relative accuracy), ``hitting_time`` (the certified max_i E_i[τ_k] of the normwise bound),
-        ``negatives_clipped`` and ``most_negative`` (largest magnitude clipped),
-        ``escalations`` (one dict per rejected attempt: method, bound, reason),
-        ``tol``; ``selection`` (default route on sparse input); ``sparse`` adds its solver
-        report and ``refinement`` (the componentwise certificate's report).
+        Also return a dict: `method` (the one that produced p), `requested_method`,
+        `algorithm`, `iterations`, `residual` ‖Qᵀp‖∞, `bound` (on ‖p − p_st‖₁),
+        `bound_kind`, `componentwise_bound` (relative, every entry: GTH's a-priori bound, or
+        the certificate of a refined sparse answer; `None` when only the normwise bound holds),
+        `uncertified_below` (normwise answers only: entries below this level carry no
+        relative accuracy), `hitting_time` (the certified max_i E_i[τ_k] of the normwise bound),
+        `negatives_clipped` and `most_negative` (largest magnitude clipped),
+        `escalations` (one dict per rejected attempt: method, bound, reason),
+        `tol`; `selection` (default route on sparse input); `sparse` adds its solver
+        report and `refinement` (the componentwise certificate's report).
     log : bool
         Return log p_st instead (methods "gth" and "banded"): accurate also for entries
         far below the float range (docs/theory.md §7.2).
     componentwise : bool, optional
         For the sparse solve: refine its answer in log space and certify every entry
-        (docs/theory.md §7.8).  ``None`` (default): attempted up to
-        :data:`COMPONENTWISE_AUTO_MAX_N` states within :data:`COMPONENTWISE_BUDGET_FACTOR` × the
-        solve's time, and the answer is labelled normwise (``uncertified_below``) when it does not
-        certify; ``True``: attempted without a time budget, and an answer that does not certify
-        escalates to banded/dense GTH or raises :class:`ConvergenceError`; ``False``: not attempted.
+        (docs/theory.md §7.9).  `None` (default): attempted up to
+        `COMPONENTWISE_AUTO_MAX_N` states within `COMPONENTWISE_BUDGET_FACTOR` × the
+        solve's time, and the answer is labelled normwise (`uncertified_below`) when it does not
+        certify; `True`: attempted without a time budget, and an answer that does not certify
+        escalates to banded/dense GTH or raises [`ConvergenceError`][sp_ode.markov.bounds.ConvergenceError]; `False`: not attempted.
 
     Returns
     -------
-    p : ndarray (n,) or (..., n), float64, p ≥ 0, sum 1 (or log p when `log`).
-    info : dict, only when ``return_info``.
+    p : ndarray (n,) or (..., n)
+        Float64, p ≥ 0, sum 1 (or log p when `log`).
+    info : dict
+        Only when `return_info`.
 
     Raises
     ------
     TypeError, ValueError
-        Q is not a generator (see :func:`sp_ode.check_generator`), `method`
+        Q is not a generator (see [`sp_ode.check_generator`][sp_ode.markov.generator.check_generator]), `method`
         unknown, `tol` not finite and > 0, `maxiter` < 1, `componentwise` not a bool, or
         `log=True` with a method other than "gth" or "banded".
     NotIrreducibleError
         Q has more than one communicating class (the message names the closed
-        classes; see :func:`stationary_distributions`).
+        classes; see [`stationary_distributions`][sp_ode.markov.stationary.stationary_distributions]).
     ConvergenceError
-        No method reached `tol` (or, with ``componentwise=True``, a componentwise bound); the
+        No method reached `tol` (or, with `componentwise=True`, a componentwise bound); the
         message names the bound, `tol` and what to try (a dense or banded escalation that would
         not fit in memory is one of the attempts).
     MemoryBudgetError
         A dense method asked for on a sparse Q whose dense copy would not fit
-        (:mod:`sp_ode.core.memory`; estimated before the copy is made).
+        (`sp_ode.core.memory`; estimated before the copy is made).
     """
     import time
 
@@ -577,8 +579,10 @@ def stationary_distributions(Q) -> tuple[list[np.ndarray], np.ndarray]:
 
     Returns
     -------
-    classes : list of ndarray of int — the closed classes
-    P : ndarray (K, n) — row k is supported on ``classes[k]``
+    classes : list of ndarray of int
+        The closed classes
+    P : ndarray (K, n)
+        Row k is supported on `classes[k]`
 
     Raises
     ------

@@ -4,17 +4,17 @@ For a family Q(y) with a fixed pattern, p_st(y) is found from the pinned system
 A_k x = b (A_k = −(Qᵀ) without row/column k, b = Q[k, ·], p = (x with x_k = 1)/Σ;
 docs/theory.md §7.1), a nonsingular M-matrix by T1.  Two solvers:
 
-- ``direct``: a sparse LU (SuperLU, ``scipy.sparse.linalg.splu``) of A_k per y.
+- `direct`: a sparse LU (SuperLU, `scipy.sparse.linalg.splu`) of A_k per y.
   Exact up to rounding; the same factors also give every group-inverse solve
   A^#v needed by h₁ (below).  Best up to ~10⁵ states on 1-D/2-D CME grids.
-- ``amg``: GMRES preconditioned by a multigrid cycle: the adjoint of an AIR cycle built
-  on G = A_kᵀ, as the public sparse solver (:mod:`sp_ode.markov._air`), else a
+- `amg`: GMRES preconditioned by a multigrid cycle: the adjoint of an AIR cycle built
+  on G = A_kᵀ, as the public sparse solver (`sp_ode.markov._air`), else a
   classical-AMG hierarchy of A_k, else incomplete LU where both setups break down.
   The hierarchy built at one y is *reused* at the next ones, and GMRES starts
   from the previous solution — the warm start.  While Q(y) changes little the
   old hierarchy remains a good preconditioner and the start is already close;
-  when the GMRES steps grow past ``2·(steps at setup) + 10`` or a solve fails,
-  the hierarchy is rebuilt at the current y (``rebuilds`` counts these).
+  when the GMRES steps grow past `2·(steps at setup) + 10` or a solve fails,
+  the hierarchy is rebuilt at the current y (`rebuilds` counts these).
 
 **Group inverse without an n×n matrix** (docs/theory.md §3.3, §7.1).  For
 v ∈ 1^⊥ (1ᵀv = 0), w = A^#v with A = Qᵀ is the solution of Aw = v with 1ᵀw = 0.
@@ -24,7 +24,7 @@ w̃ = (0 at k, (Qᵀ)_kk⁻¹ v_{−k} elsewhere) solves Aw̃ = v, and w = w̃ �
 
 Every solve reports its status: relative residual of the pinned system, GMRES
 steps, whether it converged, and ‖Qᵀp‖∞ of the returned p; a solve that does not
-converge even after a rebuild raises ``RuntimeError`` naming y (never a silent
+converge even after a rebuild raises `RuntimeError` naming y (never a silent
 answer).
 """
 from __future__ import annotations
@@ -93,8 +93,8 @@ class WarmStationary:
     gen : PatternedGenerator
     solver : {"direct", "amg"}
     warm : bool
-        Reuse the AMG hierarchy and start GMRES from the previous solution (``amg``
-        only).  ``warm=False`` rebuilds the hierarchy and starts from the uniform vector
+        Reuse the AMG hierarchy and start GMRES from the previous solution (`amg`
+        only).  `warm=False` rebuilds the hierarchy and starts from the uniform vector
         at every y (the cold baseline of the benchmark).
     tol : float
         GMRES relative residual on the pinned system.
@@ -243,7 +243,7 @@ class WarmStationary:
         return p, info
 
     def group_inverse_apply(self, v: np.ndarray) -> np.ndarray:
-        """A^#v (A = Qᵀ of the last :meth:`solve`) for v (n,) or (n, m) in 1^⊥ (module docstring)."""
+        """A^#v (A = Qᵀ of the last `solve`) for v (n,) or (n, m) in 1^⊥ (module docstring)."""
         v = np.asarray(v, dtype=np.float64)
         squeeze = v.ndim == 1
         V = v[:, None] if squeeze else v

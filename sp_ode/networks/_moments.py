@@ -1,10 +1,10 @@
-"""Moments of the mass that left a finite state projection: the growth bounds of docs/theory.md §7.9.
+"""Moments of the mass that left a finite state projection: the growth bounds of docs/theory.md §7.10.
 
 The leaked mass of an FSP bounds probabilities, not moments.  With V the total count of the species
 no conservation law caps, Dynkin's formula and Grönwall bound E[V] and E[V²] of the process after it
 left the projection — when every reaction that raises V has a propensity affine in the counts
 (checked symbolically here) — by the 3×3 linear system m₁' ≤ α + βm₁, m₂' ≤ γ₀ + γ₁m₁ + γ₂m₂.
-:class:`sp_ode.networks.transient.TransientDistribution` turns them into certified intervals.
+`sp_ode.networks.transient.TransientDistribution` turns them into certified intervals.
 """
 from __future__ import annotations
 

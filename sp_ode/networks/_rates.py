@@ -1,15 +1,15 @@
-"""Parse the plain-text reaction syntax of :class:`sp_ode.networks.network.ReactionNetwork`.
+"""Parse the plain-text reaction syntax of [`sp_ode.networks.network.ReactionNetwork`][sp_ode.networks.network.ReactionNetwork].
 
-One reaction per ``;`` or line, optionally named::
+One reaction per `;` or line, optionally named:
 
     [name:] LHS -> RHS, rate      mass action: propensity = rate · Π_s C(x_s, ν_s)
     [name:] LHS => RHS, rate      rate is the whole propensity (any expression in counts)
 
-LHS and RHS are ``0`` / ``∅`` / empty, or ``2 A + B`` (also ``2A``, ``2*A``).  The
+LHS and RHS are `0` / `∅` / empty, or `2 A + B` (also `2A`, `2*A`).  The
 rate is an expression in species counts, parameters and slow variables, read by
-the grammar of :mod:`sp_ode.core.expressions` (``^`` means power; a fixed table
+the grammar of `sp_ode.core.expressions` (`^` means power; a fixed table
 of functions; nothing is evaluated, docs/theory.md §9).  Every other identifier
-becomes a plain sympy Symbol, so species named ``E``, ``S``, ``I`` or ``N`` are
+becomes a plain sympy Symbol, so species named `E`, `S`, `I` or `N` are
 never taken for sympy's constants.  The propensity conventions are those of
 docs/theory.md §7.6 (the CME on the lattice of copy numbers).
 """
@@ -29,8 +29,8 @@ _EMPTY = {"", "0", "∅", "Ø", "null", "NULL"}
 class NetworkSyntaxError(ExpressionSyntaxError):
     """A reaction string or rate that cannot be parsed; the message names the reaction and the rule broken.
 
-    ``token`` and ``position`` locate the offending token in a rate (None for the reaction
-    syntax around it); ``reaction`` names the reaction (or None).
+    `token` and `position` locate the offending token in a rate (None for the reaction
+    syntax around it); `reaction` names the reaction (or None).
     """
 
     def __init__(self, message: str, *, reaction: str | None = None, **where):
@@ -40,22 +40,22 @@ class NetworkSyntaxError(ExpressionSyntaxError):
 
 @dataclass(frozen=True)
 class Reaction:
-    """One reaction: ``reactants -> products`` with a rate.
+    """One reaction: `reactants -> products` with a rate.
 
     Attributes
     ----------
     name : str
-        Label used in error messages (``R1``, ``R2``, … unless given).
+        Label used in error messages (`R1`, `R2`, … unless given).
     reactants, products : tuple of (species, count)
         Stoichiometric coefficients (positive integers), species in order of appearance.
     rate : str
         The rate expression as written.
     mass_action : bool
-        True for ``->`` (propensity = rate · Π_s C(x_s, ν_s)), False for ``=>``
+        True for `->` (propensity = rate · Π_s C(x_s, ν_s)), False for `=>`
         (rate is the propensity).
     expression : sympy.Expr or None
         The rate already built as a sympy tree (the SBML reader builds it from MathML);
-        None: it is read from `rate` by the grammar.  ``rate`` is then for display only.
+        None: it is read from `rate` by the grammar.  `rate` is then for display only.
     """
 
     name: str
@@ -90,7 +90,7 @@ def _side(text: str, reaction: str) -> tuple[tuple[str, int], ...]:
 
 
 def parse_reactions(text: str) -> list[Reaction]:
-    """Split `text` into :class:`Reaction` objects (syntax in the module docstring).
+    """Split `text` into [`Reaction`][sp_ode.networks.network.Reaction] objects (syntax in the module docstring).
 
     Raises
     ------
@@ -134,15 +134,15 @@ def parse_reactions(text: str) -> list[Reaction]:
 
 
 def parse_rate(rate: str, where: str, *, reaction: str | None = None):
-    """The sympy expression of `rate` under the grammar of :mod:`sp_ode.core.expressions`.
+    """The sympy expression of `rate` under the grammar of `sp_ode.core.expressions`.
 
-    Every NAME not followed by ``(`` is a plain Symbol; nothing is evaluated.
+    Every NAME not followed by `(` is a plain Symbol; nothing is evaluated.
 
     Raises
     ------
     NetworkSyntaxError
         The rate is outside the grammar; the message names `where` (the reaction) and the
-        offending token, which ``token`` and ``position`` hold.
+        offending token, which `token` and `position` hold.
     """
     try:
         return parse_expression(rate, where=f"{where}: cannot parse the rate")

@@ -1,19 +1,19 @@
 """SBML MathML to sympy, node by node: kinetic laws and function definitions read as data.
 
-libsbml parses the MathML of a model into an ``ASTNode`` tree; this module walks that tree
-and builds the sympy expression with the node builders of :mod:`sp_ode.core.expressions`
+libsbml parses the MathML of a model into an `ASTNode` tree; this module walks that tree
+and builds the sympy expression with the node builders of `sp_ode.core.expressions`
 (the grammar every other input route uses, docs/theory.md §9).  No formula is ever turned
-into text and parsed back, so whatever a ``<ci>`` element holds — libsbml accepts any text
+into text and parsed back, so whatever a `<ci>` element holds — libsbml accepts any text
 there — is at most a name: one that is not an SBML identifier is refused, naming the
 reaction and the text, before anything is built.
 
-Read: numbers (``cn`` of every type), names, ``plus minus times divide power root exp ln
-log abs floor ceiling`` and the trigonometric functions, ``min``/``max``, ``piecewise`` with
-relational and logical conditions, the constants ``pi``, ``exponentiale``, ``true``,
-``false``, ``avogadro``, and calls of the model's function definitions (expanded in place:
+Read: numbers (`cn` of every type), names, `plus minus times divide power root exp ln
+log abs floor ceiling` and the trigonometric functions, `min`/`max`, `piecewise` with
+relational and logical conditions, the constants `pi`, `exponentiale`, `true`,
+`false`, `avogadro`, and calls of the model's function definitions (expanded in place:
 a definition's body may use only its own arguments, SBML L3 §4.3).  Refused by name:
-``time`` and ``delay`` (a propensity of the CME does not depend on t), ``rateOf``,
-``factorial``, ``quotient``, ``rem``, ``implies``, infinities and NaN, and anything else.
+`time` and `delay` (a propensity of the CME does not depend on t), `rateOf`,
+`factorial`, `quotient`, `rem`, `implies`, infinities and NaN, and anything else.
 """
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def _short(text: str, limit: int = 60) -> str:
 
 
 class MathReader:
-    """Converts the ``ASTNode`` trees of one SBML model, with its function definitions.
+    """Converts the `ASTNode` trees of one SBML model, with its function definitions.
 
     Parameters
     ----------

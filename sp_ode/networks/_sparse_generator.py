@@ -4,7 +4,7 @@ Along a slow trajectory only the values of Q(y) change, never its sparsity
 pattern, so the pattern — Q's CSR structure, the pinned matrix
 A_k = −(Qᵀ) without row and column k (docs/theory.md §7.1), and the maps from
 propensities to entries — is built once and every later Q(y) is one
-``np.bincount`` over precomputed slots.  Propensities are still checked at every
+`np.bincount` over precomputed slots.  Propensities are still checked at every
 y (finite, ≥ 0, never pushing a count negative), with errors naming the reaction.
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ __all__ = ["PatternedGenerator"]
 
 
 def _csr_pattern(rows: np.ndarray, cols: np.ndarray, n: int):
-    """CSR (indptr, indices) of the union of (rows, cols) and, per input entry, its slot in ``data``."""
+    """CSR (indptr, indices) of the union of (rows, cols) and, per input entry, its slot in `data`."""
     keys = rows.astype(np.int64) * n + cols
     order = np.argsort(keys, kind="stable")
     sk = keys[order]
@@ -39,13 +39,15 @@ class PatternedGenerator:
 
     Parameters
     ----------
-    network : sp_ode.networks.network.ReactionNetwork
-    space : sp_ode.networks.state_space.StateSpace
+    network
+        Sp_ode.networks.network.ReactionNetwork
+    space
+        Sp_ode.networks.state_space.StateSpace
 
     Raises
     ------
     MemoryBudgetError
-        The pattern would not fit (``network.generator_nbytes``, estimated before building it).
+        The pattern would not fit (`network.generator_nbytes`, estimated before building it).
     """
 
     def __init__(self, network, space):

@@ -1,27 +1,27 @@
 """A catalogue of reaction networks with slow variables and known answers (docs/theory.md §6, §7.6).
 
-Each entry is a :class:`NetworkModel`: the network, the projection it is meant to be
+Each entry is a [`NetworkModel`][sp_ode.networks.models.NetworkModel]: the network, the projection it is meant to be
 solved on, an ODE for each slow variable in expectations of the fast state (the
-input of :class:`sp_ode.networks.system.NetworkSystem`), a starting slow
+input of [`sp_ode.networks.system.NetworkSystem`][sp_ode.networks.system.NetworkSystem]), a starting slow
 state, and the closed form it is checked against.
 
 ================  ===================================================================
-``telegraph``     gene switching G_off ⇌ G_on (k_on·y, k_off), mRNA M made at k_m by G_on and
+`telegraph`     gene switching G_off ⇌ G_on (k_on·y, k_off), mRNA M made at k_m by G_on and
                   degraded at g_m.  Stationary mRNA law: the Poisson–beta mixture
                   P(m) = ∫₀¹ Poi(m; (k_m/g_m)u) Beta(u; k_on·y/g_m, k_off/g_m) du
                   (Peccoud & Ycart 1995; Raj et al. 2006).  Slow protein y' = k_p E[M] − g_p y.
-``birth_death``   0 → M at k·y, M → 0 at g: Poisson(k·y/g), exactly so on {0…N} too (detailed
+`birth_death`   0 → M at k·y, M → 0 at g: Poisson(k·y/g), exactly so on {0…N} too (detailed
                   balance; births blocked at N).  Slow y' = a − b·E[M]·y.
-``michaelis_menten``  E_T enzymes (few), E → C at k_f·y (binding substrate y), C → E at k_b
+`michaelis_menten`  E_T enzymes (few), E → C at k_f·y (binding substrate y), C → E at k_b
                   (unbinding) and k_cat (catalysis).  Each enzyme is an independent two-state
                   chain, so C ~ Binomial(E_T, y/(y + K_M)), K_M = (k_b + k_cat)/k_f, and the reduced
                   substrate flow y' = −k_cat E[C] = −k_cat E_T y/(K_M + y) is the stochastic QSSA
                   propensity of Rao & Arkin (2003), solved by y + K_M ln y = y0 + K_M ln y0 − k_cat E_T t.
-``toggle_switch`` A and B repress each other's production (Hill K, h); inducer y scales A's
+`toggle_switch` A and B repress each other's production (Hill K, h); inducer y scales A's
                   production.  Bistable: p_st bimodal, nearly decoupled (NCD).  At y = 1 it is
-                  the CME of :func:`sp_ode.cme_two_species` (an independent builder) and symmetric
+                  the CME of [`sp_ode.cme_two_species`][sp_ode.markov.cme.cme_two_species] (an independent builder) and symmetric
                   under A ↔ B.  Slow y' = r(1 − y) − c·y·E[A]/N.
-``cascade``       0 → A at N(0.1 + 0.2y), A → 0, A → A + B, B → 0 (all at 1) on an N×N grid:
+`cascade`       0 → A at N(0.1 + 0.2y), A → 0, A → A + B, B → 0 (all at 1) on an N×N grid:
                   monostable 2-D CME; E[A] = E[B] = N(0.1 + 0.2y) in closed form (linear
                   moment equations).  Slow y' = 1 − y − 2y·E[B]/N.  The benchmark model (n = N²).
 ================  ===================================================================
@@ -50,12 +50,12 @@ class NetworkModel:
     name : str
     network : ReactionNetwork
     space_kwargs : dict
-        Keyword arguments of ``network.state_space``.
+        Keyword arguments of `network.state_space`.
     slow : dict
-        The slow ODEs, ``{name: "rhs with E[...]"}``.
+        The slow ODEs, `{name: "rhs with E[...]"}`.
     y0 : ndarray (d,)
     closed_form : dict of str -> callable
-        Known answers, e.g. ``{"marginal M": fn(y) -> pmf}``; documented per model.
+        Known answers, e.g. `{"marginal M": fn(y) -> pmf}`; documented per model.
     """
 
     name: str
@@ -73,7 +73,7 @@ def poisson_beta_pmf(m: np.ndarray, alpha: float, beta: float, lam: float) -> np
     """P(M = m) of the telegraph model: Poisson(λu) mixed over u ~ Beta(α, β).
 
     Series form: P(m) = λᵐ/m! · (α)_m/(α+β)_m · ₁F₁(α + m; α + β + m; −λ)
-    (Raj et al. 2006).  Evaluated with ``scipy.special.hyp1f1`` in log space.
+    (Raj et al. 2006).  Evaluated with `scipy.special.hyp1f1` in log space.
     """
     from scipy.special import gammaln, hyp1f1
 

@@ -1,30 +1,30 @@
 """Reaction networks and their chemical master equation on a finite state projection.
 
-A :class:`ReactionNetwork` holds species, reactions (stoichiometry and a
+A [`ReactionNetwork`][sp_ode.networks.network.ReactionNetwork] holds species, reactions (stoichiometry and a
 propensity a_r(x, y) in the copy numbers x, parameters and slow variables y),
-parsed from a string (syntax: :mod:`sp_ode.networks._rates`)::
+parsed from a string (syntax: `sp_ode.networks._rates`):
 
     ReactionNetwork("G_off -> G_on, k_on*y; G_on -> G_off, k_off; "
                     "G_on -> G_on + M, k_m; M -> 0, g_m",
                     parameters={"k_on": 1, "k_off": 2, "k_m": 20, "g_m": 1}, slow=["y"])
 
-Mass action (``->``) is stochastic mass action, a_r = c_r · Π_s C(x_s, ν_s)
-(Gillespie's combinatorial convention); ``=>`` takes the rate as the whole
+Mass action (`->`) is stochastic mass action, a_r = c_r · Π_s C(x_s, ν_s)
+(Gillespie's combinatorial convention); `=>` takes the rate as the whole
 propensity.  Propensities are lambdified from sympy to NumPy (vectorised over
 states) and to JAX.
 
-**Finite state projection** (docs/theory.md §7.6).  :meth:`ReactionNetwork.state_space`
+**Finite state projection** (docs/theory.md §7.6).  [`ReactionNetwork.state_space`][sp_ode.networks.network.ReactionNetwork.state_space]
 keeps the states of a box (per-species bounds) and/or a total-count bound, on the
 conservation-law class of an initial state when the stoichiometry conserves
-something.  On it :meth:`~ReactionNetwork.generator` builds the *reflecting*
-generator Q(y) (``scipy.sparse``, rows summing to zero; transitions out of the
-projection dropped) and :meth:`~ReactionNetwork.truncation` reports what that
+something.  On it [`generator`][sp_ode.networks.network.ReactionNetwork.generator] builds the *reflecting*
+generator Q(y) (`scipy.sparse`, rows summing to zero; transitions out of the
+projection dropped) and [`truncation`][sp_ode.networks.network.ReactionNetwork.truncation] reports what that
 costs: the outflow rate Σ_i p_i·o_i(y), o_i the total propensity of the
 reactions leaving the projection from state i (Munsky–Khammash's indicator for a
 stationary law — an indicator, not a bound, §7.6), and, for transient use, the
 sink-based bound: the mass that leaves the projection by time T when the
 outflow is routed to an absorbing sink, which bounds ‖p(T) − p_J(T)‖₁ exactly
-(§7.6).  Bad input raises a :class:`NetworkError` subclass naming the reaction
+(§7.6).  Bad input raises a [`NetworkError`][sp_ode.networks.network.NetworkError] subclass naming the reaction
 or species.
 """
 from __future__ import annotations
@@ -51,7 +51,7 @@ _MAX_DENSE_JAX = 4096      # the JAX generator is dense: n² float64
 
 
 class NetworkError(ValueError):
-    """Invalid reaction network or projection; ``reaction`` / ``species`` name the culprit (or None)."""
+    """Invalid reaction network or projection; `reaction` / `species` name the culprit (or None)."""
 
     def __init__(self, message: str, *, reaction: str | None = None, species: str | None = None):
         super().__init__(message)
@@ -72,7 +72,7 @@ class PropensityError(NetworkError):
 
 
 class TruncationError(NetworkError):
-    """The projection leaks more mass than the requested tolerance; ``leaked`` holds the amount."""
+    """The projection leaks more mass than the requested tolerance; `leaked` holds the amount."""
 
     def __init__(self, message: str, *, leaked: float, **kw):
         super().__init__(message, **kw)
@@ -105,7 +105,7 @@ class ReactionNetwork:
 
     Parameters
     ----------
-    reactions : str or sequence of :class:`Reaction`
+    reactions : str or sequence of [`Reaction`][sp_ode.networks.network.Reaction]
         The network (string syntax in the module docstring).
     parameters : mapping str -> float, optional
         Values of the parameters named in the rates.
@@ -118,7 +118,7 @@ class ReactionNetwork:
     observables : mapping str -> sympy.Expr or str, optional
         Named quantities that are functions of the counts, not states of the chain (an SBML
         species set by an assignment rule, a boundary species' constant amount); read with
-        :meth:`observable`.
+        [`observable`][sp_ode.networks.network.ReactionNetwork.observable].
 
     Raises
     ------
@@ -299,10 +299,10 @@ class ReactionNetwork:
 
     def check_propensities(self, a: np.ndarray, space: StateSpace, y: np.ndarray,
                            negative_targets: list[np.ndarray] | None = None) -> None:
-        """Raise :class:`PropensityError` / :class:`NegativeCountError` naming the reaction and the state.
+        """Raise [`PropensityError`][sp_ode.networks.network.PropensityError] / [`NegativeCountError`][sp_ode.networks.network.NegativeCountError] naming the reaction and the state.
 
         `a` (R, n) are the propensities at the states of `space`; `negative_targets` is
-        :meth:`negative_targets` (computed when omitted).
+        [`negative_targets`][sp_ode.networks.network.ReactionNetwork.negative_targets] (computed when omitted).
         """
         bad = ~np.isfinite(a) | (a < 0)
         if bad.any():
@@ -355,7 +355,7 @@ class ReactionNetwork:
             the box would have more than 2·10⁹ states; J is empty.
         MemoryBudgetError
             The states would not fit in memory (estimated before they are allocated;
-            :func:`sp_ode.networks.state_space.enumerate_states`).
+            `sp_ode.networks.state_space.enumerate_states`).
         """
         bounds = {} if bounds is None else dict(bounds)
         for s in bounds:
@@ -418,24 +418,24 @@ class ReactionNetwork:
 
         Per state and reaction: the propensity (8), the source/target lists (16) and their
         concatenated COO copies and CSR (about 72); per state, the shifted targets (8·S) and the
-        diagonal (32).  An upper estimate, for :func:`sp_ode.core.memory.check_memory`: 432 B/state
+        diagonal (32).  An upper estimate, for `sp_ode.core.memory.check_memory`: 432 B/state
         for the 4-reaction cascade, whose measured peak at n = 10⁶ is 325 B/state (Q itself 64).
         """
         return int(space.n) * (96 * len(self.reactions) + 8 * len(self.species) + 32)
 
     def generator(self, space: StateSpace, y=None):
-        """The reflecting FSP generator Q(y) on J as ``scipy.sparse.csr_array``, validated.
+        """The reflecting FSP generator Q(y) on J as `scipy.sparse.csr_array`, validated.
 
-        ``Q[i, j]`` is the total propensity of reactions moving state i to j inside J;
+        `Q[i, j]` is the total propensity of reactions moving state i to j inside J;
         moves that leave J are dropped (docs/theory.md §7.6), so Q is a generator and
-        :meth:`truncation` reports the suppressed flux.
+        [`truncation`][sp_ode.networks.network.ReactionNetwork.truncation] reports the suppressed flux.
 
         Raises
         ------
         PropensityError, NegativeCountError
             Named reaction and state.
         MemoryBudgetError
-            The estimate of :meth:`generator_nbytes` exceeds the memory budget.
+            The estimate of [`generator_nbytes`][sp_ode.networks.network.ReactionNetwork.generator_nbytes] exceeds the memory budget.
         """
 
         check_memory(self.generator_nbytes(space), what=f"the generator of {self.name!r} on {space.n} states")
@@ -475,12 +475,12 @@ class ReactionNetwork:
         Parameters
         ----------
         p : array (n,)
-            A distribution on J (e.g. the stationary law of :meth:`generator`).
+            A distribution on J (e.g. the stationary law of [`generator`][sp_ode.networks.network.ReactionNetwork.generator]).
         horizon : float, optional
             T for the sink-based bound: the mass that leaves J by time T starting
-            from p with outflow routed to an absorbing sink (``expm_multiply``).
+            from p with outflow routed to an absorbing sink (`expm_multiply`).
         tol : float, optional
-            Raise :class:`TruncationError` when the leaked mass (or, without
+            Raise [`TruncationError`][sp_ode.networks.network.TruncationError] when the leaked mass (or, without
             `horizon`, the outflow rate over one unit of time) exceeds it.
 
         Raises
@@ -528,9 +528,9 @@ class ReactionNetwork:
         return self.species[int(np.argmax(flux))]
 
     def generator_jax(self, space: StateSpace):
-        """Q(y) as a dense JAX function of y (n ≤ 4096): ``Q_of_y(y) -> (n, n)`` float64.
+        """Q(y) as a dense JAX function of y (n ≤ 4096): `Q_of_y(y) -> (n, n)` float64.
 
-        For :class:`sp_ode.MasterEquationSystem` on small projections; differentiable in y.
+        For [`sp_ode.MasterEquationSystem`][sp_ode.systems.system.MasterEquationSystem] on small projections; differentiable in y.
         """
         if space.n > _MAX_DENSE_JAX:
             raise ValueError(f"the dense JAX generator needs n ≤ {_MAX_DENSE_JAX}; J has n = {space.n} — use the "

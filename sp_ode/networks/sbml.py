@@ -1,41 +1,41 @@
-"""Reaction networks from SBML (python-libsbml) and Antimony (the ``antimony`` package).
+"""Reaction networks from SBML (python-libsbml) and Antimony (the `antimony` package).
 
-Optional: ``pip install sp-ode[sbml]``.  The importer reads species, global and
+Optional: `pip install sp-ode[sbml]`.  The importer reads species, global and
 kinetic-law-local parameters, compartments (as parameters holding their size), function
-definitions and reactions, and builds a :class:`~sp_ode.networks.network.ReactionNetwork`
+definitions and reactions, and builds a [`ReactionNetwork`][sp_ode.networks.network.ReactionNetwork]
 for the chemical master equation on a finite state projection (docs/theory.md §7.6).
 
 **Files are parsed, never evaluated.**  Each kinetic law is built as a sympy tree directly
-from libsbml's MathML tree (:mod:`sp_ode.networks._sbml_math`), never through a formula
-string; a ``<ci>`` that is not an SBML identifier, or any element outside the supported
-set, is refused with :class:`~sp_ode.networks.network.NetworkSyntaxError` naming the
+from libsbml's MathML tree (`sp_ode.networks._sbml_math`), never through a formula
+string; a `<ci>` that is not an SBML identifier, or any element outside the supported
+set, is refused with [`NetworkSyntaxError`][sp_ode.networks.network.NetworkSyntaxError] naming the
 reaction, before anything is built (docs/theory.md §9).
 
 **Scoping (SBML L3 §4.11.5).**  A local parameter is visible only in its own reaction's law
 and shadows a global of the same id there.  In the network it is the parameter
-``"<reaction>.<id>"`` (the SBML test suite's notation, and no SBML id contains a dot), so
+`"<reaction>.<id>"` (the SBML test suite's notation, and no SBML id contains a dot), so
 two reactions with the same local id, or a local shadowing a global, keep their own values;
 `parameters=` overrides take the same names.
 
-**Semantics** (docs/theory.md §7.10).  Each kinetic law is the reaction's extent per unit time,
-taken as its *propensity* in molecule counts (the ``=>`` form of the string syntax), the
-convention of stochastic simulators.  Where a species has ``hasOnlySubstanceUnits="false"`` its
+**Semantics** (docs/theory.md §7.11).  Each kinetic law is the reaction's extent per unit time,
+taken as its *propensity* in molecule counts (the `=>` form of the string syntax), the
+convention of stochastic simulators.  Where a species has `hasOnlySubstanceUnits="false"` its
 symbol in a formula is a *concentration*: it is replaced by count / V, V the size of its
-compartment (the compartment stays a parameter holding its size), so a law ``k*X`` in a
+compartment (the compartment stays a parameter holding its size), so a law `k*X` in a
 compartment of size 2 has propensity k·X/2 — the propensity scaling of BioModels-style files.
 **Assignment rules** x = f(…) are substituted into every law (and into each other, in
 dependency order); a species set by a rule is no state of the chain but an *observable*
-(``network.observables``, its amount as an expression in the counts).  A boundary-condition
+(`network.observables`, its amount as an expression in the counts).  A boundary-condition
 species keeps its initial amount: it is a constant of the laws (a parameter holding its amount,
 or concentration where so declared) and an observable, and the reactions do not change it.
-Parameters listed in ``slow`` become slow variables y.
+Parameters listed in `slow` become slow variables y.
 
 **Refused, each by name:** events, rate and algebraic rules, assignment rules to a
 stoichiometry or to a species a reaction changes, constraints, initial assignments, constant
 species that a reaction changes (without boundary condition), conversion factors, fast
-reactions, ``stoichiometryMath``, non-integer stoichiometry, a model without reactions,
+reactions, `stoichiometryMath`, non-integer stoichiometry, a model without reactions,
 reactions without a kinetic law, rules that depend on each other in a cycle, MathML the CME
-cannot use (``time``, ``delay``, ``rateOf``; the list in :mod:`sp_ode.networks._sbml_math`), and
+cannot use (`time`, `delay`, `rateOf`; the list in `sp_ode.networks._sbml_math`), and
 any SBML error the reader reports.  Nothing is silently dropped.
 """
 from __future__ import annotations
@@ -50,7 +50,7 @@ __all__ = ["from_sbml", "from_antimony", "SBMLFeatureError"]
 
 
 class SBMLFeatureError(NetworkError):
-    """The SBML model uses a feature the CME builder cannot honour; ``features`` names each one."""
+    """The SBML model uses a feature the CME builder cannot honour; `features` names each one."""
 
     def __init__(self, message: str, features: list[str]):
         super().__init__(message)
@@ -108,16 +108,16 @@ def _unsupported(model) -> list[str]:
 
 def from_sbml(source: str | Path, *, slow: Sequence[str] = (), parameters: Mapping[str, float] | None = None,
               name: str | None = None) -> tuple[ReactionNetwork, dict[str, int]]:
-    """A :class:`ReactionNetwork` from an SBML file or string.
+    """A [`ReactionNetwork`][sp_ode.networks.network.ReactionNetwork] from an SBML file or string.
 
     Parameters
     ----------
     source : str or Path
-        A path to an SBML file, or the SBML document itself (a string starting with ``<``).
+        A path to an SBML file, or the SBML document itself (a string starting with `<`).
     slow : sequence of str
         Parameters of the model to treat as slow variables y.
     parameters : mapping, optional
-        Values overriding the model's: global ids, or ``"<reaction>.<id>"`` for a local parameter.
+        Values overriding the model's: global ids, or `"<reaction>.<id>"` for a local parameter.
     name : str, optional
         Default: the model id.
 
@@ -125,7 +125,7 @@ def from_sbml(source: str | Path, *, slow: Sequence[str] = (), parameters: Mappi
     -------
     network : ReactionNetwork
     initial : dict species -> int
-        Initial copy numbers (rounded amounts; for ``state_space(initial=...)``).
+        Initial copy numbers (rounded amounts; for `state_space(initial=...)`).
 
     Raises
     ------
@@ -296,14 +296,14 @@ def _assignment_rules(reader, rules: dict, meaning: dict) -> dict:
 
 def from_antimony(text: str, *, slow: Sequence[str] = (), parameters: Mapping[str, float] | None = None,
                   name: str | None = None) -> tuple[ReactionNetwork, dict[str, int]]:
-    """A :class:`ReactionNetwork` from an Antimony model string (via its SBML); see :func:`from_sbml`.
+    """A [`ReactionNetwork`][sp_ode.networks.network.ReactionNetwork] from an Antimony model string (via its SBML); see [`from_sbml`][sp_ode.networks.sbml.from_sbml].
 
     Raises
     ------
     ImportError
-        The ``antimony`` package is missing.
+        The `antimony` package is missing.
     NetworkError
-        Antimony cannot parse the text (its message is included); everything :func:`from_sbml` raises.
+        Antimony cannot parse the text (its message is included); everything [`from_sbml`][sp_ode.networks.sbml.from_sbml] raises.
     """
     try:
         import antimony

@@ -2,12 +2,12 @@
 
 A finite state projection J (docs/theory.md §7.6) of a chemical master equation keeps the
 states of a box of per-species bounds, optionally below a total-count bound and on one
-conservation-law class.  :func:`enumerate_states` builds J *in blocks*: the box is decoded
+conservation-law class.  `enumerate_states` builds J *in blocks*: the box is decoded
 code by code (its mixed-radix index) a bounded block at a time and filtered as it goes, so a
 box of 10⁹ states filtered down to 10⁵ never holds more than one block; the memory of what is
 kept is estimated before each block is stored, and a projection that would not fit is
-refused with :class:`sp_ode.core.memory.MemoryBudgetError` before it is allocated.
-:class:`TruncationReport` is what the projection costs a distribution on J (§7.6).
+refused with [`sp_ode.core.memory.MemoryBudgetError`][sp_ode.core.memory.MemoryBudgetError] before it is allocated.
+[`TruncationReport`][sp_ode.networks.state_space.TruncationReport] is what the projection costs a distribution on J (§7.6).
 """
 from __future__ import annotations
 
@@ -77,9 +77,9 @@ class StateSpace:
         return np.bincount(self.states[:, s], weights=p, minlength=int(self.bounds[s]) + 1)
 
     def certified_marginal(self, p: np.ndarray, species: str, info: dict) -> CertifiedMarginal:
-        """The marginal of `species` under p with the error bound its solve certified (docs/theory.md §7.8).
+        """The marginal of `species` under p with the error bound its solve certified (docs/theory.md §7.9).
 
-        `info` is the ``return_info`` dict of :func:`sp_ode.stationary_distribution` for p.  A
+        `info` is the `return_info` dict of [`sp_ode.stationary_distribution`][sp_ode.markov.stationary.stationary_distribution] for p.  A
         componentwise bound κ (GTH, or a refined sparse answer) bounds every entry of the
         marginal relatively (its entries are sums of nonnegative p_i); a normwise ℓ1 bound β bounds
         each entry only absolutely, so entries not above 2β are marked uncertified.
@@ -105,16 +105,20 @@ class StateSpace:
 
 @dataclass(frozen=True)
 class CertifiedMarginal:
-    """A marginal law with the bound its stationary solve certified (:meth:`StateSpace.certified_marginal`).
+    """A marginal law with the bound its stationary solve certified ([`StateSpace.certified_marginal`][sp_ode.networks.state_space.StateSpace.certified_marginal]).
 
     Attributes
     ----------
     species : str
-    values, lower, upper : ndarray (bound + 1,) — the marginal and a certified interval per entry
-    certified : ndarray of bool — entries whose relative error is below 1/2
+    values, lower, upper : ndarray (bound + 1,)
+        The marginal and a certified interval per entry
+    certified : ndarray of bool
+        Entries whose relative error is below 1/2
     kind : "componentwise" or "normwise"
-    bound : float — κ (relative, every entry) or β (absolute, ℓ1)
-    uncertified_below : float — 0 for componentwise; 2β for normwise (entries below carry no relative accuracy)
+    bound : float
+        Κ (relative, every entry) or β (absolute, ℓ1)
+    uncertified_below : float
+        0 for componentwise; 2β for normwise (entries below carry no relative accuracy)
     """
 
     species: str
@@ -142,7 +146,7 @@ class TruncationReport:
         Σ_i p_i·o_i: probability per unit time that the reflecting truncation suppresses
         (an indicator of the stationary truncation error, not a bound).
     leaked_mass : float or None
-        Sink-based bound for transient use: mass that leaves J by time ``horizon`` when
+        Sink-based bound for transient use: mass that leaves J by time `horizon` when
         started from p (‖p(T) − p_J(T)‖₁ exactly, §7.6).  None if not requested.  When p is
         the stationary law of the reflecting generator, leaked_mass ≤ horizon·outflow_rate:
         v = p − p_sink(t) solves v' = Q_subᵀv + o∘p ≥ 0 from v(0) = 0 with Q_subᵀ Metzler, so
@@ -169,7 +173,7 @@ def _strides(bounds: np.ndarray) -> np.ndarray:
 
 
 def state_space_nbytes(n: int, S: int, *, coded: bool) -> int:
-    """Bytes of a :class:`StateSpace` of `n` states and `S` species (states, and codes when `coded`)."""
+    """Bytes of a [`StateSpace`][sp_ode.networks.state_space.StateSpace] of `n` states and `S` species (states, and codes when `coded`)."""
     return 8 * int(n) * (int(S) + (1 if coded else 0))
 
 
@@ -187,7 +191,7 @@ def _count_below_total(radix: np.ndarray, total: int) -> int:
 def enumerate_states(species: tuple[str, ...], bounds: np.ndarray, *, total: int | None = None,
                      laws: np.ndarray | None = None, x0: np.ndarray | None = None, name: str = "network",
                      fraction: float | None = None) -> StateSpace:
-    """The states of the box ``0 ≤ x ≤ bounds`` with Σx ≤ `total` and ``laws @ x = laws @ x0``, in blocks.
+    """The states of the box `0 ≤ x ≤ bounds` with Σx ≤ `total` and `laws @ x = laws @ x0`, in blocks.
 
     Parameters
     ----------
@@ -202,7 +206,7 @@ def enumerate_states(species: tuple[str, ...], bounds: np.ndarray, *, total: int
         The network, for messages.
     fraction : float, optional
         Share of the available memory the projection may take (default
-        :data:`sp_ode.core.memory.DEFAULT_FRACTION`).
+        `sp_ode.core.memory.DEFAULT_FRACTION`).
 
     Returns
     -------

@@ -1,26 +1,26 @@
 """Fast–slow systems from reaction networks: a sparse master equation with slow variables.
 
-The fast species of a :class:`~sp_ode.networks.network.ReactionNetwork` follow its
+The fast species of a [`ReactionNetwork`][sp_ode.networks.network.ReactionNetwork] follow its
 chemical master equation on a finite state projection J (docs/theory.md §7.6),
 with rates depending on slow variables y; each y obeys an ODE in expectations of
-the fast state::
+the fast state:
 
     ε dx/dt = Q(y)ᵀx,    dy/dt = G(E_x[f_1], …, E_x[f_K], y),    E_x[f] = Σ_i x_i f(state_i, y),
 
-written as strings, e.g. ``{"P": "k_p*E[M] - g_p*P"}`` (``E[·]`` of any expression in
+written as strings, e.g. `{"P": "k_p*E[M] - g_p*P"}` (`E[·]` of any expression in
 species counts, parameters and slow variables).  Network rates are on the fast
 clock τ = t/ε.  Everything stays sparse (Q has a fixed pattern,
-:mod:`sp_ode.networks._sparse_generator`), so n = 10⁴–10⁶ fast states are practical:
+`sp_ode.networks._sparse_generator`), so n = 10⁴–10⁶ fast states are practical:
 
 - **reduced flow** (T1, docs/theory.md §3.1): y' = G(F(y)p_st(y), y), p_st(y) from warm-started
-  sparse solves (:mod:`sp_ode.markov.warm_start`);
+  sparse solves (`sp_ode.markov.warm_start`);
 - **first-order corrected flow** (T3, §3.3): y' = G(F(y)(p + εh₁), y) with
   Dp_st = −A^#(∂_yA)p and h₁ = A^#[Dp_st·g], each A^# a pinned sparse solve — never an
   n×n matrix;
-- **full stiff simulation**: ``scipy.integrate.solve_ivp`` (BDF/Radau) with the sparse
+- **full stiff simulation**: `scipy.integrate.solve_ivp` (BDF/Radau) with the sparse
   Jacobian [[Qᵀ/ε, (∂_yQ)ᵀx/ε], [G_m F, G_y + G_m(∂_yF)x]];
-- :meth:`NetworkSystem.master_equation_system`: the same system as a dense
-  :class:`sp_ode.MasterEquationSystem` for small J (the diffrax/JAX machinery).
+- [`NetworkSystem.master_equation_system`][sp_ode.networks.system.NetworkSystem.master_equation_system]: the same system as a dense
+  [`sp_ode.MasterEquationSystem`][sp_ode.systems.system.MasterEquationSystem] for small J (the diffrax/JAX machinery).
 
 Errors (§7.5): starting on the critical manifold, y − y_reduced = O(ε) and
 y − y_corrected = O(ε²) past the initial layer; the benchmark measures the constants.
@@ -62,7 +62,7 @@ class NetworkPath:
     kind : str
         "full", "reduced" or "corrected".
     status : int
-        0 success, otherwise the solver's failure status (message in ``message``).
+        0 success, otherwise the solver's failure status (message in `message`).
     message : str
     stats : dict
         Wall time, right-hand-side evaluations, stationary solves and their worst residual,
@@ -120,10 +120,10 @@ class NetworkSystem:
     network : ReactionNetwork
         Its slow variables are the y; every one needs an ODE in `slow`.
     space : StateSpace
-        The projection J (from ``network.state_space``).
+        The projection J (from `network.state_space`).
     slow : mapping name -> str
-        The right-hand side of each slow variable's ODE; ``E[expr]`` is the expectation of
-        ``expr`` (species counts, parameters, slow variables) under the fast distribution.
+        The right-hand side of each slow variable's ODE; `E[expr]` is the expectation of
+        `expr` (species counts, parameters, slow variables) under the fast distribution.
     eps : float
         Timescale ratio ε > 0.
     solver : {"direct", "amg"}
@@ -134,7 +134,7 @@ class NetworkSystem:
     ------
     NetworkError
         A slow variable without an ODE or an ODE for an unknown variable (named); a species
-        used outside ``E[…]`` (named); an unknown name in an ODE (named).
+        used outside `E[…]` (named); an unknown name in an ODE (named).
     """
 
     def __init__(self, network: ReactionNetwork, space: StateSpace, slow: Mapping[str, str], *, eps: float,
@@ -255,9 +255,9 @@ class NetworkSystem:
         return WarmStationary(self.gen, solver or self.solver, warm=warm)
 
     def stationary(self, y):
-        """p_st(y) and info through the public solver ``sp_ode.stationary_distribution``.
+        """p_st(y) and info through the public solver `sp_ode.stationary_distribution`.
 
-        The default route on the sparse Q (docs/theory.md §7.8: banded/dense GTH where predicted
+        The default route on the sparse Q (docs/theory.md §7.9: banded/dense GTH where predicted
         cheap, else the sparse solve refined and certified entrywise); info carries its residual and
         bound, and the FSP outflow rate (§7.6).
         """
@@ -281,7 +281,7 @@ class NetworkSystem:
         return p, Q
 
     def h1(self, y, p: np.ndarray, ws: WarmStationary) -> np.ndarray:
-        """h₁(y) = A^#[Dp_st(y)·g(p, y)], Dp_st = −A^#(∂_yA)p (docs/theory.md §3.3), after ``ws.solve`` at y."""
+        """h₁(y) = A^#[Dp_st(y)·g(p, y)], Dp_st = −A^#(∂_yA)p (docs/theory.md §3.3), after `ws.solve` at y."""
         dQ = self.gen.dQ(y)
         V = np.stack([dq.T @ p for dq in dQ], axis=1)           # (n, d): (∂_j A) p, in 1^⊥
         Dp = -ws.group_inverse_apply(V)                            # (n, d)
@@ -309,7 +309,7 @@ class NetworkSystem:
         y' = G(m₀ + εm₁, y) then holds for every ε at once (docs/theory.md §3.3).  Nodes are
         nested Chebyshev–Lobatto points (9, 17, 33, …); the degree doubles until the change
         of the interpolant at the new nodes is below `tol`·max(1, |m|) — that change is
-        reported as ``error_estimate``.
+        reported as `error_estimate`.
 
         Raises
         ------
@@ -361,17 +361,23 @@ class NetworkSystem:
 
     def simulate_reduced(self, t_span, y0, *, order: int = 0, t_eval=None, rtol: float = 1e-10,
                          atol: float = 1e-12, method: str = "DOP853", warm: bool = True,
-                         return_x: bool = False, table: ManifoldTable | bool = False) -> NetworkPath:
+                         return_x: bool = False, table: ManifoldTable | bool = False, phi=None) -> NetworkPath:
         """Integrate the reduced (order 0) or corrected (order 1) slow flow with solve_ivp.
 
         The cost does not depend on ε.  Without a table every right-hand side is one
         warm-started sparse stationary solve (+ 2d + 1 group-inverse solves for order 1).
-        With ``table=True`` (d = 1) the expectations m₀ + εm₁ come from :meth:`manifold_table`
+        With `table=True` (d = 1) the expectations m₀ + εm₁ come from [`manifold_table`][sp_ode.networks.system.NetworkSystem.manifold_table]
         on the range of a coarse order-0 pass (padded by 10%, never across 0), or pass a table to reuse it
         for several ε; a path that leaves the table's interval is refused (status −1).
+        With `phi=` — a callable y (d,) -> (n,) or an object with `jax_fn()` such as a fitted
+        φ_θ (`neural.load_phi`) — the flow is y' = G(F(y)φ(y), y) with no solve at all (order 0
+        only; the error of φ is the caller's to certify, e.g. `PhiFit.certified_predict`).
         """
         from scipy.integrate import solve_ivp
 
+        if phi is not None:
+            return self._simulate_with_phi(phi, t_span, y0, order=order, t_eval=t_eval, rtol=rtol, atol=atol,
+                                           method=method, return_x=return_x, table=table)
         stats: dict = {}
         ws = self.stationary_solver(warm=warm)
         t0 = time.perf_counter()
@@ -405,6 +411,40 @@ class NetworkSystem:
         return NetworkPath(sol.t, sol.y.T, X, "reduced" if order == 0 else "corrected", int(sol.status),
                            sol.message, stats)
 
+    def _simulate_with_phi(self, phi, t_span, y0, *, order, t_eval, rtol, atol, method, return_x, table):
+        from scipy.integrate import solve_ivp
+
+        if order != 0 or table is not False:
+            raise ValueError("`phi` gives the order-0 reduced flow y' = G(F φ(y), y): pass order=0 and no `table` "
+                             f"with it; got order={order!r}, table={type(table).__name__}.")
+        jax_fn = getattr(phi, "jax_fn", None)
+        fn = jax_fn() if callable(jax_fn) else phi   # duck typing: sp_ode never imports `neural`
+        if not callable(fn):
+            raise TypeError(f"`phi` must be a callable y -> (n,) or have a jax_fn() method; got {type(phi).__name__}.")
+        if callable(jax_fn):
+            import jax
+
+            from sp_ode.core.precision import float64
+
+            jitted = jax.jit(fn)
+
+            def manifold(y):
+                with float64():
+                    return np.asarray(jitted(np.asarray(y, dtype=np.float64)), dtype=np.float64)
+        else:
+            def manifold(y):
+                return np.asarray(fn(np.asarray(y, dtype=np.float64)), dtype=np.float64)
+        y0 = np.asarray(y0, dtype=np.float64).reshape(self.d)
+        x0 = manifold(y0)
+        if x0.shape != (self.n,):
+            raise ValueError(f"`phi`(y0) must have shape (n,) = ({self.n},); got {x0.shape}.")
+        t0 = time.perf_counter()
+        sol = solve_ivp(lambda t, y: self.g(manifold(y), y), t_span, y0, method=method, rtol=rtol, atol=atol,
+                        t_eval=t_eval)
+        stats = {"seconds": time.perf_counter() - t0, "nfev": int(sol.nfev), "solves": 0, "manifold": "phi"}
+        X = np.array([manifold(y) for y in sol.y.T]) if return_x else None
+        return NetworkPath(sol.t, sol.y.T, X, "reduced", int(sol.status), sol.message, stats)
+
     # --- the full stiff system -------------------------------------------------------------------
     def full_rhs(self, eps: float | None = None):
         """dz/dt for z = [x, y]: [Q(y)ᵀx/ε, G(F(y)x, y)]."""
@@ -418,7 +458,7 @@ class NetworkSystem:
         return rhs
 
     def full_jacobian(self, eps: float | None = None):
-        """The sparse Jacobian of :meth:`full_rhs` (module docstring), as CSC."""
+        """The sparse Jacobian of [`full_rhs`][sp_ode.networks.system.NetworkSystem.full_rhs] (module docstring), as CSC."""
         eps = self.eps if eps is None else check_positive("eps", eps)
         n = self.n
 
@@ -441,7 +481,7 @@ class NetworkSystem:
         """The full stiff system with scipy BDF/Radau and the sparse Jacobian.
 
         `x0` defaults to p_st(y0) (start on the critical manifold, docs/theory.md §7.5).
-        Failure comes back as ``status`` ≠ 0 with the solver's message.
+        Failure comes back as `status` ≠ 0 with the solver's message.
         """
         from scipy.integrate import solve_ivp
 
@@ -464,7 +504,7 @@ class NetworkSystem:
 
     # --- bridge to the dense JAX system ----------------------------------------------------------
     def master_equation_system(self, *, eps: float | None = None):
-        """This system as an :class:`sp_ode.MasterEquationSystem` (dense JAX Q(y); n ≤ 4096)."""
+        """This system as an [`sp_ode.MasterEquationSystem`][sp_ode.systems.system.MasterEquationSystem] (dense JAX Q(y); n ≤ 4096)."""
         import jax.numpy as jnp
 
 

@@ -8,20 +8,20 @@ solution p_J(t) on J is exactly P(X_t = i, τ > t) with τ the exit time from J,
 
     0 ≤ p_J(t) ≤ p(t)  on J,     ‖p(t) − p_J(t)‖₁ = (mass in the sinks at t) =: ε(t),
 
-and :func:`transient_distribution` grows the bounds of the species that leak until
+and `transient_distribution` grows the bounds of the species that leak until
 ε(t_max) ≤ `tol` (the adaptive projection).
 
-**Time integration** (§7.9).  p_J(t) = exp(t G_Jᵀ) p_J(0) is computed by *uniformization*:
+**Time integration** (§7.10).  p_J(t) = exp(t G_Jᵀ) p_J(0) is computed by *uniformization*:
 with Λ ≥ max exit rate and P = I + G/Λ ≥ 0 (sinks included),
 exp(tGᵀ)v = Σ_k Pois(k; Λt) (Pᵀ)^k v, truncated where the Poisson tail is below 2⁻¹⁶⁰
 per output interval.  Every term is a nonnegative vector, so the truncation only removes
-mass (a rigorous ℓ1 error, reported as ``integration_error``) and rounding is relative per
-entry — no cancellation, tails stay accurate on log plots.  Past ``UNIFORMIZATION_MAX_STEPS``
-mat-vecs (stiff chains, Λt large) ``scipy.sparse.linalg.expm_multiply`` (Al-Mohy–Higham) is
+mass (a rigorous ℓ1 error, reported as `integration_error`) and rounding is relative per
+entry — no cancellation, tails stay accurate on log plots.  Past `UNIFORMIZATION_MAX_STEPS`
+mat-vecs (stiff chains, Λt large) `scipy.sparse.linalg.expm_multiply` (Al-Mohy–Higham) is
 used instead; its error is then only checked through mass conservation, and
-``integration_error`` says so (None).
+`integration_error` says so (None).
 
-**Moments with a bound** (§7.9).  The leaked mass bounds probabilities, not moments: mass
+**Moments with a bound** (§7.10).  The leaked mass bounds probabilities, not moments: mass
 that left J may sit at any count.  When every reaction that raises the total count
 V(x) = Σ_s x_s has a propensity affine in the counts, a_r ≤ c0_r + c1_r·V (checked
 symbolically), Dynkin's formula and Grönwall give E[V(X_t) | exit at state z] ≤ m₁(t; z) and
@@ -30,7 +30,7 @@ E[V² | …] ≤ m₂(t; z) from a 3×3 linear system; with z the largest exit t
     E_J[X_s] ≤ E[X_s] ≤ E_J[X_s] + ε(t)·m₁(t),      E[X_s²] ≤ E_J[X_s²] + ε(t)·m₂(t),
 
 so means and standard deviations come as certified intervals.  Otherwise only the
-probabilities are bounded and the moment intervals are ``None`` with the reason.
+probabilities are bounded and the moment intervals are `None` with the reason.
 """
 from __future__ import annotations
 
@@ -65,21 +65,33 @@ class TransientDistribution:
     Attributes
     ----------
     times : ndarray (T,)
-    p : ndarray (T, n) — p_J(t) on the states of `space` (a sub-probability: Σ = 1 − leaked)
+    p : ndarray (T, n)
+        P_J(t) on the states of `space` (a sub-probability: Σ = 1 − leaked)
     space : StateSpace
-    leaked : ndarray (T,) — ε(t) = ‖p(t) − p_J(t)‖₁, the FSP bound (mass in the sinks)
-    leaked_by : dict name -> ndarray (T,) — the sink of each species bound (and "total")
-    integration_error : ndarray (T,) or None — ℓ1 error bound of the time integration
+    leaked : ndarray (T,)
+        Ε(t) = ‖p(t) − p_J(t)‖₁, the FSP bound (mass in the sinks)
+    leaked_by : dict name -> ndarray (T,)
+        The sink of each species bound (and "total")
+    integration_error : ndarray (T,) or None
+        ℓ1 error bound of the time integration
         (uniformization: the dropped Poisson tails and the rounding, accumulated); None for expm_multiply
-    relative_rounding : ndarray (T,) or None — componentwise relative rounding bound of p_J
+    relative_rounding : ndarray (T,) or None
+        Componentwise relative rounding bound of p_J
         (uniformization adds nonnegative terms only: (m + 3)·u per step and entry)
-    method : str — "uniformization" or "expm_multiply"
-    growth : dict or None — the moment-growth constants (module docstring), or None
-    growth_reason : str — why there is no moment bound (empty when there is one)
-    mass_defect : float — max_t |Σp_J + leaked − 1| (a check of the integration)
-    expansions : list of dict — the projections tried (bounds, n, leaked at the last time)
-    tol : float or None;  seconds : float
-    network : ReactionNetwork — for :meth:`intervals` of its observables
+    method : str
+        "uniformization" or "expm_multiply"
+    growth : dict or None
+        The moment-growth constants (module docstring), or None
+    growth_reason : str
+        Why there is no moment bound (empty when there is one)
+    mass_defect : float
+        Max_t |Σp_J + leaked − 1| (a check of the integration)
+    expansions : list of dict
+        The projections tried (bounds, n, leaked at the last time)
+    tol : float or None
+    seconds : float
+    network : ReactionNetwork
+        For `intervals` of its observables
     """
 
     times: np.ndarray
@@ -112,7 +124,7 @@ class TransientDistribution:
         return np.full_like(self.leaked, np.inf) if self.integration_error is None else self.integration_error
 
     def mean(self, name: str) -> np.ndarray:
-        """E_J[f](t) of a species or observable f (Σ_J p_J f; the lower end of :meth:`intervals` for f ≥ 0)."""
+        """E_J[f](t) of a species or observable f (Σ_J p_J f; the lower end of `intervals` for f ≥ 0)."""
         if name in self.space.species:
             return self.p @ self.space.states[:, self.space.species.index(name)].astype(np.float64)
         if self.network is None:
@@ -120,7 +132,7 @@ class TransientDistribution:
         return self.p @ self.network.observable(name, self.space.states)
 
     def means(self) -> dict[str, np.ndarray]:
-        """E_J[X_s](t) = Σ_J p_J x_s for every species (the lower end of :meth:`mean_bounds`)."""
+        """E_J[X_s](t) = Σ_J p_J x_s for every species (the lower end of `mean_bounds`)."""
         return {s: self.p @ self.space.states[:, k].astype(np.float64) for k, s in enumerate(self.species)}
 
     def sds(self) -> dict[str, np.ndarray]:
@@ -135,7 +147,7 @@ class TransientDistribution:
 
     @property
     def moment_bound_reason(self) -> str:
-        """Why :meth:`mean_bounds` is None ('' when it is not)."""
+        """Why `mean_bounds` is None ('' when it is not)."""
         if self.growth is None and np.any(self.leaked > 0):   # no mass left J: no leaked moments to bound
             return self.growth_reason
         if self.relative_rounding is None:
@@ -146,10 +158,10 @@ class TransientDistribution:
         """Certified ((mean lower, upper), (SD lower, upper)) at every time of a species or observable.
 
         For f = a·x + b with a ≥ 0 (a species, or an observable affine in the counts): the part on J is
-        computed from p_J with its rounding ρ (every entry relative, §7.9) and the dropped Poisson tails,
+        computed from p_J with its rounding ρ (every entry relative, §7.10) and the dropped Poisson tails,
         and the leaked part through a·x ≤ A·V + B (A the largest a_s over V's species, B the species
         capped by a conservation law at their caps, plus |b|): E[f; τ ≤ t] ≤ ε(t)(A m₁(t) + B),
-        E[f²; τ ≤ t] ≤ ε(t)(A² m₂ + 2AB m₁ + B²).  None (see :attr:`moment_bound_reason`, or an
+        E[f²; τ ≤ t] ≤ ε(t)(A² m₂ + 2AB m₁ + B²).  None (see `moment_bound_reason`, or an
         observable that is not affine with a ≥ 0).
 
         Raises
@@ -193,17 +205,17 @@ class TransientDistribution:
         return affine_observable(self.network, self.space, name)
 
     def mean_bounds(self) -> dict[str, tuple[np.ndarray, np.ndarray]] | None:
-        """Certified [lower, upper] of E[X_s](t) for every species, or None (see :attr:`moment_bound_reason`)."""
+        """Certified [lower, upper] of E[X_s](t) for every species, or None (see `moment_bound_reason`)."""
         out = {s: self.intervals(s) for s in self.species}
         return None if any(v is None for v in out.values()) else {s: v[0] for s, v in out.items()}
 
     def sd_bounds(self) -> dict[str, tuple[np.ndarray, np.ndarray]] | None:
-        """Certified [lower, upper] of the SD of X_s(t) for every species, or None (see :attr:`moment_bound_reason`)."""
+        """Certified [lower, upper] of the SD of X_s(t) for every species, or None (see `moment_bound_reason`)."""
         out = {s: self.intervals(s) for s in self.species}
         return None if any(v is None for v in out.values()) else {s: v[1] for s, v in out.items()}
 
     def marginal(self, species: str, i: int = -1) -> tuple[np.ndarray, float]:
-        """(marginal law of `species` on {0 … bound} at ``times[i]``, its ℓ1 error bound ε + integration; inf
+        """(marginal law of `species` on {0 … bound} at `times[i]`, its ℓ1 error bound ε + integration; inf
         when the integration carries no bound)."""
         k = self._index(species)
         pm = np.bincount(self.space.states[:, k], weights=self.p[i], minlength=int(self.space.bounds[k]) + 1)
@@ -367,10 +379,14 @@ def fsp_transient(network: ReactionNetwork, space: StateSpace, p0, times, *, y=N
     Parameters
     ----------
     network : ReactionNetwork
-    space : StateSpace — from ``network.state_space``
-    p0 : array (n,) — a distribution on J at time 0
-    times : array (T,) — output times, ≥ 0, nondecreasing
-    y : slow variables (held fixed), when the network has them
+    space : StateSpace
+        From `network.state_space`
+    p0 : array (n,)
+        A distribution on J at time 0
+    times : array (T,)
+        Output times, ≥ 0, nondecreasing
+    y
+        Slow variables (held fixed), when the network has them
 
     Returns
     -------
@@ -426,23 +442,30 @@ def transient_distribution(network: ReactionNetwork, initial: Mapping[str, int],
     Parameters
     ----------
     network : ReactionNetwork
-    initial : mapping species -> int — the state at t = 0 (missing species count 0)
-    times : array (T,) — output times
+    initial : mapping species -> int
+        The state at t = 0 (missing species count 0)
+    times : array (T,)
+        Output times
     bounds : mapping species -> int, optional
         Starting per-species bounds (default: max(2·initial, initial + 20)); species bounded by a
         conservation law keep the bound it implies.
-    total : int, optional — a total-count bound (not grown)
-    tol : float — largest accepted leaked mass ε(t_max)
+    total : int, optional
+        A total-count bound (not grown)
+    tol : float
+        Largest accepted leaked mass ε(t_max)
     moment_tol : float, optional
         Also grow the projection until the leaked part of the second moments, max_t ε(t)·m₂(t)
         (module docstring), is below this — so that the certified mean and SD intervals are narrow
         (ignored when the network has no moment bound).
-    y : slow variables, held fixed
-    max_expansions : int — projections tried at most
+    y
+        Slow variables, held fixed
+    max_expansions : int
+        Projections tried at most
 
     Returns
     -------
-    TransientDistribution — ``expansions`` lists every projection tried.
+    TransientDistribution
+        `expansions` lists every projection tried.
 
     Raises
     ------
@@ -450,7 +473,7 @@ def transient_distribution(network: ReactionNetwork, initial: Mapping[str, int],
         The leak stays above `tol` after `max_expansions` projections, or only a total-count bound
         leaks (names the species hit most and the leaked mass).
     NetworkError, MemoryBudgetError
-        From ``network.state_space`` (a projection that would not fit is refused before it is built).
+        From `network.state_space` (a projection that would not fit is refused before it is built).
     """
     t_start = time.perf_counter()
     if not isinstance(network, ReactionNetwork):

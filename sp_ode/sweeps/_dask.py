@@ -24,7 +24,7 @@ class SweepClusterError(RuntimeError):
 
 
 def pin_workers(client, cores: list[int]) -> None:
-    """Register a worker plugin that pins worker k to ``cores[k]`` (existing and future workers)."""
+    """Register a worker plugin that pins worker k to `cores[k]` (existing and future workers)."""
     from distributed.diagnostics.plugin import WorkerPlugin
 
     class PinOneCore(WorkerPlugin):

@@ -20,7 +20,7 @@ second is the shift of y during the initial layer when x0 is off the slow manifo
 x − h decays like e^{−γτ} on the fast clock τ = t/ε, so ∫ D_x g (x − h) dt
 ≈ ε ‖D_x g‖ ‖x0 − h‖/γ, with γ(y0) the decay rate of the fast Jacobian D_x f at
 (φ(y0), y0) (the spectral gap of Q(y0) for a master equation, docs/theory.md §3.2 (T2),
-§7.4).  It is zero when the sweep starts on the manifold (``x0="manifold"``).
+§7.4).  It is zero when the sweep starts on the manifold (`x0="manifold"`).
 A third term, 1e-3·tol·(1 + max|y_k|), accounts for the reduced solves' own
 tolerance (below it the difference of two paths is solver noise).  None of the
 terms is a bound: they are leading-order asymptotics (docs/theory.md §7.5), so
@@ -82,8 +82,8 @@ _BUILT = LRUCache(16)
 class SweepPlan:
     """Everything a worker needs for any chunk of one sweep (sent once per worker).
 
-    ``base_args`` is the system's args dict; the swept names replace its leaves per
-    point.  ``x0`` is None for ``x0="manifold"`` (x0 = h^{(K+1)}(y0) per point).
+    `base_args` is the system's args dict; the swept names replace its leaves per
+    point.  `x0` is None for `x0="manifold"` (x0 = h^{(K+1)}(y0) per point).
     """
 
     system: FastSlowSystem

@@ -1,7 +1,7 @@
 """Parameter sweeps that take the cheapest certified path per point (docs/theory.md §7.5).
 
 `sweep(system, params, t_span, x0, y0, ts=..., tol=...)` solves ε dx/dt = f(x, y),
-dy/dt = g(x, y) at N parameter points (ε and entries of the system's ``args``)
+dy/dt = g(x, y) at N parameter points (ε and entries of the system's `args`)
 and returns y at the save times for each.  Per point it keeps the corrected
 reduced path y' = g(h^{(k)}(y), y), h^{(k)} = φ + εh₁ + … + εᵏh_k (T3, docs/theory.md
 §3.3), of the lowest order k whose estimated y-error is ≤ safety·tol, and the full
@@ -9,12 +9,12 @@ stiff solve otherwise; the estimate (`sp_ode.sweeps._paths`) is the y-effect of
 the next term of the expansion plus the initial-layer shift.  It is validated, not
 trusted: a random subset is re-solved with a tight full solve, the worst ratio of
 true to estimated error is reported, and a point whose true error exceeds tol
-keeps the full solution (status ``RESOLVED``).
+keeps the full solution (status `RESOLVED`).
 
 Points run in chunks (bounded memory; `jax.vmap` per path inside a chunk), with a
-progress bar; with ``out=`` each finished chunk is written as ``.npz`` next to a
+progress bar; with `out=` each finished chunk is written as `.npz` next to a
 JSON manifest, so a rerun of an interrupted sweep computes only the missing chunks.
-``client=`` runs chunks as Dask tasks (`sp_ode.sweeps._dask`).
+`client=` runs chunks as Dask tasks (`sp_ode.sweeps._dask`).
 """
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ _FORMAT = 1
 
 
 class SweepResumeError(ValueError):
-    """``out`` holds a different sweep (its manifest fingerprint does not match this one)."""
+    """`out` holds a different sweep (its manifest fingerprint does not match this one)."""
 
 
 @dataclass(frozen=True)
@@ -66,19 +66,19 @@ class SweepResult:
     Attributes
     ----------
     params : dict name -> ndarray (N, ...)
-        The parameter values (``eps`` always present).
+        The parameter values (`eps` always present).
     ts : ndarray (K,)
         Save times.
     y : ndarray (N, K, d)
         The slow state at the save times (inf where the full solve failed).
     path : ndarray (N,) int
-        Order k of the corrected reduced path used, or ``PATH_FULL`` (−1) for the full solve.
+        Order k of the corrected reduced path used, or `PATH_FULL` (−1) for the full solve.
     estimate : ndarray (N,)
         Estimated max-norm y-error over the save times (docs/theory.md §7.5); for
         full solves, the controller tolerance atol + rtol·max|y|.
     status : ndarray (N,) int
-        ``STATUS_OK``, ``STATUS_RESOLVED`` (validation found error > tol: the
-        full reference solution is kept) or ``STATUS_FAILED`` (the full solve failed).
+        `STATUS_OK`, `STATUS_RESOLVED` (validation found error > tol: the
+        full reference solution is kept) or `STATUS_FAILED` (the full solve failed).
     validated : ndarray (N,) bool
         Re-solved with a tight full solve.
     true_error : ndarray (N,)
@@ -91,10 +91,10 @@ class SweepResult:
     seconds : float
         Wall time of the chunks computed by this call (0 for a fully resumed sweep).
     computed_chunks : tuple of int
-        The chunks this call computed (the others were read from ``out``).
+        The chunks this call computed (the others were read from `out`).
     stage_seconds : dict
         Seconds inside the chunks, per stage (setup, reduced_k, full, validate), summed over the
-        chunks this call computed, wherever they ran: ``seconds`` minus their total is what the
+        chunks this call computed, wherever they ran: `seconds` minus their total is what the
         loop around them cost (transfer and scheduling, on Dask).
     """
 
@@ -299,10 +299,10 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
     Parameters
     ----------
     system : FastSlowSystem, MasterEquationSystem or catalogue entry
-        Its ``args`` must be a dict holding every swept name (except ``eps``).
+        Its `args` must be a dict holding every swept name (except `eps`).
     params : mapping name -> array (N, ...)
-        Per-point values: ``eps`` (ε > 0; default the system's) and entries of
-        ``system.args`` (same trailing shape as there), all of length N.
+        Per-point values: `eps` (ε > 0; default the system's) and entries of
+        `system.args` (same trailing shape as there), all of length N.
     t_span : (t0, t1)
     x0 : array (m,) | (N, m), or "manifold"
         Initial fast states; "manifold" starts each point on its slow manifold
@@ -317,9 +317,9 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
     chunk_size : int
         Points per chunk (the unit of batching, checkpointing and Dask tasks).
     out : path, optional
-        Folder for ``manifest.json`` and one ``chunk_NNNNNN.npz`` per finished chunk;
+        Folder for `manifest.json` and one `chunk_NNNNNN.npz` per finished chunk;
         a rerun with the same inputs reads the finished chunks instead of computing them.
-    client : None, "local", a ``dask.distributed.Client`` or a scheduler address
+    client : None, "local", a `dask.distributed.Client` or a scheduler address
         None runs in this process; otherwise chunks are Dask tasks (docs/sweep_cluster.md).
     seed : int
         Chooses the validated subset.

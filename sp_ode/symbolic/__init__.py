@@ -4,7 +4,7 @@ Data flow: a matrix of sympy expressions is checked to be a generator
 (`sp_ode.symbolic.generator`); its stationary distribution comes from the Markov chain
 tree theorem (`sp_ode.symbolic.tree` enumerates the spanning in-trees,
 `sp_ode.symbolic.stationary` sums their weights in a polynomial ring — never
-``Matrix.nullspace``) and is certified exactly; reversibility (detailed balance,
+`Matrix.nullspace`) and is certified exactly; reversibility (detailed balance,
 Kolmogorov cycles) is in `sp_ode.symbolic.reversibility`; generator files in
 `sp_ode.symbolic.io`.
 """

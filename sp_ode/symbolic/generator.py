@@ -178,9 +178,11 @@ def check_symbolic_generator(Q: Any, name: str = "Q", *, assume_nonnegative: boo
 
     Parameters
     ----------
-    Q : sympy Matrix (n, n), or a list of lists of sympy expressions / ints
+    Q : sympy Matrix (n, n)
+        Or a list of lists of sympy expressions / ints
         Q[i, j] ≥ 0 is the rate i → j; rows sum to zero (exactly).
-    name : argument name used in error messages.
+    name
+        Argument name used in error messages.
     assume_nonnegative : bool
         Take rates whose sign sympy cannot decide as nonnegative (a stated assumption).
 
@@ -209,8 +211,10 @@ def symbolic_generator(rates: Mapping[tuple[int, int], Any] | Any, n: int | None
 
     Parameters
     ----------
-    rates : {(i, j): rate} or an (n, n) sympy Matrix whose diagonal is ignored.
-    n : number of states (default: 1 + the largest index in `rates`).
+    rates
+        {(i, j): rate} or an (n, n) sympy Matrix whose diagonal is ignored.
+    n
+        Number of states (default: 1 + the largest index in `rates`).
 
     Returns
     -------

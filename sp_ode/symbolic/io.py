@@ -2,7 +2,7 @@
 
 A generator file is one of
 
-* **rate lines** (any suffix but ``.json``)::
+* **rate lines** (any suffix but `.json`):
 
       # an enzyme: E + S <-> ES -> E + P, P released from EP
       states: E ES EP          # optional; default: order of first appearance
@@ -11,20 +11,20 @@ A generator file is one of
       ES -> EP : k2
       EP -> E  : k3
 
-  one transition ``i -> j : rate`` per line; states are names or integers
+  one transition `i -> j : rate` per line; states are names or integers
   (integers alone number the states 0 … n−1); a repeated pair adds its rates;
 * **a matrix**, one row per line, entries separated by commas; a diagonal
-  entry ``*`` means "minus the sum of the row's rates";
-* **JSON**: ``{"rates": [[i, j, "rate"], …], "states": […]}``, ``{"Q": [[…], …]}``
+  entry `*` means "minus the sum of the row's rates";
+* **JSON**: `{"rates": [[i, j, "rate"], …], "states": […]}`, `{"Q": [[…], …]}`
   or a bare list of rows, entries as strings or integers.
 
-Rates are read by the grammar of :mod:`sp_ode.core.expressions` (parsed, never
-evaluated; ``pi`` is π and ``Rational(a, b)`` is a/b besides its function table) with
-decimal numbers kept exact (``0.5`` → 1/2); every symbol is declared **positive** (a rate constant), except those listed on a
-``real: y`` line (``"real": ["y"]`` in JSON), which are real — e.g. a slow
-variable entering through ``exp(y)``.  A claim file (``--claim``) is a JSON list
-of n expressions (or ``{"p": […]}``), or text with one ``expr`` or
-``STATE : expr`` per line, read with the generator's own symbols.
+Rates are read by the grammar of `sp_ode.core.expressions` (parsed, never
+evaluated; `pi` is π and `Rational(a, b)` is a/b besides its function table) with
+decimal numbers kept exact (`0.5` → 1/2); every symbol is declared **positive** (a rate constant), except those listed on a
+`real: y` line (`"real": ["y"]` in JSON), which are real — e.g. a slow
+variable entering through `exp(y)`.  A claim file (`--claim`) is a JSON list
+of n expressions (or `{"p": […]}`), or text with one `expr` or
+`STATE : expr` per line, read with the generator's own symbols.
 
 Every error is a `GeneratorFileError` naming the file, the line (or JSON field)
 and the rule broken.
@@ -57,10 +57,14 @@ class GeneratorFile:
 
     Attributes
     ----------
-    Q : sympy.ImmutableMatrix (n, n), rows summing to zero.
-    states : the n state labels, in the order of Q's rows.
-    symbols : name -> sympy Symbol (with its declared sign), for reading claims.
-    path : the file read.
+    Q : sympy.ImmutableMatrix (n, n)
+        Rows summing to zero.
+    states
+        The n state labels, in the order of Q's rows.
+    symbols
+        Name -> sympy Symbol (with its declared sign), for reading claims.
+    path
+        The file read.
     """
 
     Q: sympy.ImmutableMatrix
@@ -77,7 +81,7 @@ def parse_expression(text: str, symbols: dict, *, where: str, real: frozenset = 
                      known_only: bool = False) -> sympy.Expr:
     """Parse one rate or claimed entry exactly; new names become positive (or real) symbols in `symbols`.
 
-    The text is read by the grammar of :mod:`sp_ode.core.expressions`: nothing is evaluated.
+    The text is read by the grammar of `sp_ode.core.expressions`: nothing is evaluated.
 
     Raises
     ------

@@ -22,11 +22,16 @@ class ReversibilityReport:
 
     Attributes
     ----------
-    reversible : the criterion held.
-    method : "detailed balance" or "Kolmogorov cycle criterion".
-    violations : human-readable statements of each identity that failed (empty when reversible).
-    checked : number of identities checked.
-    seconds : wall time.
+    reversible
+        The criterion held.
+    method
+        "detailed balance" or "Kolmogorov cycle criterion".
+    violations
+        Human-readable statements of each identity that failed (empty when reversible).
+    checked
+        Number of identities checked.
+    seconds
+        Wall time.
     """
 
     reversible: bool

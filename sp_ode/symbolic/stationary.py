@@ -28,7 +28,7 @@ equals the product in reverse; it suffices to check the fundamental cycles of
 one spanning tree of the undirected support, because those conditions
 define a potential π with π_i Q[i, j] = π_j Q[j, i] on every edge).
 
-Rates must be declared positive (``Symbol('a', positive=True)``) or be
+Rates must be declared positive (`Symbol('a', positive=True)`) or be
 provably nonnegative; when sympy cannot decide a sign, `SignUndecidableError`
 says so instead of guessing.  `SymbolicSizeError` refuses, before any symbolic
 work, a problem whose number of spanning in-trees (counted in floating point
@@ -106,10 +106,10 @@ def _tree_weights(G: GeneratorData, trees_by_root: list[list[tuple[int, ...]]]) 
 def _expr(x: Any) -> sympy.Expr:
     """A ring/field element as a sympy expression, fast for squarefree monomials in plain symbols.
 
-    ``PolyElement.as_expr`` canonicalises every monomial through ``Mul(*factors)`` (≈60 µs for
+    `PolyElement.as_expr` canonicalises every monomial through `Mul(*factors)` (≈60 µs for
     63 factors; 8 s for the 64-state ring).  When every generator is a commutative Symbol and a
     monomial is squarefree, its factors in the global canonical order (`_args_sortkey`, the key
-    Mul itself sorts by) *are* the canonical argument tuple, so ``Mul._from_args`` builds the same
+    Mul itself sorts by) *are* the canonical argument tuple, so `Mul._from_args` builds the same
     object without re-sorting; tests compare the two paths.
     """
     if hasattr(x, "numer") and hasattr(x, "denom"):  # FracElement
@@ -140,15 +140,22 @@ class StationaryCertificate:
 
     Attributes
     ----------
-    identities : ((statement, held), ...), one per checked identity.
-    leftover : ((statement, expression), ...): for each identity that failed, what is left
+    identities : ((statement, held), ...)
+        One per checked identity.
+    leftover
+        ((statement, expression), ...): for each identity that failed, what is left
         of its left-hand side, factored (e.g. (Qᵀp)_j for a false claimed p); empty when passed.
-    passed : every identity held.
-    positive : True when p_st > 0 is certified (every generator declared positive and every
+    passed
+        Every identity held.
+    positive
+        True when p_st > 0 is certified (every generator declared positive and every
         coefficient of every w_r positive), None when it could not be decided.
-    seconds : wall time of the check.
-    domain : the exact domain the identities were expanded in.
-    method : how they were checked.
+    seconds
+        Wall time of the check.
+    domain
+        The exact domain the identities were expanded in.
+    method
+        How they were checked.
     """
 
     identities: tuple[tuple[str, bool], ...]
@@ -187,12 +194,18 @@ class SymbolicStationary:
 
     Attributes
     ----------
-    Q : sympy.ImmutableMatrix (n, n), the validated generator.
-    weights : tuple of n elements of `domain`: w_r, the unnormalised polynomial form.
-    domain : sympy sparse polynomial ring (or rational-function field) of the rates.
-    n_trees : number of spanning in-trees summed (= number of terms before merging).
-    rate_signs : per edge, "positive", "nonnegative" or "assumed" (by the caller).
-    seconds : wall time of the tree enumeration and products.
+    Q : sympy.ImmutableMatrix (n, n)
+        The validated generator.
+    weights
+        Tuple of n elements of `domain`: w_r, the unnormalised polynomial form.
+    domain
+        Sympy sparse polynomial ring (or rational-function field) of the rates.
+    n_trees
+        Number of spanning in-trees summed (= number of terms before merging).
+    rate_signs : per edge
+        "positive", "nonnegative" or "assumed" (by the caller).
+    seconds
+        Wall time of the tree enumeration and products.
     """
 
     Q: sympy.ImmutableMatrix
@@ -295,8 +308,8 @@ class SymbolicStationary:
         """LaTeX of p_st, one aligned line per state.
 
         With `common_denominator` (the default) the denominator is written once:
-        ``p_r = N_r / D`` on each line, then ``D = …`` (docs/theory.md §3.1: D = Σ_r N_r).
-        Without it each line is the full fraction.  ``normalised=False`` writes the tree
+        `p_r = N_r / D` on each line, then `D = …` (docs/theory.md §3.1: D = Σ_r N_r).
+        Without it each line is the full fraction.  `normalised=False` writes the tree
         weights w_r and S = Σ w_r instead.  `labels` names the states (default 0 … n−1).
         """
         names = [str(k) for k in range(self.n)] if labels is None else [str(x) for x in labels]
@@ -415,8 +428,10 @@ def verify_stationary(Q: Any, p: Any, *, assume_nonnegative: bool = False) -> St
 
     Parameters
     ----------
-    Q : sympy Matrix (n, n), a symbolic generator (validated as in `check_symbolic_generator`).
-    p : sequence or sympy Matrix of n sympy expressions.
+    Q : sympy Matrix (n, n)
+        A symbolic generator (validated as in `check_symbolic_generator`).
+    p
+        Sequence or sympy Matrix of n sympy expressions.
 
     Returns
     -------
@@ -473,11 +488,16 @@ class BridgeReport:
 
     Attributes
     ----------
-    max_abs_error, max_rel_error : over the grid and the states (relative: componentwise).
-    rtol : the tolerance `passed` used (componentwise relative).
-    passed : max_rel_error ≤ rtol.
-    n_points : grid size.
-    method : the numeric method of `sp_ode.stationary_distribution`.
+    max_abs_error, max_rel_error
+        Over the grid and the states (relative: componentwise).
+    rtol
+        The tolerance `passed` used (componentwise relative).
+    passed
+        Max_rel_error ≤ rtol.
+    n_points
+        Grid size.
+    method
+        The numeric method of `sp_ode.stationary_distribution`.
     """
 
     max_abs_error: float
@@ -501,12 +521,18 @@ def numeric_bridge(
 
     Parameters
     ----------
-    result : SymbolicStationary, or a symbolic generator (solved first).
-    y : the slow variable(s): one sympy Symbol or a sequence of d symbols.
-    grid : array (N,) for one symbol or (N, d).
-    params : values for every other free symbol.
-    method : numeric method passed to `stationary_distribution` (default: its default, GTH).
-    rtol : componentwise relative tolerance; default 100 · n² · eps (both sides are
+    result : SymbolicStationary
+        Or a symbolic generator (solved first).
+    y
+        The slow variable(s): one sympy Symbol or a sequence of d symbols.
+    grid
+        Array (N,) for one symbol or (N, d).
+    params
+        Values for every other free symbol.
+    method
+        Numeric method passed to `stationary_distribution` (default: its default, GTH).
+    rtol
+        Componentwise relative tolerance; default 100 · n² · eps (both sides are
         componentwise accurate: sums of positive products, and subtraction-free GTH).
 
     Returns

@@ -74,9 +74,12 @@ def in_trees(n: int, edges: Sequence[tuple[int, int]], root: int) -> list[tuple[
 
     Parameters
     ----------
-    n : number of states.
-    edges : the directed edges (i, j), i ≠ j, of the graph.
-    root : the root state.
+    n
+        Number of states.
+    edges
+        The directed edges (i, j), i ≠ j, of the graph.
+    root
+        The root state.
 
     Returns
     -------

@@ -1,33 +1,33 @@
 """A catalogue of fast–slow systems with closed forms or known asymptotics.
 
-Each entry is a factory ``SYSTEMS[name](eps=None, P=None, **params)`` returning a
+Each entry is a factory `SYSTEMS[name](eps=None, P=None, **params)` returning a
 `CatalogueEntry`: the system, a default time span and initial state, and what is
 known about it — the critical manifold φ(y), the first-order slow-manifold
 correction h₁(y) (h_ε = φ + ε h₁ + O(ε²), T3), the reduced solution y₀(t) and,
-for linear systems, the exact solution.  ``get_system(name, **overrides)`` is the
+for linear systems, the exact solution.  `get_system(name, **overrides)` is the
 checked front door.
 
 =====================  ============================================================
 name                   system and reference
 =====================  ============================================================
-``toy``                ε x' = −x + y², y' = −x (docs/theory.md §6); φ = y², h₁ = 2y³,
+`toy`                ε x' = −x + y², y' = −x (docs/theory.md §6); φ = y², h₁ = 2y³,
                        y₀(t) = 1/(1 + t), so y₀(2) = 1/3
-``linear``             ε x' = A x + B y, y' = C x + D y (m = d = 2); exact
+`linear`             ε x' = A x + B y, y' = C x + D y (m = d = 2); exact
                        solution expm(M t) z₀; φ = −A⁻¹B y
-``averaging2``         2-state switch Q(y) = [[−eʸ, eʸ], [1, −1]], y' = c x₀;
+`averaging2`         2-state switch Q(y) = [[−eʸ, eʸ], [1, −1]], y' = c x₀;
                        y₀ solves y + eʸ = y(0) + e^{y(0)} + c t (Lambert W)
-``michaelis_menten``   ε c' = s − (s + κ) c, s' = −s + (s + κ − λ) c (standard
+`michaelis_menten`   ε c' = s − (s + κ) c, s' = −s + (s + κ − λ) c (standard
                        QSSA); φ = s/(s + κ), s₀(t) = κ W((s(0)/κ) e^{(s(0) − λt)/κ})
-``vanderpol``          ε x' = y − (x³/3 − x), y' = −x on its attracting branch
+`vanderpol`          ε x' = y − (x³/3 − x), y' = −x on its attracting branch
                        (default span (0, 0.5), before the fold reached at
-                       t → 3/2 − ln 2); with ``t_span=(0, 4)`` relaxation oscillations
+                       t → 3/2 − ln 2); with `t_span=(0, 4)` relaxation oscillations
                        of period → 3 − 2 ln 2
-``fitzhugh_nagumo``    ε v' = v − v³/3 − w + I, w' = 0.08(v + 0.7 − 0.8w); folds at
+`fitzhugh_nagumo`    ε v' = v − v³/3 − w + I, w' = 0.08(v + 0.7 − 0.8w); folds at
                        w = ±2/3 + I; I = 0 stays on the left branch, I = 0.5 reaches
                        the fold w = −1/6 (relaxation oscillation)
-``me3``/``me10``/      master equation over families cycle3/ring10/ring50,
-``me50``               y' = c(⟨w, x⟩ − y); φ = p_st(y) (T1); any other family
-                       through ``master_equation_entry`` (e.g. ring20, the benchmark)
+`me3`/`me10`/      master equation over families cycle3/ring10/ring50,
+`me50`               y' = c(⟨w, x⟩ − y); φ = p_st(y) (T1); any other family
+                       through `master_equation_entry` (e.g. ring20, the benchmark)
 =====================  ============================================================
 """
 from __future__ import annotations
@@ -59,10 +59,16 @@ class CatalogueEntry:
     ----------
     name : str
     system : FastSlowSystem
-    t_span : (t0, t1), the default horizon.
-    x0 : ndarray (m,);  y0 : ndarray (d,)  — the default initial state.
-    description : one line.
-    reference : where the expected numbers come from (closed form, asymptotics).
+    t_span : (t0, t1)
+        The default horizon.
+    x0 : ndarray (m,)
+        The default initial state.
+    y0 : ndarray (d,)
+        The default initial state.
+    description
+        One line.
+    reference
+        Where the expected numbers come from (closed form, asymptotics).
     phi : callable y (d,) -> (m,) or None
         Critical manifold f(φ(y), y) = 0, JAX-traceable (None when it is not a graph over y).
     h1 : callable y (d,) -> (m,) or None
@@ -72,7 +78,7 @@ class CatalogueEntry:
     exact_solution : callable t (K,) -> (x (K, m), y (K, d)) or None
         Closed form of the full system (at this ε) from the default state.
     asymptotics : dict
-        Known limits, e.g. ``{"period_limit": 3 − 2 ln 2}`` for van der Pol.
+        Known limits, e.g. `{"period_limit": 3 − 2 ln 2}` for van der Pol.
     """
 
     name: str
@@ -342,7 +348,7 @@ def vanderpol(eps=None, P=None) -> CatalogueEntry:
     from the folds: near (1, −2/3) the scaling x − 1 = ε^{1/3}U, t − t* = ε^{2/3}T gives
     the Riccati equation U' = −T − U², which blows up at T = |a₁| = 2.33811 (a₁ the first
     zero of Ai), so the first jump comes at t = 3/2 − ln 2 + 2.33811 ε^{2/3} + O(ε ln ε)
-    (Mishchenko & Rozov 1980).  ``t_span=(0, 4)`` shows the oscillation (and verify's
+    (Mishchenko & Rozov 1980).  `t_span=(0, 4)` shows the oscillation (and verify's
     fold report).  Stiff: runs at ε down to 1e-6.
     """
     eps, P = _eps_or_P(eps, P, 1e-3)
@@ -461,12 +467,12 @@ SYSTEMS: Catalogue[CatalogueEntry] = Catalogue("system", {
 
 @in_float64
 def get_system(name: str = DEFAULT_SYSTEM, **overrides) -> CatalogueEntry:
-    """The catalogue entry `name`, built with `overrides` (e.g. ``eps=1e-3`` or ``P=256``).
+    """The catalogue entry `name`, built with `overrides` (e.g. `eps=1e-3` or `P=256`).
 
     Returns
     -------
     CatalogueEntry
-        ``.system`` is the FastSlowSystem; `sp_ode.simulate` also accepts the entry itself.
+        `.system` is the FastSlowSystem; `sp_ode.simulate` also accepts the entry itself.
 
     Raises
     ------

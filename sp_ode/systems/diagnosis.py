@@ -2,13 +2,13 @@
 
 An implicit solver that meets NaN or ∞ in its vector field rejects the step,
 shrinks h and tries again until its step budget runs out: the status alone
-("max_steps reached") would send the user to raise ``max_steps``, which cannot
+("max_steps reached") would send the user to raise `max_steps`, which cannot
 help.  Both engines return the last accepted state (t_end, z_end); here the
 vector field is evaluated there, and just beyond it along the flow, and the
 first cause found is named with the advice that fits it:
 
 * the state itself non-finite (the solution blew up);
-* ``f`` or ``g`` non-finite at (or next to) the state — the solution leaves the
+* `f` or `g` non-finite at (or next to) the state — the solution leaves the
   domain of the vector field;
 * f finite but f/ε overflowing float64 — rescale f or raise ε;
 * for a master equation, Q(y) no longer a generator at y (negative rate, row
@@ -79,13 +79,20 @@ def diagnose(t: float, z: np.ndarray, *, f: Callable | None, g: Callable, eps: f
 
     Parameters
     ----------
-    t, z : last time and state reached; z = [x, y] (or y alone when `m` is None).
-    f : callable ``f(t, z) -> (m,)`` (not divided by ε), or None for a reduced flow.
-    g : callable ``g(t, z) -> (d,)``.
-    eps : ε (f/ε is checked for overflow).
-    span : t1 − t0, the scale of the probe steps beyond z.
-    Q : callable ``Q(y) -> (n, n)`` for a master equation, else None.
-    need_irreducible : also require Q(y) irreducible (the reduced flow needs p_st).
+    t, z
+        Last time and state reached; z = [x, y] (or y alone when `m` is None).
+    f
+        Callable `f(t, z) -> (m,)` (not divided by ε), or None for a reduced flow.
+    g
+        Callable `g(t, z) -> (d,)`.
+    eps
+        Ε (f/ε is checked for overflow).
+    span
+        T1 − t0, the scale of the probe steps beyond z.
+    Q
+        Callable `Q(y) -> (n, n)` for a master equation, else None.
+    need_irreducible
+        Also require Q(y) irreducible (the reduced flow needs p_st).
     """
     z = np.asarray(z, dtype=np.float64).reshape(-1)
     if not np.all(np.isfinite(z)):

@@ -1,16 +1,16 @@
 """Integration engines behind `sp_ode.simulate`: diffrax (compiled, cached, vmapped) and scipy.
 
 Both integrate one autonomous-or-not ODE dz/dt = rhs(t, z, dyn) on a flat state
-z, where ``dyn = (eps, args_dynamic)`` is data (never baked into compiled code)
-and the static part of ``args`` is part of the cache key.  The callers
-(`sp_ode.simulate`, `sp_ode.manifolds.reduced`) build ``rhs`` from a system; inputs here
+z, where `dyn = (eps, args_dynamic)` is data (never baked into compiled code)
+and the static part of `args` is part of the cache key.  The callers
+(`sp_ode.simulate`, `sp_ode.manifolds.reduced`) build `rhs` from a system; inputs here
 are already validated.
 
 Status codes (shared by both backends): 0 success, 1 max_steps reached,
 2 step size underflow / solver failure, 3 other; the callers add 4 when the
 cause is the vector field itself (non-finite f or g, f/ε overflowing, Q(y) not
 a generator or p_st(y) undefined).  Both engines also return the
-last state reached (``t_end``, ``z_end``), from which the caller diagnoses a
+last state reached (`t_end`, `z_end`), from which the caller diagnoses a
 failure by its cause (docs/theory.md §9).
 """
 from __future__ import annotations
@@ -51,8 +51,8 @@ SMALL_PROGRAM_OPTIONS = {"xla_backend_optimization_level": 0}
 class Problem:
     """An ODE for the engines.
 
-    key : hashable; equal keys must mean the same ``make_rhs`` (it keys the caches).
-    make_rhs : ``make_rhs(args_static) -> rhs(t, z, (eps, args_dynamic))``.
+    key : hashable; equal keys must mean the same `make_rhs` (it keys the caches).
+    make_rhs : `make_rhs(args_static) -> rhs(t, z, (eps, args_dynamic))`.
     """
 
     key: Hashable
@@ -96,13 +96,13 @@ def _is_data(leaf) -> bool:
 
 @dataclass(frozen=True)
 class StaticArgs:
-    """The static part of ``args``: its tree structure and non-data leaves (None where a data leaf goes)."""
+    """The static part of `args`: its tree structure and non-data leaves (None where a data leaf goes)."""
 
     treedef: Any
     leaves: tuple
 
     def combine(self, dynamic) -> Any:
-        """``args`` again, from the data leaves `dynamic` (a tuple, in tree order)."""
+        """`args` again, from the data leaves `dynamic` (a tuple, in tree order)."""
         it = iter(dynamic)
         return jax.tree_util.tree_unflatten(self.treedef, [next(it) if leaf is _DATA else leaf
                                                            for leaf in self.leaves])
@@ -112,7 +112,7 @@ _DATA = object()   # placeholder of a data leaf in StaticArgs.leaves
 
 
 def split_args(args):
-    """Partition ``args`` into its data leaves (a tuple of arrays) and the static rest (`StaticArgs`), with a
+    """Partition `args` into its data leaves (a tuple of arrays) and the static rest (`StaticArgs`), with a
     hashable key of the static rest.  ε, array parameters and real numbers are data: changing them never
     recompiles (docs/theory.md §9)."""
     leaves, treedef = jax.tree_util.tree_flatten(args)
@@ -238,9 +238,9 @@ def _build_diffrax(problem, args_static, method, max_steps, save_steps, batch_ax
 
 def solve_diffrax(problem: Problem, z0, t0, t1, ts, *, eps, args, rtol, atol, method, max_steps,
                   batched: bool = False, batch_args: bool = False, split=None, chunk: int | None = None) -> dict:
-    """Integrate with diffrax; ``z0`` is (n,) or, when `batched`, (B, n).
+    """Integrate with diffrax; `z0` is (n,) or, when `batched`, (B, n).
 
-    `split`, when given, is ``split_args(args)`` already computed by the caller.
+    `split`, when given, is `split_args(args)` already computed by the caller.
     Without save times (single solve) the accepted steps are returned, computed in
     chunks of at most `STEP_CHUNK` steps so that memory never scales with `max_steps`.
     With save times, a budget above `chunk` (the budget the program is compiled for; default
@@ -487,7 +487,7 @@ def solve_scipy(problem: Problem, z0, t0, t1, ts, *, eps, args, rtol, atol, meth
                 batched: bool = False, batch_args: bool = False, split=None) -> dict:
     """Integrate with a scipy OdeSolver (Radau/BDF/LSODA) and the JAX Jacobian; loops over a batch.
 
-    `split`, when given, is ``split_args(args)`` already computed by the caller.
+    `split`, when given, is `split_args(args)` already computed by the caller.
     """
     args_dyn, args_static, static_key = split_args(args) if split is None else split
     ts_np = None if ts is None else np.asarray(ts, dtype=np.float64)

@@ -3,14 +3,14 @@
 A fast–slow model ε dx/dt = f, dy/dt = g is given to sp_ode as JAX-traceable
 functions, because every solver, Newton step and Jacobian traces them:
 
-* ``f(t, x, y, args) -> (m,)`` and ``g(t, x, y, args) -> (d,)``, with t a scalar,
-  x of shape (m,), y of shape (d,) — written with ``jax.numpy`` (``jnp.…``), never
-  ``numpy``, ``math`` or Python ``if`` on array values (use ``jnp.where``);
-* the shorthand ``f(x, y)`` / ``g(x, y)`` (exactly two positional parameters) is
+* `f(t, x, y, args) -> (m,)` and `g(t, x, y, args) -> (d,)`, with t a scalar,
+  x of shape (m,), y of shape (d,) — written with `jax.numpy` (`jnp.…`), never
+  `numpy`, `math` or Python `if` on array values (use `jnp.where`);
+* the shorthand `f(x, y)` / `g(x, y)` (exactly two positional parameters) is
   accepted and wrapped by `sp_ode.systems.vector_field.as_vector_field` (on construction);
-* for a master equation, ``Q_of_y(y) -> (n, n)`` with y of shape (d,) (also for d = 1:
-  write ``y[0]``), rows summing to zero;
-* m and d are inferred from ``x0`` and ``y0`` (n from ``Q(y0)``) unless declared.
+* for a master equation, `Q_of_y(y) -> (n, n)` with y of shape (d,) (also for d = 1:
+  write `y[0]`), rows summing to zero;
+* m and d are inferred from `x0` and `y0` (n from `Q(y0)`) unless declared.
 
 `check_model` traces f and g (and Q) once with the shapes of x0, y0 — `jax.eval_shape`,
 so nothing runs — and turns the two common mistakes into messages that name the
@@ -35,9 +35,12 @@ class ModelCheck:
 
     Attributes
     ----------
-    m, d : fast and slow dimensions (from x0, y0).
-    n : number of states of Q(y) for a master equation, else None.
-    system : the system with shorthand f/g wrapped and m, d set from x0, y0 when they were not
+    m, d
+        Fast and slow dimensions (from x0, y0).
+    n
+        Number of states of Q(y) for a master equation, else None.
+    system
+        The system with shorthand f/g wrapped and m, d set from x0, y0 when they were not
         declared (the same object when nothing changed).
     """
 
@@ -81,16 +84,21 @@ def check_model(system: Any, x0: Any, y0: Any, *, args: Any = None, t0: float = 
 
     Parameters
     ----------
-    system : `sp_ode.FastSlowSystem` or `sp_ode.MasterEquationSystem`.
-    x0 : array (m,), the fast initial state (for a master equation, a distribution on n states).
-    y0 : array (d,), the slow initial state (a scalar is taken as d = 1).
-    args : parameters for f and g (default: the system's).
-    t0 : time at which f and g are traced.
+    system
+        `sp_ode.FastSlowSystem` or `sp_ode.MasterEquationSystem`.
+    x0 : array (m,)
+        The fast initial state (for a master equation, a distribution on n states).
+    y0 : array (d,)
+        The slow initial state (a scalar is taken as d = 1).
+    args
+        Parameters for f and g (default: the system's).
+    t0
+        Time at which f and g are traced.
 
     Returns
     -------
     ModelCheck
-        m, d (and n); `system` with a shorthand ``f(x, y)``/``g(x, y)`` wrapped and the
+        m, d (and n); `system` with a shorthand `f(x, y)`/`g(x, y)` wrapped and the
         inferred m, d recorded.
 
     Raises

@@ -5,33 +5,33 @@ arguments into a `SolveOptions`; sweeps, the certificate, the visited region and
 identity check build one and pass it on, so no internal caller re-validates loose keyword
 lists.
 
-**The engine.**  ``backend="auto"`` (the default) picks, per call:
+**The engine.**  `backend="auto"` (the default) picks, per call:
 
-* one unbatched solve of a small system (state dimension ≤ ``AUTO_SCIPY_MAX_DIM``): scipy's
+* one unbatched solve of a small system (state dimension ≤ `AUTO_SCIPY_MAX_DIM`): scipy's
   LSODA, stepped here with the vector field and its Jacobian compiled by `jax.jit` — two small
   programs compiled in a fraction of a second, so the first answer of a new model costs about
   what scipy alone costs (`bench/bench_first_answer.py`);
-* a batch, batched ``args``, or a larger system: diffrax's Kvaerno5, compiled once per
-  (system, shapes, options), with ε, ``args`` and tolerances as data, `vmap`-ed over batches.
+* a batch, batched `args`, or a larger system: diffrax's Kvaerno5, compiled once per
+  (system, shapes, options), with ε, `args` and tolerances as data, `vmap`-ed over batches.
 
-The choice and its reason are recorded in ``Trajectory.stats`` (``backend``, ``method``,
-``route``).
+The choice and its reason are recorded in `Trajectory.stats` (`backend`, `method`,
+`route`).
 
 **Tolerances mean global error.**  A controller bounds the *local* error per step; the
 error it leaves at the end of the span is larger, by a factor that depends on the method.
-Each method's controller therefore runs at (rtol, atol)·``CONTROLLER_FACTOR[method]``, measured
+Each method's controller therefore runs at (rtol, atol)·`CONTROLLER_FACTOR[method]`, measured
 on the stiff Test Set (VDPOL, ROBER, OREGO, HIRES at rtol 1e-4 … 1e-10, docs/bench/stiff.md) so
 that every component ends within 10 tolerance units of the published reference, and never
-below ``RTOL_FLOOR`` (closer to the unit roundoff the error estimate is rounding noise):
+below `RTOL_FLOOR` (closer to the unit roundoff the error estimate is rounding noise):
 LSODA and BDF leave up to 226 and 328 units at their requested tolerance, Radau ≤ 0.15.
 A master equation's error is far below its tolerance already and keeps factor 1 on diffrax
 (`sp_ode.systems.integration`).
 
 **Escalation.**  A solve that stops on its step budget, or whose step size or Newton
-iteration fails, is retried — when ``escalate`` is True (the default) — up the ladder
-``ESCALATION``: the same method with 8× the budget (the output buffer does not grow with it),
+iteration fails, is retried — when `escalate` is True (the default) — up the ladder
+`ESCALATION`: the same method with 8× the budget (the output buffer does not grow with it),
 then another method, then scipy Radau at 8× the budget.  Each rung is recorded in
-``Trajectory.stats["escalations"]``; only when the last fails is the failure returned (or
+`Trajectory.stats["escalations"]`; only when the last fails is the failure returned (or
 raised).
 """
 from __future__ import annotations
@@ -60,7 +60,7 @@ RTOL_FLOOR = 1e-13               # ≈ 450 unit roundoffs: below it the error es
 
 
 def controller_tolerances(method: str, rtol: float, atol: float, factor: float | None = None) -> tuple[float, float]:
-    """(rtol, atol) for the controller of `method`: scaled by its factor, rtol floored at ``RTOL_FLOOR``
+    """(rtol, atol) for the controller of `method`: scaled by its factor, rtol floored at `RTOL_FLOOR`
     (never above the request: a requested tolerance is never loosened)."""
     factor = CONTROLLER_FACTOR[method] if factor is None else factor
     if factor >= 1.0:
@@ -76,10 +76,14 @@ class SolveOptions:
     Attributes
     ----------
     backend : {"auto", "diffrax", "scipy"}
-    method : str or None — None: the backend's default (auto: chosen per call, see `route`).
-    rtol, atol : float — requested tolerances on the global error (module docstring).
-    max_steps : int — the step budget of the first attempt.
-    escalate : bool — climb the escalation ladder on a budget, step-size or Newton failure.
+    method : str or None
+        None: the backend's default (auto: chosen per call, see `route`).
+    rtol, atol : float
+        Requested tolerances on the global error (module docstring).
+    max_steps : int
+        The step budget of the first attempt.
+    escalate : bool
+        Climb the escalation ladder on a budget, step-size or Newton failure.
     """
 
     backend: str = "auto"

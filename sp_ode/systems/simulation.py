@@ -3,21 +3,21 @@
 Two backends integrate the concatenated state z = [x, y], dz/dt = [f/ε, g]
 (docs/theory.md §2):
 
-``diffrax``  an implicit stiff solver (Kvaerno5 with a PI step-size controller,
+`diffrax`  an implicit stiff solver (Kvaerno5 with a PI step-size controller,
              pcoeff = icoeff = 0.3; stage equations solved by chord iterations).
              A general system runs the controller at (rtol, atol)/100, its chord
              iterations stopping at 1e-2 of the requested tolerance (diffrax's κ),
              so that the global error meets the request (Test Set: within one digit
              of Radau, docs/bench/stiff.md); a master equation runs at the requested
              tolerance with κ = 1 (see `integration.TOL_FACTOR_GENERAL`).  In
-             float64, stepping to every save time, compiled once per (system, shapes, options) and cached; ε and array ``args`` are data to the compiled
+             float64, stepping to every save time, compiled once per (system, shapes, options) and cached; ε and array `args` are data to the compiled
              solve, so sweeping them does not recompile.  Batches of initial states
-             (and optionally of ``args``) run as one `jax.vmap`-ed solve.
-``scipy``    a `scipy.integrate` OdeSolver (Radau, BDF or LSODA) stepped here, with
+             (and optionally of `args`) run as one `jax.vmap`-ed solve.
+`scipy`    a `scipy.integrate` OdeSolver (Radau, BDF or LSODA) stepped here, with
              the exact Jacobian ∂(dz/dt)/∂z from `jax.jacfwd` (jitted).
 
-Compiled solves are cached by the identity of the system's ``f`` and ``g`` (shared by
-copies from ``with_eps``/``with_P``/``with_args``), the shapes and the options: build a
+Compiled solves are cached by the identity of the system's `f` and `g` (shared by
+copies from `with_eps`/`with_P`/`with_args`), the shapes and the options: build a
 system once and reuse it, rather than wrapping f in a fresh closure per call.
 
 Systems are checked at the door: f and g are evaluated once for their shapes
@@ -26,7 +26,7 @@ and dtypes (complex output is refused), x0 and y0 must be non-empty; for a
 warned about by how much.  A failed solve is a status on the returned
 `Trajectory` whose message names the cause, read off the last state reached
 (`diagnosis`): non-finite f or g, f/ε overflowing, Q(y) not a generator, or the
-step budget — each with its own advice (docs/theory.md §9).  With ``throw=True``
+step budget — each with its own advice (docs/theory.md §9).  With `throw=True`
 (the default) it raises `SolverError` instead.
 """
 from __future__ import annotations
@@ -55,12 +55,12 @@ __all__ = ["simulate", "Trajectory", "SolverError", "BACKENDS"]
 
 
 class SolverError(RuntimeError):
-    """A solve did not reach the end of its time span (raised when ``throw=True``).
+    """A solve did not reach the end of its time span (raised when `throw=True`).
 
     Attributes
     ----------
     trajectory : Trajectory
-        What was computed before the failure (its ``status`` and ``message``).
+        What was computed before the failure (its `status` and `message`).
     """
 
     def __init__(self, message: str, trajectory: Trajectory | None = None):
@@ -75,10 +75,10 @@ class Trajectory:
     Attributes
     ----------
     t : ndarray (K,)
-        Save times (``ts``, or the solver's accepted steps when ``ts`` was None for
+        Save times (`ts`, or the solver's accepted steps when `ts` was None for
         a single solve).
     x : ndarray (K, m), or (B, K, m) for a batch
-        Fast state.  Save times not reached by a failed solve hold ``inf``.
+        Fast state.  Save times not reached by a failed solve hold `inf`.
     y : ndarray (K, d), or (B, K, d)
         Slow state.
     status : int, or ndarray (B,) of int
@@ -88,14 +88,14 @@ class Trajectory:
     message : str
         Empty on success; otherwise says where the solve stopped, why, and what to change.
     stats : dict
-        ``num_steps`` (accepted), ``num_rejected_steps`` (diffrax), ``nfev``, ``njev``,
-        ``nlu`` (scipy), ``t_end`` (time reached), ``wall_time`` and ``compile_time``
+        `num_steps` (accepted), `num_rejected_steps` (diffrax), `nfev`, `njev`,
+        `nlu` (scipy), `t_end` (time reached), `wall_time` and `compile_time`
         (seconds, apart; compile_time is 0 when a cached compiled solve was reused).
     backend, method : str
     name : str or None
         The label of the system solved, when the caller gave one (None otherwise).
 
-    Printing a Trajectory (``repr`` and ``str``) gives a summary of at most six lines,
+    Printing a Trajectory (`repr` and `str`) gives a summary of at most six lines,
     whatever its size: name, backend/method, status, t range and number of save times,
     the shapes of x and y, the step counts, and y at the last time reached (6
     significant digits, long vectors elided).  The arrays themselves are the attributes.
@@ -230,7 +230,7 @@ def check_state(name: str, value, dim: int | None) -> np.ndarray:
 
 
 def check_system(system) -> FastSlowSystem:
-    """Accept a FastSlowSystem or a catalogue entry (its ``.system``)."""
+    """Accept a FastSlowSystem or a catalogue entry (its `.system`)."""
     inner = getattr(system, "system", None)
     if isinstance(inner, FastSlowSystem):
         system = inner
@@ -376,7 +376,7 @@ ESCALATE_ON = (integration.STATUS_MAX_STEPS, integration.STATUS_STEP_FAILURE, in
 def ladder(backend: str, method: str, max_steps: int, escalate: bool, batched: bool = False
            ) -> list[tuple[str, str, int]]:
     """The rungs (backend, method, step budget) a solve climbs on a budget, step-size or Newton failure:
-    the same method with ``ESCALATION_BUDGET``× the budget, then scipy Radau with that budget
+    the same method with `ESCALATION_BUDGET`× the budget, then scipy Radau with that budget
     (`sp_ode.systems.options`).  The lanes of a vmapped diffrax batch share their time span, so they cannot
     each continue from where they stopped: their failed lanes go to scipy Radau directly."""
     rungs = [(backend, method, max_steps)]
@@ -397,7 +397,7 @@ def run_engines(problem: integration.Problem, z0, t0: float, t1: float, ts, *, e
     or stage equations failed goes straight to scipy Radau (a larger budget cannot help it); the climb
     stops when `diagnose` names a cause in the vector field itself, or when a retry made no progress in
     t (a singularity: neither budget nor method helps).  Failed lanes of a batch climb alone.  Returns
-    the raw engine output with ``backend``, ``method``, ``route`` and ``escalations`` (a list of dicts).
+    the raw engine output with `backend`, `method`, `route` and `escalations` (a list of dicts).
     """
     split = integration.split_args(args) if split is None else split
     dim = int(np.shape(z0)[-1])
@@ -482,7 +482,7 @@ def simulate(system, t_span, x0, y0, *, backend: str = "auto", method: str | Non
              rtol: float = 1e-8, atol: float = 1e-10, ts=None, throw: bool = True,
              max_steps: int = DEFAULT_MAX_STEPS, args=None, batch_args: bool = False,
              escalate: bool = True) -> Trajectory:
-    """Integrate ε dx/dt = f(t, x, y, args), dy/dt = g(t, x, y, args) over ``t_span``.
+    """Integrate ε dx/dt = f(t, x, y, args), dy/dt = g(t, x, y, args) over `t_span`.
 
     Parameters
     ----------
@@ -494,10 +494,10 @@ def simulate(system, t_span, x0, y0, *, backend: str = "auto", method: str | Non
     y0 : array (d,) or (B, d)
         Initial slow state(s).  A 1-D x0 or y0 is broadcast against the batch.
     backend : {"auto", "diffrax", "scipy"}
-        ``"auto"`` (default): scipy LSODA with the compiled vector field and Jacobian for one
+        `"auto"` (default): scipy LSODA with the compiled vector field and Jacobian for one
         solve of a small system (a first answer in about scipy's own time), diffrax Kvaerno5
         for a batch or a large system (`sp_ode.systems.options`).  The choice and its reason
-        are in ``stats["backend"]``, ``stats["method"]``, ``stats["route"]``.
+        are in `stats["backend"]`, `stats["method"]`, `stats["route"]`.
     method : str, optional
         diffrax: "Kvaerno5" (its default), "Kvaerno4", "Kvaerno3" (implicit, stiff),
         "Tsit5", "Dopri5", "Dopri8" (explicit).  scipy: "LSODA" (its default), "Radau", "BDF".
@@ -520,19 +520,19 @@ def simulate(system, t_span, x0, y0, *, backend: str = "auto", method: str | Non
         `integration.STEP_CHUNK`), so a generous budget costs nothing until it is used.
     escalate : bool
         On a budget, step-size or Newton failure, retry with 8× the budget, then with scipy
-        Radau (default True); each retry is recorded in ``stats["escalations"]``.  False keeps
+        Radau (default True); each retry is recorded in `stats["escalations"]`.  False keeps
         `max_steps` a hard limit.
     args : pytree, optional
-        Parameters for f and g; defaults to ``system.args``.  Array leaves are data
+        Parameters for f and g; defaults to `system.args`.  Array leaves are data
         (changing them does not recompile); other leaves are compile-time constants.
     batch_args : bool
-        If True, every array leaf of ``args`` has a leading batch axis B and solve b
+        If True, every array leaf of `args` has a leading batch axis B and solve b
         uses slice b (a parameter sweep, `jax.vmap`-ed on diffrax).
 
     Returns
     -------
     Trajectory
-        ``t`` (K,), ``x`` (K, m) | (B, K, m), ``y`` (K, d) | (B, K, d), ``status``, ``message``, ``stats``.
+        `t` (K,), `x` (K, m) | (B, K, m), `y` (K, d) | (B, K, d), `status`, `message`, `stats`.
 
     Warns
     -----
@@ -549,7 +549,7 @@ def simulate(system, t_span, x0, y0, *, backend: str = "auto", method: str | Non
         bad `ts`; f/g output shapes that do not match x/y (names `f` or `g`); for a
         `MasterEquationSystem`, Q(y0) not a generator (names `Q_of_y`).
     SolverError
-        With ``throw=True``, when a solve fails (the message names the cause — non-finite
+        With `throw=True`, when a solve fails (the message names the cause — non-finite
         f or g, f/ε overflowing, Q(y) not a generator, step budget — and what to change).
     Exceptions raised inside the user's f or g propagate unchanged.
     """

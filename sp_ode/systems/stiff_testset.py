@@ -4,27 +4,27 @@ The Test Set for IVP Solvers (F. Mazzia and C. Magherini, release 2.4, Universit
 Bari, 2008; Hairer & Wanner, *Solving ODEs II*, §IV.10) gives each problem with a
 reference solution at the final time, computed there by RADAU5 in extended precision
 (uround 1.01e-19, rtol = atol = 1.1e-18).  The values below are copied from the Test
-Set's Fortran problem files (``vdpol.f``, ``rober.f``, ``orego.f``, ``hires.f``,
-subroutine ``solut``), digit for digit.
+Set's Fortran problem files (`vdpol.f`, `rober.f`, `orego.f`, `hires.f`,
+subroutine `solut`), digit for digit.
 
 Each problem is written as ε dx/dt = f(x, y), dy/dt = g(x, y) (docs/theory.md §2);
 the splitting is a choice, stated per problem:
 
-``vdpol``  van der Pol, ε = 1e-6: x = y₂ (the fast velocity), y = y₁.  The Test
+`vdpol`  van der Pol, ε = 1e-6: x = y₂ (the fast velocity), y = y₁.  The Test
            Set's own form ε y₂' = (1 − y₁²) y₂ − y₁, y₁' = y₂, t ∈ [0, 2].
-``rober``  Robertson's reactions: x = y₂ (the fast intermediate species), y = (y₁, y₃),
+`rober`  Robertson's reactions: x = y₂ (the fast intermediate species), y = (y₁, y₃),
            ε = 1/(3·10⁷), the fastest rate constant, so that
            f = (0.04 y₁ − 10⁴ y₂ y₃)/(3·10⁷) − y₂²; t ∈ [0, 10¹¹].
-``orego``  the Oregonator: x = y₁, ε = 1/77.27 (the Test Set's scale parameter s),
+`orego`  the Oregonator: x = y₁, ε = 1/77.27 (the Test Set's scale parameter s),
            y = (y₂, y₃); t ∈ [0, 360].
-``hires``  High Irradiance RESponse: no natural small parameter, so ε = 1; the split
+`hires`  High Irradiance RESponse: no natural small parameter, so ε = 1; the split
            puts in x the three species of the fast reaction 280·y₆·y₈ (x = (y₆, y₇, y₈)),
            y = (y₁, …, y₅); t ∈ [0, 321.8122].
 
 `StiffProblem.reference` is ordered as the state [x, y] of `sp_ode.simulate`;
 `StiffProblem.order` maps it back to the Test Set's numbering.  The tolerances a
 problem is run at follow the Test Set's practice of an absolute tolerance scaled
-to the size of the components: ``atol = atol_factor · rtol``.
+to the size of the components: `atol = atol_factor · rtol`.
 """
 from __future__ import annotations
 
@@ -49,11 +49,15 @@ class StiffProblem:
     name : str
     system : FastSlowSystem
     t_span : (t0, t1)
-    x0, y0 : ndarray, the initial fast and slow states
-    reference : ndarray (m + d,), the published value at t1, ordered as [x, y]
+    x0, y0 : ndarray
+        The initial fast and slow states
+    reference : ndarray (m + d,)
+        The published value at t1, ordered as [x, y]
     order : tuple of int, Test Set component numbers (1-based) of [x, y]
-    atol_factor : float, atol = atol_factor · rtol
-    splitting : str, the choice of x, y and ε in words
+    atol_factor : float
+        Atol = atol_factor · rtol
+    splitting : str
+        The choice of x, y and ε in words
     """
 
     name: str

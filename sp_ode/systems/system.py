@@ -1,7 +1,7 @@
 """Fast–slow systems ε dx/dt = f(x, y), dy/dt = g(x, y), with ε = 1/P (docs/theory.md §2).
 
 A `FastSlowSystem` holds the two vector fields, the timescale ratio ε (or the
-block size P, ε = 1/P) and the parameters ``args`` passed to both.  On the slow
+block size P, ε = 1/P) and the parameters `args` passed to both.  On the slow
 clock t the concatenated state z = [x, y] ∈ ℝᵐ⁺ᵈ obeys
 
     dz/dt = [f(t, x, y, args) / ε,  g(t, x, y, args)],
@@ -13,9 +13,9 @@ with x on the simplex Δⁿ⁻¹: 1ᵀx is conserved because Q(y)1 = 0, and the 
 manifold is φ(y) = p_st(y) (T1).
 
 Both objects are immutable and compare by identity, so compiled solves can be
-cached per (system, shapes) by `sp_ode.simulate`; ε and ``args`` are passed to
+cached per (system, shapes) by `sp_ode.simulate`; ε and `args` are passed to
 compiled code as data, so changing them (`with_eps`) does not recompile.  Every
-`MasterEquationSystem` over the same ``Q_of_y`` shares one f, so rebuilding a system
+`MasterEquationSystem` over the same `Q_of_y` shares one f, so rebuilding a system
 over a generator family does not recompile either.  That f carries a hand-written
 JVP, d(Q(y)ᵀx) = Q(y)ᵀdx + (∂_yQ(y)·dy)ᵀx, which makes the Jacobians of the implicit
 solvers build Q(y) once instead of once per basis tangent.
@@ -68,9 +68,9 @@ class FastSlowSystem:
 
     Parameters
     ----------
-    f : callable ``f(t, x, y, args) -> (m,)``
+    f : callable `f(t, x, y, args) -> (m,)`
         Fast vector field, JAX-traceable; t scalar, x (m,), y (d,).
-    g : callable ``g(t, x, y, args) -> (d,)``
+    g : callable `g(t, x, y, args) -> (d,)`
         Slow vector field, JAX-traceable.
     eps : float, optional
         Timescale ratio ε, finite and > 0.  Give exactly one of `eps`, `P`.
@@ -87,7 +87,7 @@ class FastSlowSystem:
     Attributes
     ----------
     f, g, eps, P, args, m, d, name
-        As given; ``P`` is None when the system was built from `eps`.
+        As given; `P` is None when the system was built from `eps`.
 
     Raises
     ------
@@ -145,7 +145,7 @@ class FastSlowSystem:
         return new
 
     def with_eps(self, eps) -> FastSlowSystem:
-        """A copy with timescale ratio `eps` (finite, > 0); ``P`` becomes None."""
+        """A copy with timescale ratio `eps` (finite, > 0); `P` becomes None."""
         eps, P = _resolve_eps(eps, None)
         return self._replace(eps=eps, P=P)
 
@@ -161,13 +161,13 @@ class FastSlowSystem:
     def vector_field(self, t, z, args=None):
         """dz/dt = [f/ε, g] on the concatenated state z = [x, y], shape (m + d,).
 
-        `args` defaults to ``self.args``.  Requires ``m`` to be known (given at
+        `args` defaults to `self.args`.  Requires `m` to be known (given at
         construction), since it splits z.
 
         Raises
         ------
         ValueError
-            If ``m`` is unknown.
+            If `m` is unknown.
         """
         if self.m is None:
             dim = "`n=` (the number of states)" if isinstance(self, MasterEquationSystem) else "`m=`"
@@ -185,7 +185,8 @@ class FastSlowSystem:
         ----------
         x0 : array (m,)
         y0 : array (d,)
-        args : pytree, optional; defaults to ``self.args``.
+        args : pytree
+            Optional; defaults to `self.args`.
 
         Returns
         -------
@@ -314,10 +315,10 @@ class MasterEquationSystem(FastSlowSystem):
 
     Parameters
     ----------
-    Q_of_y : callable ``Q_of_y(y) -> (n, n)`` or `sp_ode.markov.families.GeneratorFamily`
+    Q_of_y : callable `Q_of_y(y) -> (n, n)` or `sp_ode.markov.families.GeneratorFamily`
         The generator family, JAX-traceable in y (d,).  For a `GeneratorFamily`,
         n and d are taken from it.
-    g : callable ``g(t, x, y, args) -> (d,)``
+    g : callable `g(t, x, y, args) -> (d,)`
     eps, P, args, name
         As for `FastSlowSystem`.
     n, d : int, optional
@@ -380,7 +381,7 @@ class MasterEquationSystem(FastSlowSystem):
     def stationary_phi(self) -> Callable:
         """The critical manifold φ(y) = p_st(Q(y)) as a JAX function y (d,) -> (n,) (T1).
 
-        One function per ``Q_of_y`` (cached), so compiled reduced solves keyed on it are
+        One function per `Q_of_y` (cached), so compiled reduced solves keyed on it are
         reused.  Inside a compiled solve it turns NaN where Q(y) is not an irreducible
         generator, which stops the solve there with the cause named.
         """

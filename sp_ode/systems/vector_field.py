@@ -1,7 +1,7 @@
-"""A user's vector field in sp_ode's signature ``fn(t, x, y, args)`` (docs/theory.md §2; README "Your own model").
+"""A user's vector field in sp_ode's signature `fn(t, x, y, args)` (docs/theory.md §2; README "Your own model").
 
-Every solver calls f and g as ``f(t, x, y, args)``; many models are written
-``f(x, y)``.  `as_vector_field` accepts both: a function with exactly two required
+Every solver calls f and g as `f(t, x, y, args)`; many models are written
+`f(x, y)`.  `as_vector_field` accepts both: a function with exactly two required
 positional parameters is wrapped (once), one with four passes through unchanged,
 and any other count is refused with a message naming the function.
 """
@@ -29,16 +29,18 @@ def _positional_arity(fn: Callable) -> int | None:
 
 
 def as_vector_field(name: str, fn: Any) -> Callable:
-    """`fn` as ``fn(t, x, y, args)``: the shorthand ``fn(x, y)`` is wrapped, four arguments pass through.
+    """`fn` as `fn(t, x, y, args)`: the shorthand `fn(x, y)` is wrapped, four arguments pass through.
 
     Parameters
     ----------
-    name : "f" or "g", for messages.
-    fn : callable ``fn(t, x, y, args)`` or ``fn(x, y)``.
+    name : "f" or "g"
+        For messages.
+    fn
+        Callable `fn(t, x, y, args)` or `fn(x, y)`.
 
     Returns
     -------
-    callable ``(t, x, y, args) -> array``; the same object when it already takes four arguments.
+    callable `(t, x, y, args) -> array`; the same object when it already takes four arguments.
 
     Raises
     ------

@@ -7,9 +7,9 @@ are measured against the theory of docs/theory.md §3.2–§3.3 and §3.5:
 =================  ====================================  =============
 name               quantity                              expected rate
 =================  ====================================  =============
-``manifold``       max_{t≥t₀} ‖x(t) − φ(y(t))‖∞          O(ε)
-``corrected``      max_{t≥t₀} ‖x(t) − h_ε(y(t))‖∞        O(ε^{k+1})
-``slow``           max_{t≥t₀} ‖y(t) − y_red(t)‖∞          O(ε)
+`manifold`       max_{t≥t₀} ‖x(t) − φ(y(t))‖∞          O(ε)
+`corrected`      max_{t≥t₀} ‖x(t) − h_ε(y(t))‖∞        O(ε^{k+1})
+`slow`           max_{t≥t₀} ‖y(t) − y_red(t)‖∞          O(ε)
 =================  ====================================  =============
 
 h_ε = φ + ε h₁ + … + εᵏ h_k is `sp_ode.slow_manifold` of order k (or a `GivenManifold`)
@@ -22,7 +22,7 @@ system's own φ.  Each rate is fitted by `fit_rate` (docs/theory.md §3.5):
   levels off at 5e-10 for P ≥ 2048, which bent the slope from 2.03 to 1.93) is
   integration error, not the asymptotic term.  At the large-ε end, a point is
   *before the asymptotic regime* while the local slope between it and its neighbour
-  differs by more than ``SETTLE`` = 0.1 from the median local slope of the points
+  differs by more than `SETTLE` = 0.1 from the median local slope of the points
   after it (the leading term does not yet dominate); such points are dropped one at a
   time from the large-ε end.  Near the floor (within 10×), a point whose local slope
   departs the same way from the median is dropped from the small-ε end.  Neither
@@ -30,13 +30,13 @@ system's own φ.  Each rate is fitted by `fit_rate` (docs/theory.md §3.5):
 * **Statistics.**  Least squares of log d on log ε over the N points kept: slope b,
   standard error s_b = √(SSR/(N − 2) / Σ(log ε − mean)²), and the 95 % interval
   b ± t_{0.975, N−2} s_b (Student t, scipy.stats).
-* **Verdict per rate.**  Passes when N ≥ ``MIN_POINTS`` = 4 (a two- or three-point fit
+* **Verdict per rate.**  Passes when N ≥ `MIN_POINTS` = 4 (a two- or three-point fit
   never passes), the interval meets [expected − tol, expected + tol], and its
   half-width is ≤ tol (a fit too noisy to disagree with anything is *inconclusive*,
   which fails).  When fewer than 4 points survive, P values are added automatically
   (larger P when points were dropped at the large-ε end, smaller P when at the floor;
-  at most ``EXTEND_ROUNDS`` = 2 rounds of two) and the message says which.
-* ``slope_tol`` = 0.15: each distance is C ε^p (1 + O(ε)); over P = 4 … 4096
+  at most `EXTEND_ROUNDS` = 2 rounds of two) and the message says which.
+* `slope_tol` = 0.15: each distance is C ε^p (1 + O(ε)); over P = 4 … 4096
   (ln(ε_max/ε_min) ≈ 6.9) a relative correction c·ε bends the fitted slope by about
   c·ε_max/6.9 ≈ 0.04c, so 0.15 admits c up to ~4 while a wrong order (an error of 1
   in the slope) is never admitted.
@@ -84,9 +84,12 @@ class GivenManifold:
 
     Attributes
     ----------
-    order : int — k.
-    terms : callable ys (N, d) -> ndarray (N, k + 1, m) — [φ, h₁, …, h_k] at each point.
-    name : str — for messages.
+    order : int
+        K.
+    terms : callable ys (N, d) -> ndarray (N, k + 1, m)
+        [φ, h₁, …, h_k] at each point.
+    name : str
+        For messages.
     """
 
     order: int
@@ -102,20 +105,42 @@ class ConvergenceCertificate:
 
     Attributes
     ----------
-    system : str — the system's name.
-    order : int — k of h_ε.
-    Ps : ndarray (K,) int;  eps : ndarray (K,) — ε = 1/P (the Ps actually run, with any added).
-    t_span : (t_start, t_end);  t0_layer : float — start of the measurement window.
-    distances : dict name -> ndarray (K,) — max over t ≥ t₀ (see the module table).
-    final : dict name -> ndarray (K,) — the same distances at t_end only.
-    fits : dict name -> RateFit.
-    slopes, expected : dict name -> float — fitted and expected log–log slopes.
-    constants : dict name -> float — C in distance ≈ C ε^p at the smallest fitted ε (t ≥ t₀).
-    final_constants : dict name -> float — the same at t_end.
-    fitted : dict name -> ndarray (K,) bool — points used in each fit.
-    slope_tol : float;  floor : float — the error floor of the solves.
-    passed : bool;  messages : list of str — failures first (each naming its rate), then notes.
-    stats : list of dict — per P: solver status, steps, wall time.
+    system : str
+        The system's name.
+    order : int
+        K of h_ε.
+    Ps : ndarray (K,) int
+        Ε = 1/P (the Ps actually run, with any added).
+    eps : ndarray (K,)
+        Ε = 1/P (the Ps actually run, with any added).
+    t_span : (t_start, t_end)
+        Start of the measurement window.
+    t0_layer : float
+        Start of the measurement window.
+    distances : dict name -> ndarray (K,)
+        Max over t ≥ t₀ (see the module table).
+    final : dict name -> ndarray (K,)
+        The same distances at t_end only.
+    fits
+        Dict name -> RateFit.
+    slopes, expected : dict name -> float
+        Fitted and expected log–log slopes.
+    constants : dict name -> float
+        C in distance ≈ C ε^p at the smallest fitted ε (t ≥ t₀).
+    final_constants : dict name -> float
+        The same at t_end.
+    fitted : dict name -> ndarray (K,) bool
+        Points used in each fit.
+    slope_tol : float
+        The error floor of the solves.
+    floor : float
+        The error floor of the solves.
+    passed : bool
+        Failures first (each naming its rate), then notes.
+    messages : list of str
+        Failures first (each naming its rate), then notes.
+    stats : list of dict
+        Per P: solver status, steps, wall time.
     """
 
     system: str
@@ -192,7 +217,7 @@ class ConvergenceCertificate:
 
 
 def check_Ps(Ps, min_points: int = MIN_POINTS) -> np.ndarray:
-    """At least `min_points` distinct positive integers, sorted (each named ``Ps[i]`` in errors)."""
+    """At least `min_points` distinct positive integers, sorted (each named `Ps[i]` in errors)."""
     if isinstance(Ps, (str, bytes)) or not hasattr(Ps, "__len__"):
         raise TypeError(f"`Ps` must be a sequence of positive integers; got {type(Ps).__name__}.")
     Ps = [check_positive_int(f"Ps[{i}]", P) for i, P in enumerate(Ps)]
@@ -246,7 +271,9 @@ def convergence_certificate(system, Ps=DEFAULT_PS, *, order: int = 1, t_span=Non
         Block sizes, ε = 1/P; at least 4 distinct positive integers (default 4, 8, …, 4096).
     order : int
         k of the slow manifold h_ε (default 1).
-    t_span : (t_start, t_end);  x0 : (m,);  y0 : (d,)
+    t_span : (t_start, t_end)
+    x0 : (m,)
+    y0 : (d,)
         Required when `system` is not a catalogue entry.
     t0_layer : float, optional
         Start of the measurement window; default as in the module docstring.
@@ -260,7 +287,7 @@ def convergence_certificate(system, Ps=DEFAULT_PS, *, order: int = 1, t_span=Non
     slope_tol : float
         Admitted deviation of a slope from its expected value (default 0.15).
     manifold : SlowManifold or GivenManifold, optional
-        h_ε to measure against.  Default ``slow_manifold(system, order)``, with the entry's
+        h_ε to measure against.  Default `slow_manifold(system, order)`, with the entry's
         closed form of φ when it has one, or else Newton for φ started from `x0`.
     extend : bool
         Add P values when a rate has fewer than 4 points in its asymptotic range (default True).

@@ -23,13 +23,13 @@ Newton), all grid points at once, from the system's initial fast state x0 with a
 h = 1/L, L the largest ‖D_x f‖∞ seen, inside RK4's stability interval.  Checkpoints
 every 256 steps (Δτ = 256h ≥ 256/L, many relaxation times unless the flow is nearly
 non-hyperbolic); it stops when two successive checkpoint differences are both below
-1e-12·(1 + ‖x‖∞).  The comparison tolerance with it is ``FLOW_TOL``·max(1, |φ|).
+1e-12·(1 + ‖x‖∞).  The comparison tolerance with it is `FLOW_TOL`·max(1, |φ|).
 
 Which comparisons count
 -----------------------
-Methods carry a *kind*: ``linear solve`` (GTH, Newton on the bordered system),
-``root finding`` (Newton on f for a general system), ``closed form``,
-``attractor`` (this module), ``exact arithmetic`` (Gaussian elimination over the
+Methods carry a *kind*: `linear solve` (GTH, Newton on the bordered system),
+`root finding` (Newton on f for a general system), `closed form`,
+`attractor` (this module), `exact arithmetic` (Gaussian elimination over the
 rationals on the float rates, `sp_ode.markov.reference.exact_stationary`, at a few
 sampled y).  Two methods are independent when their kinds differ and neither is a
 linear solve paired with another linear solve.  The check passes when at least one
@@ -98,8 +98,9 @@ def frozen_flow_attractor(system, ys, x0, *, tol: float = 1e-12, x_scale=None):
 
     Returns
     -------
-    (x (N, m), converged (N,) bool, tau float) — the state at the last checkpoint, whether two
-    successive checkpoints agreed within ``tol·(1 + ‖x‖∞)``, and the flow time reached.
+    (x (N, m), converged (N,) bool, tau float)
+        the state at the last checkpoint, whether two
+    successive checkpoints agreed within `tol·(1 + ‖x‖∞)`, and the flow time reached.
     """
     import jax.numpy as jnp
 
@@ -148,13 +149,19 @@ class IdentityCheck:
 
     Attributes
     ----------
-    ys : ndarray (N, d);  methods : dict name -> IdentityMethod
-    comparisons : list of dict — ``a``, ``b``, ``independent``, ``max_error``,
-        ``tolerance`` (the stated one, per comparison), ``passed``, ``points``.
-    status : "ok", "FAIL" or "skipped" (no independent comparison possible).
-    message : str — the first failing comparison, or why skipped.
-    phi : ndarray (N, m) — the critical manifold as root-found (what the rest of verify uses).
-    reference : ndarray (N, m) or None — the independent reference drawn with it.
+    ys : ndarray (N, d)
+    methods : dict name -> IdentityMethod
+    comparisons : list of dict
+        `a`, `b`, `independent`, `max_error`,
+        `tolerance` (the stated one, per comparison), `passed`, `points`.
+    status : "ok"
+        "FAIL" or "skipped" (no independent comparison possible).
+    message : str
+        The first failing comparison, or why skipped.
+    phi : ndarray (N, m)
+        The critical manifold as root-found (what the rest of verify uses).
+    reference : ndarray (N, m) or None
+        The independent reference drawn with it.
     """
 
     ys: np.ndarray
@@ -200,12 +207,12 @@ def check_identity_size(N: int, m: int, d: int) -> int:
 
     Estimate: per point the stack of Q(y) or D_x f (m²), the working copies of GTH and of the
     squarings (3m²), about 24 vectors of length m and the grid itself — 8·(4m² + 24m + 4d) bytes.
-    Called by :func:`identity_check` and by ``sp-ode verify`` before it makes the `--num` grid.
+    Called by [`identity_check`][sp_ode.verification.identity.identity_check] and by `sp-ode verify` before it makes the `--num` grid.
 
     Raises
     ------
     MemoryBudgetError
-        The estimate exceeds the budget of :func:`sp_ode.core.memory.check_memory`.
+        The estimate exceeds the budget of `sp_ode.core.memory.check_memory`.
     """
     return check_memory(8 * int(N) * (4 * m * m + 24 * m + 4 * d), remedy="Use fewer grid points (`--num`).",
                         what=f"the identity check on {int(N)} grid points (m = {m}, d = {d})")
@@ -242,7 +249,7 @@ def identity_check(system, ys, *, x0=None, phi=None, phi_name: str = "the suppli
     TypeError, ValueError
         Bad `system`, `ys`, `x0` or `phi` shape.
     MemoryBudgetError
-        The grid is too large for memory (:func:`check_identity_size`).
+        The grid is too large for memory (`check_identity_size`).
     """
     import jax.numpy as jnp
 

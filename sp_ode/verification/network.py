@@ -1,15 +1,15 @@
 """`sp-ode verify` for a reaction-network fast–slow system (docs/theory.md §7.7).
 
-For a :class:`~sp_ode.networks.system.NetworkSystem` — ε dx/dt = Q(y)ᵀx on a
-finite state projection, dy/dt = G(E_x[·], y) — :func:`verify_network` checks, on the
+For a [`NetworkSystem`][sp_ode.networks.system.NetworkSystem] — ε dx/dt = Q(y)ᵀx on a
+finite state projection, dy/dt = G(E_x[·], y) — [`verify_network`][sp_ode.verification.network.verify_network] checks, on the
 region the user's trajectory actually visits:
 
 1. **Paths.**  The reduced (order 0) and first-order corrected (order 1) slow flows over
-   ``t_span`` from y0; the visited y-range is the hull of both.
+   `t_span` from y0; the visited y-range is the hull of both.
 2. **The identity p_st(y) = attractor of the fast flow, by independent routes**
-   (:func:`network_identity`), at a few y on the visited range:
+   ([`network_identity`][sp_ode.verification.network.network_identity]), at a few y on the visited range:
 
-   * the sparse stationary solver ``stationary_distribution(Q, method="sparse")``
+   * the sparse stationary solver `stationary_distribution(Q, method="sparse")`
      (AMG-GMRES on the bordered system, escalating to banded/dense GTH — all of them
      *linear solves* of Qᵀp = 0, 1ᵀp = 1) with its error bound;
    * the **attractor of the frozen fast flow** x' = Q(y)ᵀx (`sp_ode.markov.attractor.attractor_distribution` from a few starts):
@@ -18,7 +18,7 @@ region the user's trajectory actually visits:
      solved**, run for 16, 32, 64, … steps until the starts agree with each other and
      with the previous checkpoint.
 
-   Two methods of different kinds (the rule of :mod:`sp_ode.verification.identity`) are
+   Two methods of different kinds (the rule of `sp_ode.verification.identity`) are
    independent; the check passes when they agree within the solver's bound + the
    attractor's radius + 10⁻¹² at every point.  A reducible Q(y) (more than one
    communicating class), a failed solve or an attractor that does not settle is a FAIL
@@ -27,14 +27,14 @@ region the user's trajectory actually visits:
    rtol) at ≥ 5 ε from x0 = p_st(y0) (on the critical manifold, so the initial layer
    moves y only by O(ε²), §7.5); max over the save times of |y − y_reduced| (expected
    slope 1 in ε) and |y − y_corrected| (expected slope 2), each fitted by
-   :func:`sp_ode.verification.certificate.fit_rate` (≥ 4 points, slope ± standard error,
+   [`sp_ode.verification.certificate.fit_rate`][sp_ode.verification.rates.fit_rate] (≥ 4 points, slope ± standard error,
    95 % interval, dropped points with reasons).
-4. **Figures** (:meth:`NetworkVerdict.plot_marginals`, :meth:`NetworkVerdict.plot_convergence`):
+4. **Figures** ([`NetworkVerdict.plot_marginals`][sp_ode.verification.network.NetworkVerdict.plot_marginals], [`NetworkVerdict.plot_convergence`][sp_ode.verification.network.NetworkVerdict.plot_convergence]):
    the marginals of p_st(y(t)) of each fast species at four times along the reduced path,
    with the full solve's x(t) marginals at the largest ε as markers; error against ε,
    log-log, with the fitted slopes.
 
-Every summary line ends in ``ok``, ``FAIL`` or ``skipped``.
+Every summary line ends in `ok`, `FAIL` or `skipped`.
 """
 from __future__ import annotations
 
@@ -101,19 +101,24 @@ class NetworkIdentity:
     Attributes
     ----------
     ys : ndarray (N, d)
-    methods : list of IdentityMethod — the sparse solver's answer ("iterative linear solve"),
+    methods : list of IdentityMethod
+        The sparse solver's answer ("iterative linear solve"),
         banded/dense GTH ("subtraction-free elimination") and the attractor ("attractor");
-        ``values`` (N, n), NaN where not computed.
-    points : list of dict — per y: ``y``, ``status``, ``difference`` / ``tolerance`` (the solver
-        against the attractor), ``elimination_difference`` / ``elimination_tolerance`` /
-        ``elimination_kind`` ("componentwise" or "l1") / ``elimination_bound``, ``solver``
-        (algorithm used), ``solver_bound``, ``solver_componentwise_bound``, ``attractor_status``
-        ("ok", "FAIL" or "inconclusive": did not settle in the step budget), ``attractor_radius``,
-        ``attractor_steps``, ``tau``, ``spectral_gap`` (computed γ̂ of Q(y), an estimate),
-        ``reason``, ``notes``.
-    independent : bool — at least one comparison between methods of different kinds was made.
-    status : "ok", "FAIL" or "skipped";  message : str
-    max_error, tolerance : float — the largest difference and the tolerance at that point.
+        `values` (N, n), NaN where not computed.
+    points : list of dict
+        Per y: `y`, `status`, `difference` / `tolerance` (the solver
+        against the attractor), `elimination_difference` / `elimination_tolerance` /
+        `elimination_kind` ("componentwise" or "l1") / `elimination_bound`, `solver`
+        (algorithm used), `solver_bound`, `solver_componentwise_bound`, `attractor_status`
+        ("ok", "FAIL" or "inconclusive": did not settle in the step budget), `attractor_radius`,
+        `attractor_steps`, `tau`, `spectral_gap` (computed γ̂ of Q(y), an estimate),
+        `reason`, `notes`.
+    independent : bool
+        At least one comparison between methods of different kinds was made.
+    status : "ok", "FAIL" or "skipped"
+    message : str
+    max_error, tolerance : float
+        The largest difference and the tolerance at that point.
     """
 
     ys: np.ndarray
@@ -198,7 +203,8 @@ def network_identity(system: NetworkSystem, ys, *, p=None, tol: float = ATTRACTO
     p : ndarray (N, n) or callable y -> (n,), optional
         A claimed p_st used *in place of* the solver's answer (a negative control); it carries no
         bound, so its tolerances are the other method's bound (+ 10⁻¹²).
-    tol, max_steps : see `sp_ode.markov.attractor.attractor_distribution` from a few starts.
+    tol, max_steps
+        See `sp_ode.markov.attractor.attractor_distribution` from a few starts.
     elimination : bool
         Include the subtraction-free elimination (default True).
 
@@ -332,7 +338,7 @@ def network_identity(system: NetworkSystem, ys, *, p=None, tol: float = ATTRACTO
                                 KINDS["sparse"], sol_vals, every[np.all(np.isfinite(sol_vals), axis=1)],
                                 f"AMG-GMRES on the pinned system; algorithm used: {used}; ℓ1 bound ≤ "
                                 f"{max((r['solver_bound'] for r in points if r['solver']), default=float('nan')):.1e}"
-                                + (f", entrywise ≤ {max(cw):.1e} (log-space refinement, §7.8)" if cw else "")
+                                + (f", entrywise ≤ {max(cw):.1e} (log-space refinement, §7.9)" if cw else "")
                                 + (f"; escalations: {escal[0]}" if escal else ""))
     else:
         solver = IdentityMethod("the claimed p_st (passed in place of the solver's answer)", "closed form",
@@ -395,19 +401,31 @@ def network_identity(system: NetworkSystem, ys, *, p=None, tol: float = ATTRACTO
 
 @dataclass
 class NetworkVerdict:
-    """What :func:`verify_network` found (module docstring).
+    """What [`verify_network`][sp_ode.verification.network.verify_network] found (module docstring).
 
     Attributes
     ----------
-    name : str;  n, d : int;  eps : float — the system's ε (the corrected path of step 1).
-    t_span : tuple;  y0 : ndarray (d,)
-    checks : dict — ``paths``, ``identity``, ``rate_reduced``, ``rate_corrected``: "ok"/"FAIL"/"skipped".
-    messages : dict — one line per check.
+    name : str
+        The system's ε (the corrected path of step 1).
+    n, d : int
+        The system's ε (the corrected path of step 1).
+    eps : float
+        The system's ε (the corrected path of step 1).
+    t_span : tuple
+    y0 : ndarray (d,)
+    checks : dict
+        `paths`, `identity`, `rate_reduced`, `rate_corrected`: "ok"/"FAIL"/"skipped".
+    messages : dict
+        One line per check.
     visited : (lower (d,), upper (d,)) or None
     identity : NetworkIdentity or None
     fits : dict name -> RateFit ("reduced", "corrected")
-    eps_values : ndarray (K,);  errors : dict name -> ndarray (K,) — max over the save times.
-    notes : list of str;  seconds : dict
+    eps_values : ndarray (K,)
+        Max over the save times.
+    errors : dict name -> ndarray (K,)
+        Max over the save times.
+    notes : list of str
+    seconds : dict
     """
 
     name: str
@@ -475,7 +493,7 @@ class NetworkVerdict:
         }
 
     def summary(self) -> list[str]:
-        """The human-readable lines: every check line ends in ``ok``, ``FAIL`` or ``skipped``."""
+        """The human-readable lines: every check line ends in `ok`, `FAIL` or `skipped`."""
         c, m = self.checks, self.messages
         lines = []
         if self.failure:
@@ -535,7 +553,7 @@ class NetworkVerdict:
         return plot_network_convergence(self, path)
 
     def write(self, out) -> list[str]:
-        """Write ``marginals.png``, ``convergence.png`` (when drawn) and ``report.json`` under `out`."""
+        """Write `marginals.png`, `convergence.png` (when drawn) and `report.json` under `out`."""
 
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
@@ -568,16 +586,17 @@ def verify_network(system: NetworkSystem, t_span, y0, *, eps_values=None, num: i
     Parameters
     ----------
     system : NetworkSystem
-    t_span : (t0, t1);  y0 : array_like (d,)
+    t_span : (t0, t1)
+    y0 : array_like (d,)
     eps_values : sequence of float, optional
-        ε for the certificate, at least ``MIN_POINTS`` + 1 = 5 (default ``DEFAULT_EPS``, 10^-1.5 … 10^-3.5;
-        ``SMOKE_EPS`` with `smoke`); sorted decreasing.
+        ε for the certificate, at least `MIN_POINTS` + 1 = 5 (default `DEFAULT_EPS`, 10^-1.5 … 10^-3.5;
+        `SMOKE_EPS` with `smoke`); sorted decreasing.
     num : int, optional
         y points for the identity check (default 5; 3 with `smoke`).
     out : path, optional
-        Write the figures and ``report.json`` there.
+        Write the figures and `report.json` there.
     slope_tol : float
-        Admitted deviation of each slope (``fit_rate``).
+        Admitted deviation of each slope (`fit_rate`).
 
     Returns
     -------
@@ -674,7 +693,7 @@ def verify_network(system: NetworkSystem, t_span, y0, *, eps_values=None, num: i
         for s in system.space.species:
             cm = system.space.certified_marginal(p_y, s, info_y)
             verdict.marginals[s].append(cm.values)
-        # a normwise answer: its marginals carry no relative accuracy below 2β (docs/theory.md §7.8)
+        # a normwise answer: its marginals carry no relative accuracy below 2β (docs/theory.md §7.9)
         verdict.marginal_uncertified.append(cm.uncertified_below if cm.kind == "normwise" else None)
     verdict.marginals = {s: np.array(v) for s, v in verdict.marginals.items()}
 

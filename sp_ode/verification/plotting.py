@@ -201,7 +201,7 @@ def plot_network_marginals(verdict, path) -> Path:
     return Path(path)
 
 def plot_network_convergence(verdict, path) -> Path:
-    """|y − y_path| against ε (log-log) for both paths, fitted lines, slopes ± SE in the legend."""
+    """The error |y − y_path| against ε (log-log) for both paths, fitted lines, slopes ± SE in the legend."""
 
     plt = figures()
     fig, ax = plt.subplots(figsize=(5.6, 4.2))

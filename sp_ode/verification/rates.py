@@ -4,9 +4,9 @@
 error s_b = √(SSR/(N − 2) / Σ(log ε − mean)²) and the 95 % interval b ± t_{0.975, N−2} s_b.
 Points are left out, each with its reason: no measurement (the solve failed); at or
 below the solver's error floor; before the asymptotic regime (at the large-ε end, while
-the local slope differs by more than ``SETTLE`` from the median of the later ones); near
+the local slope differs by more than `SETTLE` from the median of the later ones); near
 the floor and bending (at the small-ε end).  No rule looks at the expected slope, so a
-wrong manifold cannot be fitted into passing.  A rate passes when N ≥ ``MIN_POINTS``, the
+wrong manifold cannot be fitted into passing.  A rate passes when N ≥ `MIN_POINTS`, the
 interval meets [expected − tol, expected + tol] and is no wider than that band.
 Used by `sp_ode.convergence_certificate` and the network verdict.
 """
@@ -30,11 +30,21 @@ class RateFit:
 
     Attributes
     ----------
-    slope, stderr : float (NaN with fewer than 3 points);  interval : (lo, hi).
-    expected, tol : float;  n_points : int — points in the fit.
-    used : ndarray (K,) bool — which points were fitted.
-    dropped : list of dict — ``{"P", "eps", "distance", "reason"}`` for each point left out.
-    passed : bool;  reason : str — why it failed ("" when it passed).
+    slope, stderr : float (NaN with fewer than 3 points)
+    interval
+        (lo, hi).
+    expected, tol : float
+        Points in the fit.
+    n_points : int
+        Points in the fit.
+    used : ndarray (K,) bool
+        Which points were fitted.
+    dropped : list of dict
+        `{"P", "eps", "distance", "reason"}` for each point left out.
+    passed : bool
+        Why it failed ("" when it passed).
+    reason : str
+        Why it failed ("" when it passed).
     """
 
     slope: float
@@ -64,10 +74,16 @@ def fit_rate(eps, d, floor: float, *, expected: float, tol: float = 0.15, Ps=Non
 
     Parameters
     ----------
-    eps : ndarray (K,) decreasing (P increasing);  d : ndarray (K,) — distances (NaN: solve failed).
-    floor : float — the solver's error floor.
-    expected, tol : float — the theory's slope and the admitted deviation.
-    Ps : ndarray (K,), optional — for the messages (default 1/ε).
+    eps : ndarray (K,) decreasing (P increasing)
+        Distances (NaN: solve failed).
+    d : ndarray (K,)
+        Distances (NaN: solve failed).
+    floor : float
+        The solver's error floor.
+    expected, tol : float
+        The theory's slope and the admitted deviation.
+    Ps : ndarray (K,), optional
+        For the messages (default 1/ε).
 
     Returns
     -------

@@ -10,7 +10,7 @@ the verdict is judged where the system actually goes: the union of the y-values 
   reaches a loss of hyperbolicity, nothing else is run;
 * the full trajectory at the system's own ε (the initial layer affects only x),
 
-widened by a stated margin ``MARGIN`` = 2 % of the visited range on each side (for
+widened by a stated margin `MARGIN` = 2 % of the visited range on each side (for
 d = 1; for d > 1 the paths themselves are checked).  On that region the branch of φ
 through φ(y0) is followed by continuation (`locate_loss_of_hyperbolicity`), which
 refines a fold (det D_x f = 0, the branch ends) or an eigenvalue crossing / gap
@@ -60,15 +60,30 @@ class VisitedRegion:
 
     Attributes
     ----------
-    status : "ok" or "FAIL".
-    reached : bool — hyperbolicity is lost inside the visited range (verify stops).
-    message : str — the verdict in one line (the first line of a failure names the check).
-    notes : list of str — e.g. a fold outside the region.
-    lower, upper : ndarray (d,) — the visited range (componentwise);  margin : float.
-    y_star : ndarray (d,) or None;  t_star : float or None;  kind : str or None — fold, crossing, gap closing.
-    weakest_attraction : float — min over the region of −max Re λ (NaN when not computed).
-    reduced, full : Trajectory — the two trajectories (full at the system's ε).
-    max_real : ndarray, ys : ndarray (K, d) — the hyperbolicity profile along the branch checked.
+    status
+        "ok" or "FAIL".
+    reached : bool
+        Hyperbolicity is lost inside the visited range (verify stops).
+    message : str
+        The verdict in one line (the first line of a failure names the check).
+    notes : list of str
+        E.g. a fold outside the region.
+    lower, upper : ndarray (d,)
+        The visited range (componentwise)
+    margin
+        Float.
+    y_star : ndarray (d,) or None
+        Fold, crossing, gap closing.
+    t_star : float or None
+        Fold, crossing, gap closing.
+    kind : str or None
+        Fold, crossing, gap closing.
+    weakest_attraction : float
+        Min over the region of −max Re λ (NaN when not computed).
+    reduced, full : Trajectory
+        The two trajectories (full at the system's ε).
+    max_real : ndarray, ys : ndarray (K, d)
+        The hyperbolicity profile along the branch checked.
     """
 
     status: str
@@ -212,13 +227,18 @@ def visited_region(system, t_span, x0, y0, *, phi=None, x_guess=None, num_times:
     Parameters
     ----------
     system : FastSlowSystem (at its own ε)
-    t_span : (t0, t1);  x0 : (m,);  y0 : (d,)
-    phi : callable y (d,) -> (m,), optional — a closed form of φ (else p_st for a master
+    t_span : (t0, t1)
+    x0 : (m,)
+    y0 : (d,)
+    phi : callable y (d,) -> (m,), optional
+        A closed form of φ (else p_st for a master
         equation, or Newton from `x_guess`, default `x0`, which selects the branch).
-    num_times : int — save times of the two trajectories.
+    num_times : int
+        Save times of the two trajectories.
     backend, rtol, atol — for the full solve `sp_ode.simulate` (pass the certificate's, so its
         compiled solve is shared).
-    margin : float — fraction of the visited range added on each side.
+    margin : float
+        Fraction of the visited range added on each side.
 
     Returns
     -------

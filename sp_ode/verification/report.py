@@ -1,6 +1,6 @@
 """`sp_ode.verify`: one verdict on a fast–slow reduction, for general, master-equation and network systems.
 
-Steps (docs/theory.md §3, §3.5, §7.3, §7.7), each reported as ``ok``, ``FAIL`` or ``skipped``:
+Steps (docs/theory.md §3, §3.5, §7.3, §7.7), each reported as `ok`, `FAIL` or `skipped`:
 
 1. **Normal hyperbolicity on the visited region** (`sp_ode.verification.region.visited_region`):
    the reduced path (stopped at a loss of hyperbolicity) and the full trajectory at the
@@ -23,8 +23,8 @@ the sparse solver against the attractor of the frozen fast flow; the slopes of t
 and corrected paths against full sparse stiff solves) and reported the same way.
 
 The result is a `VerifyReport`: every check with its status, numbers and reason, the
-overall verdict, ``to_dict()``/``to_json()`` (the JSON record), ``format()`` (the text the
-command line prints) and ``write(out)`` (figures and ``report.json``).
+overall verdict, `to_dict()`/`to_json()` (the JSON record), `format()` (the text the
+command line prints) and `write(out)` (figures and `report.json`).
 """
 from __future__ import annotations
 
@@ -70,15 +70,23 @@ class VerifyReport:
 
     Attributes
     ----------
-    system : str — the system's name;  kind : "general", "master" or "network".
+    system : str
+        The system's name
+    kind : {"general", "master", "network"}
     description : str
-    checks : dict name -> "ok" | "FAIL" | "skipped" — ``hyperbolicity``, ``identity``,
-        ``certificate`` (networks: ``paths``, ``identity``, ``rate_reduced``, ``rate_corrected``).
-    messages : dict name -> str — one line per check: its numbers, or why it failed or was skipped.
-    passed : bool — every check ``ok``.
-    failure : str or None — the message of the first failed check.
-    record : dict — every number, JSON-ready (``to_dict``).
-    figures : list of str — files written by `write`.
+    checks : dict name -> "ok" | "FAIL" | "skipped"
+        `hyperbolicity`, `identity`,
+        `certificate` (networks: `paths`, `identity`, `rate_reduced`, `rate_corrected`).
+    messages : dict name -> str
+        One line per check: its numbers, or why it failed or was skipped.
+    passed : bool
+        Every check `ok`.
+    failure : str or None
+        The message of the first failed check.
+    record : dict
+        Every number, JSON-ready (`to_dict`).
+    figures : list of str
+        Files written by `write`.
     """
 
     system: str
@@ -93,7 +101,7 @@ class VerifyReport:
     _parts: dict = field(default_factory=dict, repr=False)   # region, identity, certificate or network verdict
 
     def __getitem__(self, key: str) -> Any:
-        """``report["checks"]`` etc.: the fields of the JSON record (``to_dict()``)."""
+        """`report["checks"]` etc.: the fields of the JSON record (`to_dict()`)."""
         return self.to_dict()[key]
 
     def to_dict(self) -> dict:
@@ -106,7 +114,7 @@ class VerifyReport:
         return dumps(self.to_dict())
 
     def format(self) -> str:
-        """The human-readable summary: every check line ends in ``ok``, ``FAIL`` or ``skipped``."""
+        """The human-readable summary: every check line ends in `ok`, `FAIL` or `skipped`."""
         if self.kind == "network":
             return self._parts["network"].format()
         return format_report(self.to_dict())
@@ -114,12 +122,12 @@ class VerifyReport:
     __str__ = format
 
     def write(self, out, *, overwrite: bool = False) -> list[str]:
-        """Figures and ``report.json`` under the folder `out`; returns the files written.
+        """Figures and `report.json` under the folder `out`; returns the files written.
 
         Raises
         ------
         FileExistsError
-            `out` already holds a ``report.json`` and `overwrite` is False (an earlier result is
+            `out` already holds a `report.json` and `overwrite` is False (an earlier result is
             never replaced silently).
         """
         out = Path(out)
@@ -153,7 +161,7 @@ def _first_line(text: str) -> str:
 
 
 def format_report(report: dict) -> str:
-    """The summary of a general or master-equation report (its ``to_dict()`` or report.json)."""
+    """The summary of a general or master-equation report (its `to_dict()` or report.json)."""
     checks, msgs = report["checks"], report["messages"]
     lines = [f"sp-ode verify: {report['system']} — {report['description']}"]
     if report["failure"]:
@@ -199,9 +207,9 @@ class Case:
 def resolve_case(system, *, t_span=None, x0=None, y0=None, description: str | None = None) -> Case:
     """`system` (a FastSlowSystem, a catalogue entry, a NetworkSystem or a NetworkModel) with its data.
 
-    A catalogue entry (anything with ``.system``, ``.t_span``, ``.x0``, ``.y0``) supplies the
+    A catalogue entry (anything with `.system`, `.t_span`, `.x0`, `.y0`) supplies the
     defaults and its closed-form φ.  A NetworkModel becomes a NetworkSystem on its projection
-    with ε = ``NETWORK_EPS``, its own y0 and t_span ``NETWORK_T_SPAN`` unless given; a network
+    with ε = `NETWORK_EPS`, its own y0 and t_span `NETWORK_T_SPAN` unless given; a network
     verdict starts on the critical manifold x0 = p_st(y0), so `x0` is refused there.
 
     Raises
@@ -280,21 +288,34 @@ def verify(system, *, t_span=None, x0=None, y0=None, phi=None, Ps=None, order: i
     Parameters
     ----------
     system : FastSlowSystem, catalogue entry (`sp_ode.get_system`), NetworkSystem or NetworkModel
-    t_span : (t0, t1), optional — default: the entry's (required for a bare system).
-    x0 : array (m,), optional;  y0 : array (d,), optional — the initial state (a network starts at
+    t_span : (t0, t1), optional
+        Default: the entry's (required for a bare system).
+    x0 : array (m,), optional
+        The initial state (a network starts at
+    y0 : array (d,), optional
+        The initial state (a network starts at
         x0 = p_st(y0) and takes only `y0`).
-    phi : callable y (d,) -> (m,), optional — a closed-form critical manifold of a general system,
+    phi : callable y (d,) -> (m,), optional
+        A closed-form critical manifold of a general system,
         compared with Newton's (default: the catalogue entry's, if any).
-    Ps : sequence of int, optional — block sizes P (ε = 1/P) of the certificate, at least 4
+    Ps : sequence of int, optional
+        Block sizes P (ε = 1/P) of the certificate, at least 4
         (networks: at least 5); default 4, 8, …, 4096 (networks: ε = 10^-1.5 … 10^-3.5).
-    order : int — k of the slow manifold h_ε (default 1).
-    backend : {"auto", "diffrax", "scipy"} — the integrator of the full solves (`sp_ode.simulate`).
-    num : int, optional — grid points in y of the identity check (default 41; networks 5).
-    smoke : bool — a small, fast version (6 values of P, 9 grid points, smaller network projections
+    order : int
+        K of the slow manifold h_ε (default 1).
+    backend : {"auto", "diffrax", "scipy"}
+        The integrator of the full solves (`sp_ode.simulate`).
+    num : int, optional
+        Grid points in y of the identity check (default 41; networks 5).
+    smoke : bool
+        A small, fast version (6 values of P, 9 grid points, smaller network projections
         are the caller's choice).
-    out : path, optional — write the figures and ``report.json`` there (see `VerifyReport.write`).
-    overwrite : bool — allow `out` to hold an earlier report.
-    show_progress : bool — a progress bar over the certificate's solves.
+    out : path, optional
+        Write the figures and `report.json` there (see `VerifyReport.write`).
+    overwrite : bool
+        Allow `out` to hold an earlier report.
+    show_progress : bool
+        A progress bar over the certificate's solves.
 
     Returns
     -------

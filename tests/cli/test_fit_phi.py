@@ -71,7 +71,7 @@ def test_usage_errors_exit_2(tmp_path, capsys, argv, match):
 
 @pytest.fixture(scope="module")
 def small_fit():
-    from neural.phi import fit_phi
+    from neural.phi.fit import fit_phi
 
     return fit_phi("cycle3", loss="kl", width=8, depth=1, steps=15, n_train=32, monitor=False)
 
@@ -95,7 +95,7 @@ def test_jax_function_matches_torch_to_1e12(activation, x64):
     import numpy as np
     import torch
 
-    from neural.phi import PhiMLP
+    from neural.phi.fit import PhiMLP
 
     model = PhiMLP(2, 4, width=8, depth=2, lower=[-1, 0], upper=[1, 3], activation=activation, seed=3)
     with torch.no_grad():  # a non-uniform output layer, so the softmax is not trivially 1/n

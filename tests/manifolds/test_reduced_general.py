@@ -150,7 +150,7 @@ def test_duck_typed_jax_fn_is_used(fhn, closed):
 def test_neural_phi_mlp_qualifies():
     # a real φ_θ (untrained: only the plumbing is tested) is accepted as phi= through its jax_fn
     torch = pytest.importorskip("torch")  # noqa: F841
-    from neural.phi import PhiMLP
+    from neural.phi.fit import PhiMLP
 
     me3 = sp_ode.get_system("me3")
     mlp = PhiMLP(1, 3, width=4, depth=1, lower=[-2.0], upper=[2.0], seed=0)
@@ -233,7 +233,7 @@ def test_phi_mlp_jax_fn_is_reused_until_the_weights_change():
     # same function object (no recompilation per simulate_reduced call), changed weights a new one.
     import torch
 
-    from neural.phi import PhiMLP
+    from neural.phi.fit import PhiMLP
 
     mlp = PhiMLP(1, 3, width=4, depth=1, lower=[-2.0], upper=[2.0], seed=0)
     fn = mlp.jax_fn()

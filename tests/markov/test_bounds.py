@@ -324,7 +324,7 @@ def test_rates_spanning_600_decades(rates):
     assert rel_errors_above(p, exact, floor=1e-300) <= info["componentwise_bound"]
 
 
-# --- componentwise certificate of a sparse answer (docs/theory.md §7.8) ---
+# --- componentwise certificate of a sparse answer (docs/theory.md §7.9) ---
 
 def _telegraph_Q(N=120):
     from sp_ode.networks.models import telegraph
@@ -335,7 +335,7 @@ def _telegraph_Q(N=120):
 
 
 def test_sparse_answer_refined_in_log_space_is_certified_entrywise():
-    # The normwise sparse answer's tail is wrong by 14 orders of magnitude; the refinement of §7.8
+    # The normwise sparse answer's tail is wrong by 14 orders of magnitude; the refinement of §7.9
     # brings every entry (down to e^-117) within its certified bound of subtraction-free GTH in log
     # space (banded GTH: an independent method with its own a-priori entrywise bound c·n³·u).
     Q, _ = _telegraph_Q()

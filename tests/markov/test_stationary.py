@@ -239,7 +239,7 @@ def test_dense_copies_of_a_sparse_q_are_estimated_before_they_are_made(monkeypat
     assert np.allclose(sp_ode.stationary_distribution(Q, method="gth"), p, rtol=1e-9)
 
 
-# --- the default route on sparse input (docs/theory.md §7.8) ---
+# --- the default route on sparse input (docs/theory.md §7.9) ---
 
 def test_default_route_takes_gth_when_predicted_cheap_and_sparse_otherwise(monkeypatch):
     import scipy.sparse as sps

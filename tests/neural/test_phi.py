@@ -13,8 +13,8 @@ import torch
 
 import sp_ode
 from neural import phi as phimod
-from neural._phi_system import evaluation_points, resolve_system, sample, sigma_min_on_complement
-from neural.phi import PhiMLP, evaluate_phi, fit_phi, kl_loss, phi_certificate, residual_loss
+from neural.phi.families import evaluation_points, resolve_system, sample, sigma_min_on_complement
+from neural.phi.fit import PhiMLP, evaluate_phi, fit_phi, kl_loss, phi_certificate, residual_loss
 
 RNG = np.random.default_rng(20261130)
 
@@ -115,9 +115,9 @@ def test_residual_loss_never_sees_p_st(monkeypatch):
     def forbidden(*args, **kwargs):
         raise AssertionError("p_st was computed")
 
-    import neural._phi_system
+    import neural.phi.families
 
-    monkeypatch.setattr(neural._phi_system, "stationary_distribution", forbidden)  # where fit_phi looks it up
+    monkeypatch.setattr(neural.phi.families, "stationary_distribution", forbidden)  # where fit_phi looks it up
     fit = fit_phi("cycle3", loss="residual", steps=25, n_train=48, monitor=False)
     with pytest.raises(AssertionError, match="p_st was computed"):
         fit_phi("cycle3", loss="kl", steps=1, n_train=8, monitor=False)

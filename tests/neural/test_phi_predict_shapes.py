@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from neural.phi import PhiMLP
+from neural.phi.fit import PhiMLP
 
 
 def test_flat_array_for_d_gt_1_is_refused():

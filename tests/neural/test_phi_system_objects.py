@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import sp_ode
-from neural._phi_system import generators_at, resolve_system
+from neural.phi.families import generators_at, resolve_system
 from sp_ode.cli import main
 
 YS = np.linspace(-2.0, 2.0, 9)[:, None]

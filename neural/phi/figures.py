@@ -145,7 +145,7 @@ FORMATS = ("png", "pdf", "svg")
 
 
 def write_figures(fit, held, extra, out: Path, *, fmt: str = "png", dpi: int = 150) -> list[Path]:
-    """All figures for `fit` under `out` as ``*.{fmt}`` at `dpi`; returns their paths."""
+    """All figures for `fit` under `out` as `*.{fmt}` at `dpi`; returns their paths."""
 
     plt = figures()
     out.mkdir(parents=True, exist_ok=True)
@@ -154,3 +154,71 @@ def write_figures(fit, held, extra, out: Path, *, fmt: str = "png", dpi: int = 1
         paths.append(plot_components(fit, held, extra, out / f"phi_components.{fmt}", plt, dpi=dpi))
         paths.append(plot_error(fit, held, extra, out / f"error_certificate.{fmt}", plt, dpi=dpi))
     return paths
+
+
+# --- sparse (surrogate) fits ---------------------------------------------------------------
+
+def plot_learning_curve(history: dict, path: Path, plt, *, title: str, dpi: int = 150) -> Path:
+    """Residual and KL parts of the loss, and the monitor points' true max ℓ1 error and max certificate,
+    against training time."""
+    t = np.asarray(history["seconds"], dtype=float)
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    ax.semilogy(t, np.maximum(history["loss_residual"], 1e-300), label="residual loss (training)")
+    if any(v > 0 for v in history["loss_kl"]):
+        ax.semilogy(t, np.maximum(history["loss_kl"], 1e-300), label="KL term on the anchors (training)")
+    if history.get("max_error_l1"):
+        ax.semilogy(t, history["max_error_l1"], "C3", label=r"held-out max $\|\varphi_\theta - p_{st}\|_1$ (true)")
+        cert = np.asarray(history["max_certificate"], dtype=float)
+        ax.semilogy(t, np.where(np.isfinite(cert), cert, np.nan), "k--", label="held-out max certificate")
+    ax.set_xlabel("training time (s)")
+    ax.set_ylabel("loss / ℓ1 error (log scale)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path
+
+
+def plot_certificate_vs_error(error, certificate, path: Path, plt, *, title: str, tol: float | None = None,
+                              dpi: int = 150) -> Path:
+    """Scatter of the certificate against the true ℓ1 error (the diagonal: a tight bound)."""
+    error, certificate = np.asarray(error, float), np.asarray(certificate, float)
+    ok = np.isfinite(certificate)
+    fig, ax = plt.subplots(figsize=(5.2, 5))
+    ax.loglog(error[ok], certificate[ok], ".", ms=4, alpha=0.7, label=f"certified ({ok.sum()} points)")
+    lo = min(error.min(), certificate[ok].min() if ok.any() else error.min()) / 2
+    hi = max(error.max(), certificate[ok].max() if ok.any() else error.max()) * 2
+    ax.loglog([lo, hi], [lo, hi], "k-", lw=0.8, label="certificate = error")
+    if tol is not None:
+        ax.axhline(tol, color="C3", ls=":", label=f"tol = {tol:g}")
+    if (~ok).any():
+        ax.plot([], [], " ", label=f"{(~ok).sum()} points no anchor certified")
+    ax.set_xlabel(r"true $\|\varphi_\theta(y) - p_{st}(y)\|_1$ (exact sparse solve)")
+    ax.set_ylabel("certificate (docs/theory.md §7.8)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path
+
+
+def plot_error_slice(ys, error, certificate, certificate_max, axis: int, path: Path, plt, *, title: str,
+                     dpi: int = 150) -> Path:
+    """True error and both certificates along one input axis (the others held fixed)."""
+    x = np.asarray(ys)[:, axis]
+    cert = np.asarray(certificate, float)
+    cmax = np.asarray(certificate_max, float)
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.semilogy(x, error, "o-", ms=3, label=r"true $\|\varphi_\theta - p_{st}\|_1$")
+    ax.semilogy(x, np.where(np.isfinite(cert), cert, np.nan), "k-", label=r"certificate $2\sum_j h_j|(Q^T\varphi_\theta)_j|$")
+    ax.semilogy(x, np.where(np.isfinite(cmax), cmax, np.nan), "k:", label=r"$2\max E[\tau]\,\|Q^T\varphi_\theta\|_1$")
+    ax.set_xlabel(f"input $y_{{{axis + 1}}}$ (the others at the box centre)")
+    ax.set_ylabel("ℓ1 error")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path

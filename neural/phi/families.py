@@ -19,7 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
+from neural.phi.sparse import SparseFamily
 from sp_ode.core.files import load_object
 from sp_ode.core.validation import check_finite_array, check_positive_int
 from sp_ode.markov.families import FAMILIES, GeneratorFamily
@@ -35,7 +37,7 @@ class PhiSystem:
     Attributes
     ----------
     name : str
-        A label for reports (the family name, the system's name, or ``file.py:FUNCTION``).
+        A label for reports (the family name, the system's name, or `file.py:FUNCTION`).
     Q : callable
         y (d,) float64 ndarray -> Q(y) (n, n).
     n, d : int
@@ -52,7 +54,7 @@ class PhiSystem:
     upper: np.ndarray
 
     def grid(self, per_axis: int, *, pad: float = 0.0) -> np.ndarray:
-        """A tensor grid of ``per_axis**d`` points (N, d) over D widened by `pad`·(upper − lower) per side."""
+        """A tensor grid of `per_axis**d` points (N, d) over D widened by `pad`·(upper − lower) per side."""
         width = self.upper - self.lower
         axes = [np.linspace(lo - pad * w, hi + pad * w, per_axis)
                 for lo, hi, w in zip(self.lower, self.upper, width)]
@@ -82,7 +84,7 @@ def _check_domain(domain, d: int | None) -> tuple[np.ndarray, np.ndarray]:
 
 
 def resolve_system(system="cycle3", domain=None, *, d: int | None = None) -> PhiSystem:
-    """The family to fit: a family name, a ``GeneratorFamily``, a ``MasterEquationSystem``, ``'file.py:OBJECT'`` or Q(y).
+    """The family to fit: a family name, a `GeneratorFamily`, a `MasterEquationSystem`, `'file.py:OBJECT'` or Q(y).
 
     φ_θ approximates p_st(y), the stationary distribution of a Markov generator Q(y)
     (docs/theory.md §3.4 (T4)), so what is fitted is always a generator family y ↦ Q(y).
@@ -90,15 +92,15 @@ def resolve_system(system="cycle3", domain=None, *, d: int | None = None) -> Phi
     Parameters
     ----------
     system : str, GeneratorFamily, MasterEquationSystem, catalogue entry or callable
-        - a name in ``sp_ode.FAMILIES`` (e.g. ``"cycle3"``), or a ``GeneratorFamily``:
+        - a name in `sp_ode.FAMILIES` (e.g. `"cycle3"`), or a `GeneratorFamily`:
           its own box is the domain unless `domain` is given;
-        - an ``sp_ode.MasterEquationSystem`` (or a catalogue entry whose ``.system`` is
-          one, e.g. ``sp_ode.get_system("me3")``): its ``Q_of_y``, slow dimension d and
+        - an `sp_ode.MasterEquationSystem` (or a catalogue entry whose `.system` is
+          one, e.g. `sp_ode.get_system("me3")`): its `Q_of_y`, slow dimension d and
           name are used; built over a GeneratorFamily it brings that family's box, else
-          it needs `domain`.  A general ``FastSlowSystem`` is refused (TypeError): it
+          it needs `domain`.  A general `FastSlowSystem` is refused (TypeError): it
           has no generator, hence no p_st to fit — its critical manifold is
-          ``sp_ode.slow_manifold(system, 0, x_guess=...)``;
-        - a callable Q(y), or ``'path/to/file.py:OBJECT'`` naming one (or naming any of
+          `sp_ode.slow_manifold(system, 0, x_guess=...)`;
+        - a callable Q(y), or `'path/to/file.py:OBJECT'` naming one (or naming any of
           the objects above); it needs `domain`, and n is read off Q at the domain's
           centre.
         Every Q(y) here receives y as a float64 array of shape (d,) — also for d = 1,
@@ -112,15 +114,20 @@ def resolve_system(system="cycle3", domain=None, *, d: int | None = None) -> Phi
     ------
     TypeError
         `system` is none of the kinds above, or a FastSlowSystem that is not a master
-        equation (the message says why and points to ``sp_ode.slow_manifold``).
+        equation (the message says why and points to `sp_ode.slow_manifold`).
     ValueError
         Unknown family name, missing or malformed `domain`, mismatched d, or a
         Q(centre) that is not square.
     """
 
     if isinstance(system, str):
+        network = _network_name(system)
+        if network is not None:
+            return _from_network(network, domain, d, spec=system)
         if ":" in system:
             obj = load_object(system, name="system")
+            if _network_object(obj) is not None:
+                return _from_network(obj, domain, d, spec=system)
             if _fast_slow(obj) is not None:
                 return _from_system(_fast_slow(obj), domain, d, spec=system)
             if not callable(obj):
@@ -128,11 +135,14 @@ def resolve_system(system="cycle3", domain=None, *, d: int | None = None) -> Phi
                                 f"got {type(obj).__name__}.")
             return _from_callable(system, obj, domain, d)
         if system not in FAMILIES:
-            raise ValueError(f"`system` must be one of {tuple(FAMILIES)} or 'path/to/file.py:FUNCTION'; "
+            raise ValueError(f"`system` must be one of {tuple(FAMILIES)}, a network model "
+                             f"{tuple(_network_models())} (or 'network:NAME') or 'path/to/file.py:FUNCTION'; "
                              f"got {system!r}.")
         system = FAMILIES[system]
     if isinstance(system, GeneratorFamily):
         return _from_family(system.name, system, domain, d)
+    if _network_object(system) is not None:
+        return _from_network(system, domain, d)
     inner = _fast_slow(system)
     if inner is not None:
         return _from_system(inner, domain, d)
@@ -142,8 +152,58 @@ def resolve_system(system="cycle3", domain=None, *, d: int | None = None) -> Phi
                     f"'path/to/file.py:FUNCTION' or a callable y -> Q(y); got {type(system).__name__}.")
 
 
+def _network_models() -> tuple:
+    from sp_ode.networks.models import NETWORK_MODELS  # sympy only; kept out of `import neural`
+
+    return tuple(NETWORK_MODELS)
+
+
+def _network_name(spec: str):
+    """A catalogue network model named by `network:NAME` or a bare NAME that is not a family, else None."""
+    name = spec[len("network:"):] if spec.startswith("network:") else spec
+    if (spec.startswith("network:") or spec not in FAMILIES) and name in _network_models():
+        from sp_ode.networks.models import get_network_model
+
+        return get_network_model(name)
+    if spec.startswith("network:"):
+        raise ValueError(f"`system` {spec!r}: no network model {name!r}; the catalogue has {_network_models()}.")
+    return None
+
+
+def _network_object(obj):
+    """`obj` when it is an sp_ode NetworkSystem or NetworkModel, else None (duck-typed: no jax import)."""
+    from sp_ode.networks.models import NetworkModel
+
+    if isinstance(obj, NetworkModel) or all(hasattr(obj, a) for a in ("network", "space", "gen", "slow_odes")):
+        return obj
+    return None
+
+
+def _from_network(obj, domain, d: int | None, spec: str | None = None):
+    """A SparseFamily over a NetworkSystem (a NetworkModel becomes one); the box is `domain` or, for a
+    catalogue model without one, [y0/2, 3·y0/2] around its starting slow state."""
+    from sp_ode.networks.models import NetworkModel
+    from sp_ode.networks.system import NetworkSystem  # imports jax (1 s): only for a network
+
+    if isinstance(obj, NetworkModel):
+        default = (np.stack([obj.y0 * 0.5, obj.y0 * 1.5], 1) if np.all(obj.y0 > 0) else None)
+        system = NetworkSystem(obj.network, obj.space(), obj.slow, eps=1e-3, name=obj.name)
+    else:
+        default, system = None, obj
+    if not isinstance(system, NetworkSystem):
+        raise TypeError(f"`system` must be a NetworkSystem or NetworkModel; got {type(system).__name__}.")
+    if domain is None and default is None:
+        raise ValueError(f"`domain` is required for network {system.name!r}: give (lo, hi) per slow variable "
+                         f"{system.network.slow}.")
+    lower, upper = _check_domain(default if domain is None else domain, d if d is not None else system.d)
+    if lower.size != system.d:
+        raise ValueError(f"`domain` must give d = {system.d} (lo, hi) pairs for network {system.name!r} "
+                         f"(slow variables {system.network.slow}); got {lower.size}.")
+    return SparseFamily.from_network(system, lower, upper, name=spec or system.name)
+
+
 def _fast_slow(obj):
-    """`obj` as an sp_ode.FastSlowSystem (a catalogue entry unwrapped to its ``.system``), or None."""
+    """`obj` as an sp_ode.FastSlowSystem (a catalogue entry unwrapped to its `.system`), or None."""
     from sp_ode.systems.system import FastSlowSystem  # imports jax (1 s): only when a system object is passed
 
     inner = getattr(obj, "system", None)
@@ -185,7 +245,16 @@ def _from_callable(name: str, fn: Callable, domain, d: int | None) -> PhiSystem:
                          "e.g. --domain -2 2 (d = 1) or --domain -1 1 -1 1 (d = 2).")
     lower, upper = _check_domain(domain, d)
     centre = (lower + upper) / 2
-    Q0 = np.asarray(fn(centre))
+    Q0 = fn(centre)
+    if sp.issparse(Q0):
+        # a sparse family: validated point by point, never densified (neural.phi.sparse)
+        if Q0.ndim != 2 or Q0.shape[0] != Q0.shape[1] or Q0.shape[0] < 1:
+            raise ValueError(f"`system` {name}: Q(y) must be a square (n, n) matrix; at y = {_fmt(centre)} it has "
+                             f"shape {Q0.shape}.")
+        fam = SparseFamily.from_callable(name, fn, Q0.shape[0], lower, upper)
+        fam.Q(centre)  # validates Q at the centre (names y when it is not a generator)
+        return fam
+    Q0 = np.asarray(Q0)
     if Q0.ndim != 2 or Q0.shape[0] != Q0.shape[1] or Q0.shape[0] < 1:
         raise ValueError(f"`system` {name}: Q(y) must be a square (n, n) matrix; at y = {_fmt(centre)} it has "
                          f"shape {Q0.shape}.")
@@ -197,12 +266,14 @@ def _fmt(y) -> str:
 
 
 def generators_at(system: PhiSystem, ys: np.ndarray, *, skip_invalid: bool = False):
-    """Q(y) at every row of `ys` (N, d), each validated (generator, irreducible, n × n).
+    """Q(y) at every row of `ys` (N, d), each validated (generator, irreducible, n × n), dense (small n).
 
     Returns
     -------
-    Qs : ndarray (M, n, n) — M = N unless `skip_invalid`.
-    keep : ndarray (N,) bool — which rows were kept.
+    Qs : ndarray (M, n, n)
+        M = N unless `skip_invalid`.
+    keep : ndarray (N,) bool
+        Which rows were kept.
 
     Raises
     ------
@@ -213,9 +284,6 @@ def generators_at(system: PhiSystem, ys: np.ndarray, *, skip_invalid: bool = Fal
         (unless `skip_invalid`) Q(y) is reducible at some y; the message names
         that y and the closed classes.
     """
-    import scipy.sparse as sp
-
-
     Qs, keep = [], np.ones(len(ys), dtype=bool)
     for k, y in enumerate(ys):
         raw = system.Q(np.array(y, dtype=np.float64))  # a user's exception surfaces unchanged
@@ -264,8 +332,8 @@ class PhiSample:
     y : (N, d);  Q : (N, n, n)
     sigma : (N,) σ_min(QᵀU), the p-free constant (residual weight, sharp certificate)
     p : (N, n) or None — p_st(y) (None when not requested: the residual loss never sees it)
-    ginv_norm : (N,) or None — ‖A^#‖₂ of A = Qᵀ (T4), from ``sp_ode.group_inverse``
-    skipped : (K, d) — points dropped because Q(y) was invalid there (only with ``skip_invalid``)
+    ginv_norm : (N,) or None — ‖A^#‖₂ of A = Qᵀ (T4), from `sp_ode.group_inverse`
+    skipped : (K, d) — points dropped because Q(y) was invalid there (only with `skip_invalid`)
     """
 
     y: np.ndarray
@@ -286,7 +354,7 @@ def sample(system: PhiSystem, ys, *, with_p: bool = True, with_ginv: bool = True
     Raises
     ------
     ValueError, NotIrreducibleError
-        As :func:`generators_at`, naming the offending y.
+        As `generators_at`, naming the offending y.
     """
 
     ys = np.asarray(ys, dtype=np.float64).reshape(-1, system.d)

@@ -4,16 +4,16 @@ For a generator family Q(y), y ∈ D ⊂ ℝᵈ, the critical manifold of the fa
 subsystem dx/dτ = Q(y)ᵀx is φ(y) = p_st(y) (T1).  T4 characterises p_st(y) two
 ways, and each gives a training loss for φ_θ : D → Δⁿ⁻¹ (softmax output):
 
-- ``kl`` (supervised): E_y KL(p_st(y) ‖ φ_θ(y)), with p_st from
-  ``sp_ode.stationary_distribution`` (GTH) precomputed on the training set;
-- ``residual`` (unsupervised, never sees p_st): E_y ‖Q(y)ᵀφ_θ(y)‖₂² / σ(y)²,
+- `kl` (supervised): E_y KL(p_st(y) ‖ φ_θ(y)), with p_st from
+  `sp_ode.stationary_distribution` (GTH) precomputed on the training set;
+- `residual` (unsupervised, never sees p_st): E_y ‖Q(y)ᵀφ_θ(y)‖₂² / σ(y)²,
   with σ(y) = σ_min(Q(y)ᵀU) the smallest singular value of A = Q(y)ᵀ on 1^⊥
   (U an orthonormal basis of 1^⊥).  Why this normalisation: the raw residual
   scales with the rates (on cycle3, ‖Q(y)‖₂ ranges over 4.4…21.6 and σ(y) over
   1.2…4.7 across D), so unnormalised it would weigh the same error up to
   (4.7/1.2)² ≈ 15× more at the fast-rate end of D; divided by σ(y)² each term
   is the square of a p-free a-posteriori bound, ‖φ_θ(y) − p_st(y)‖₂ ≤ ‖Qᵀφ_θ‖₂/σ(y)
-  (see ``neural._phi_system``), so the loss is an upper bound on the mean
+  (see `neural.phi.families`), so the loss is an upper bound on the mean
   squared error ‖φ_θ − p_st‖₂² in the same units at every y, and its minimiser
   is still p_st(y) pointwise.  σ(y) is computed from Q(y) alone.
 
@@ -23,7 +23,7 @@ A^# A = I − p_st 1ᵀ, so q − p_st = A^#(Aq) and
     ‖φ_θ(y) − p_st(y)‖₂ ≤ ‖A^#‖₂ · ‖Q(y)ᵀφ_θ(y)‖₂,
 
 with ‖A^#‖₂ the operator 2-norm (largest singular value) of the group inverse
-from ``sp_ode.group_inverse``.  Since ‖·‖∞ ≤ ‖·‖₂ it also bounds the maximum
+from `sp_ode.group_inverse`.  Since ‖·‖∞ ≤ ‖·‖₂ it also bounds the maximum
 absolute error.  The sharper p-free bound ‖Qᵀφ_θ‖₂/σ(y) ≤ ‖A^#‖₂‖Qᵀφ_θ‖₂ is
 reported beside it.
 
@@ -40,7 +40,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from neural._phi_system import (
+from neural.phi.certificate import CertifiedPrediction, certified_predict
+from neural.phi.families import (
     PhiSample,
     PhiSystem,
     evaluation_points,
@@ -49,128 +50,19 @@ from neural._phi_system import (
     sigma_min_on_complement,
     training_points,
 )
+from neural.phi.model import PhiMLP
+from neural.phi.sparse import SparseFamily
+from neural.phi.surrogate import SurrogateFit, fit_surrogate
 from sp_ode.core.reporting import progress
 from sp_ode.core.validation import check_choice, check_finite_array, check_positive, check_positive_int
 from sp_ode.markov.generator import check_generator
 from sp_ode.markov.spectral import group_inverse
 
 EPS = np.finfo(np.float64).eps
-ACTIVATIONS = {"tanh": torch.nn.Tanh, "silu": torch.nn.SiLU, "gelu": torch.nn.GELU}
 OPTIMIZERS = ("lbfgs", "adam")
 DEFAULT_LR = {"lbfgs": 1.0, "adam": 1e-2}
 # Rounding allowance in the certificate check, in units of n·eps (see `_rounding_slack`).
 SLACK_C = 64.0
-
-
-# --- the model -------------------------------------------------------------------------
-
-class PhiMLP(torch.nn.Module):
-    """φ_θ : ℝᵈ → Δⁿ⁻¹, an MLP with a softmax output.
-
-    z = 2(y − lower)/(upper − lower) − 1 maps the domain onto [−1, 1]ᵈ, then
-    `depth` hidden layers of `width` units with `activation`, then a linear
-    layer to n logits and a softmax.
-
-    Parameters
-    ----------
-    d, n : int
-        Dimension of y and number of states.
-    width, depth : int
-        Hidden width and number of hidden layers (depth ≥ 1).
-    lower, upper : array_like (d,), optional
-        The domain box used for input normalisation (default [−1, 1]ᵈ).
-    activation : {"tanh", "silu", "gelu"}
-    seed : int
-        Seeds the initialisation (a private generator; global RNG untouched).
-
-    Raises
-    ------
-    TypeError, ValueError
-        Non-integer or non-positive sizes, unknown activation, or a bad box.
-    """
-
-    def __init__(self, d: int, n: int, *, width: int = 32, depth: int = 2, lower=None, upper=None,
-                 activation: str = "tanh", seed: int = 0):
-        super().__init__()
-        self.d, self.n = check_positive_int("d", d), check_positive_int("n", n)
-        self.width, self.depth = check_positive_int("width", width), check_positive_int("depth", depth)
-        self.activation = check_choice("activation", activation, ACTIVATIONS)
-        lower = -np.ones(d) if lower is None else check_finite_array("lower", lower).reshape(-1)
-        upper = np.ones(d) if upper is None else check_finite_array("upper", upper).reshape(-1)
-        if lower.shape != (d,) or upper.shape != (d,):
-            raise ValueError(f"`lower` and `upper` must have shape ({d},); got {lower.shape} and {upper.shape}.")
-        if np.any(upper <= lower):
-            raise ValueError(f"`upper` must exceed `lower` on every axis; got lower = {lower}, upper = {upper}.")
-        self.register_buffer("centre", torch.as_tensor((lower + upper) / 2, dtype=torch.float64))
-        self.register_buffer("halfwidth", torch.as_tensor((upper - lower) / 2, dtype=torch.float64))
-        layers, fan_in = [], d
-        for _ in range(depth):
-            layers += [torch.nn.Linear(fan_in, width, dtype=torch.float64), ACTIVATIONS[activation]()]
-            fan_in = width
-        self.out = torch.nn.Linear(fan_in, n, dtype=torch.float64)
-        self.body = torch.nn.Sequential(*layers)
-        gen = torch.Generator().manual_seed(int(seed))
-        with torch.no_grad():
-            for layer in self.body:
-                if isinstance(layer, torch.nn.Linear):
-                    # nn.Linear's default range U(±1/√fan_in), drawn from our own generator.
-                    bound = 1.0 / math.sqrt(layer.in_features)
-                    layer.weight.uniform_(-bound, bound, generator=gen)
-                    layer.bias.uniform_(-bound, bound, generator=gen)
-            # Zero output layer: φ_θ starts at the uniform distribution 1/n, the
-            # maximum-entropy guess, and gradients still reach every layer.
-            self.out.weight.zero_()
-            self.out.bias.zero_()
-
-    def logits(self, y: torch.Tensor) -> torch.Tensor:
-        """Unnormalised log-probabilities, (..., d) -> (..., n)."""
-        if y.shape[-1:] != (self.d,):
-            raise ValueError(f"`y` must have last dimension d = {self.d}; got shape {tuple(y.shape)}.")
-        z = (y.to(torch.float64) - self.centre) / self.halfwidth
-        return self.out(self.body(z))
-
-    def log_prob(self, y: torch.Tensor) -> torch.Tensor:
-        """log φ_θ(y), (..., d) -> (..., n) (log-softmax: finite even where φ_θ underflows)."""
-        return torch.log_softmax(self.logits(y), dim=-1)
-
-    def forward(self, y: torch.Tensor) -> torch.Tensor:
-        """φ_θ(y) on the simplex, (..., d) -> (..., n)."""
-        return torch.softmax(self.logits(y), dim=-1)
-
-    def jax_fn(self):
-        """φ_θ as a pure JAX function y (d,) -> (n,), e.g. ``phi=`` of `sp_ode.simulate_reduced`.
-
-        See `neural.phi_jax.phi_to_jax` (the weights are copied; float64 in sp_ode's scope).
-        The same function object is returned while the weights are unchanged, so repeated
-        ``simulate_reduced(phi=model)`` calls reuse one compiled solve (sp_ode caches
-        compilations by the function's identity); any in-place update of a parameter
-        (an optimiser step, ``load_state_dict``) bumps its version and gives a fresh copy.
-        """
-        from neural.phi_jax import phi_to_jax  # jax (1 s to import) only when a JAX copy is asked for
-
-        versions = tuple((id(t), t._version) for t in list(self.parameters()) + list(self.buffers()))
-        cached = getattr(self, "_jax_fn_cache", None)
-        if cached is None or cached[0] != versions:
-            cached = (versions, phi_to_jax(self))
-            self._jax_fn_cache = cached
-        return cached[1]
-
-    def predict(self, y) -> np.ndarray:
-        """φ_θ(y) as a float64 ndarray: y (N, d), (d,) or, for d = 1, (N,) -> (N, n) or (n,)."""
-        arr = check_finite_array("y", y)
-        # d = 1: a scalar is one point, a vector is N points; d > 1: only a (d,) vector is one point —
-        # a flat array of N·d values is refused, never silently regrouped or cut to its first point.
-        single = arr.ndim == 0 or (arr.ndim == 1 and self.d > 1)
-        if self.d > 1 and arr.ndim == 1 and arr.shape[0] != self.d:
-            raise ValueError(f"`y` must have shape (N, {self.d}) for N points (or ({self.d},) for one point) "
-                             f"since d = {self.d}; got a flat array of shape {arr.shape}.")
-        if arr.ndim < 2:
-            arr = arr.reshape(-1, self.d)
-        if arr.ndim != 2 or arr.shape[1] != self.d:
-            raise ValueError(f"`y` must have shape (N, {self.d}) or ({self.d},); got {np.shape(y)}.")
-        with torch.no_grad():
-            out = self(torch.as_tensor(arr)).numpy()
-        return out[0] if single else out
 
 
 # --- losses ----------------------------------------------------------------------------
@@ -212,13 +104,14 @@ class PhiCertificate:
 def phi_certificate(Q, q) -> PhiCertificate:
     """T4's bound on ‖q − p_st‖₂ for one generator Q and one distribution q, from Q alone.
 
-    Reference implementation (one point, plain NumPy, ``sp_ode.group_inverse``);
-    :func:`evaluate_phi` computes the same numbers vectorised over many points.
+    Reference implementation (one point, plain NumPy, `sp_ode.group_inverse`);
+    [`evaluate_phi`][neural.phi.evaluate_phi] computes the same numbers vectorised over many points.
 
     Parameters
     ----------
     Q : array_like (n, n), an irreducible generator
-    q : array_like (n,), with 1ᵀq = 1 (the identity q − p = A^#(Qᵀq) needs q − p ∈ 1^⊥)
+    q : array_like (n,)
+        With 1ᵀq = 1 (the identity q − p = A^#(Qᵀq) needs q − p ∈ 1^⊥)
 
     Returns
     -------
@@ -336,12 +229,12 @@ def evaluate_phi(model: PhiMLP, system="cycle3", ys=None, *, domain=None,
     Parameters
     ----------
     model : PhiMLP
-    system : family name, GeneratorFamily, ``'file.py:FUNCTION'`` or callable (see ``fit_phi``)
+    system : family name, GeneratorFamily, `'file.py:FUNCTION'` or callable (see `fit_phi`)
     ys : array_like (N, d), optional
-        Default: the held-out grid inside the domain, or with ``extrapolation=True`` the shell
+        Default: the held-out grid inside the domain, or with `extrapolation=True` the shell
         outside it (there, points where Q(y) is not an irreducible generator are skipped and
-        listed in ``skipped``, since A1–A2 are only assumed on the domain).
-    domain : optional, as in ``fit_phi``
+        listed in `skipped`, since A1–A2 are only assumed on the domain).
+    domain : optional, as in `fit_phi`
 
     Returns
     -------
@@ -385,20 +278,25 @@ def _check_match(model: PhiMLP, system: PhiSystem) -> None:
 
 @dataclass
 class PhiFit:
-    """The result of :func:`fit_phi`.
+    """The result of [`fit_phi`][neural.phi.fit_phi].
 
     Attributes
     ----------
     model : PhiMLP (trained)
     system : PhiSystem
     loss : "kl" or "residual"
-    final_loss : float — the training loss after the last step
-    history : dict of lists — ``step``, ``loss`` at every recorded step and, when monitored,
-        ``max_abs_error`` and ``max_certificate`` on the held-out monitor grid
-    status : "ok", or "nonfinite" when the loss stopped being finite (training stopped there)
+    final_loss : float
+        The training loss after the last step
+    history : dict of lists
+        `step`, `loss` at every recorded step and, when monitored,
+        `max_abs_error` and `max_certificate` on the held-out monitor grid
+    status : "ok"
+        Or "nonfinite" when the loss stopped being finite (training stopped there)
     message : str
-    train_seconds, setup_seconds : float — optimisation time; validation and precomputation time
-    config : dict — every setting used
+    train_seconds, setup_seconds : float
+        Optimisation time; validation and precomputation time
+    config : dict
+        Every setting used
     """
 
     model: PhiMLP
@@ -411,29 +309,71 @@ class PhiFit:
     train_seconds: float
     setup_seconds: float
     config: dict = field(default_factory=dict)
+    anchors: list = field(default_factory=list)
+    monitor: list = field(default_factory=list)
 
     def evaluate(self, ys=None, *, extrapolation: bool = False) -> PhiEvaluation:
-        """:func:`evaluate_phi` on this fit's system."""
+        """[`evaluate_phi`][neural.phi.evaluate_phi] on this fit's system."""
         return evaluate_phi(self.model, self.system, ys, extrapolation=extrapolation)
+
+    def certified_predict(self, ys, tol: float = 1e-3, *, tries: int = 3, add_anchors: bool = True,
+                          show_progress: bool = False) -> CertifiedPrediction:
+        """φ_θ at the rows of `ys` (N, d), each with a certified bound on ‖φ_θ(y) − p_st(y)‖₁.
+
+        The certificate is 2·Σ_j h_j(y)|(Q(y)ᵀφ_θ(y))_j| with the hitting times h(y) of a
+        pinned state bounded through this fit's anchors (docs/theory.md §7.1, §7.8): one
+        sparse product with Q(y) per anchor tried, no solve.  Points whose certificate exceeds
+        `tol` (or that no anchor certifies) get the exact sparse solve instead, and become
+        anchors for later calls when `add_anchors`.  What a sweep's "surrogate" path would call.
+
+        Returns
+        -------
+        neural.phi.certificate.CertifiedPrediction
+            `values` (N, n), `certificate` (N,) on what is returned, `surrogate_certificate`
+            (N,) of φ_θ, `fell_back` (N,) bool, `anchor` (N,), `seconds`.
+
+        Raises
+        ------
+        ValueError
+            `ys` not of shape (N, d) or not finite; `tol` not > 0; Q(y) not a generator at some y.
+        """
+        tol = check_positive("tol", tol)
+        ys = check_finite_array("ys", ys)
+        ys = ys.reshape(-1, 1) if (self.system.d == 1 and ys.ndim == 1) else ys
+        if ys.ndim != 2 or ys.shape[1] != self.system.d:
+            raise ValueError(f"`ys` must have shape (N, d) with d = {self.system.d}; got {ys.shape}.")
+        family = SparseFamily.from_callable(self.system.name, self.system.Q, self.system.n, self.system.lower,
+                                            self.system.upper)
+        return certified_predict(self.model, family, self.anchors, ys, tol=tol, tries=tries,
+                                 add_anchors=add_anchors, show_progress=show_progress)
 
 
 def fit_phi(system="cycle3", *, loss: str = "kl", domain=None, width: int = 32, depth: int = 2,
             activation: str = "tanh", steps: int = 500, optimizer: str = "lbfgs", lr: float | None = None,
             n_train: int | None = None, seed: int = 0, record_every: int | None = None,
             monitor: bool = True, n_monitor: int | None = None, show_progress: bool = False,
-            threads: int | None = 1) -> PhiFit:
+            threads: int | None = 1, **surrogate) -> PhiFit | SurrogateFit:
     """Train φ_θ on `system` with the `kl` or `residual` loss (module docstring).
+
+    A *sparse* family — a callable returning `scipy.sparse`, an `sp_ode.NetworkSystem` or
+    `NetworkModel`, or a network catalogue name (`"network:cascade"`) — is trained by
+    `neural.phi.surrogate.fit_surrogate` (matrix-free residual on a Sobol design, anchors for
+    the certificate, docs/theory.md §7.8) with the residual loss; `n_train` (default 512),
+    `n_monitor` (default 16), `record_every` and the settings in `surrogate` (`head`,
+    `rank`, `n_anchors`, `kl_weight`, `design`, `batch`, `checkpoint`, `resume`,
+    `time_budget`, `device`) go there.
 
     Parameters
     ----------
-    system : str, GeneratorFamily or callable
-        A name in ``sp_ode.FAMILIES`` (default "cycle3"), a ``GeneratorFamily``,
-        ``'path/to/file.py:FUNCTION'``, or a callable y (d,) -> Q(y) (n, n) (needs `domain`).
+    system : str, GeneratorFamily, NetworkSystem or callable
+        A name in `sp_ode.FAMILIES` (default "cycle3") or of the network catalogue, a
+        `GeneratorFamily`, `'path/to/file.py:OBJECT'`, or a callable y (d,) -> Q(y) (n, n),
+        dense or `scipy.sparse` (needs `domain`).
     loss : {"kl", "residual"}
     domain : array_like (d, 2) or (2d,), optional
         The training box D; a family's own box by default.
-    width, depth, activation :
-        The MLP (see :class:`PhiMLP`).
+    width, depth, activation
+        The MLP (see [`PhiMLP`][neural.phi.PhiMLP]).
     steps : int
         Optimiser iterations (L-BFGS iterations, each ≤ 25 loss evaluations; or Adam steps).
     optimizer : {"lbfgs", "adam"}
@@ -473,7 +413,20 @@ def fit_phi(system="cycle3", *, loss: str = "kl", domain=None, width: int = 32, 
     if threads is not None:
         torch.set_num_threads(threads)
     try:
-        return _fit(system, loss, domain, width, depth, activation, steps, optimizer, lr, n_train, seed,
+        sys_ = system if isinstance(system, (PhiSystem, SparseFamily)) else resolve_system(system, domain)
+        if isinstance(sys_, SparseFamily):
+            if check_choice("loss", loss, LOSSES) != "residual":
+                raise ValueError(f"`loss` must be 'residual' for the sparse family {sys_.name!r} (n = {sys_.n}): "
+                                 "'kl' needs p_st at every training point; add kl_weight=λ for a KL term on the "
+                                 "anchors' exact solves instead.")
+            return fit_surrogate(sys_, width=width, depth=depth, activation=activation, steps=steps,
+                                 optimizer=optimizer, lr=lr, n_train=512 if n_train is None else n_train, seed=seed,
+                                 record_every=record_every, n_monitor=(16 if n_monitor is None else n_monitor)
+                                 if monitor else 0, show_progress=show_progress, threads=None, **surrogate)
+        if surrogate:
+            raise TypeError(f"fit_phi() got settings {sorted(surrogate)} that only apply to a sparse family; "
+                            f"{sys_.name!r} is a dense family (n = {sys_.n}).")
+        return _fit(sys_, loss, domain, width, depth, activation, steps, optimizer, lr, n_train, seed,
                     record_every, monitor, n_monitor, show_progress)
     finally:
         torch.set_num_threads(before)

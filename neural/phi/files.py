@@ -1,10 +1,10 @@
 """A fitted φ_θ kept and reused: safetensors weights + a JSON config, and a pure-JAX rebuild.
 
-`save_phi(model, folder)` writes ``phi.safetensors`` (every tensor of the state dict,
-float64, no pickle) and ``phi.json`` (the constructor arguments and a format tag);
+`save_phi(model, folder)` writes `phi.safetensors` (every tensor of the state dict,
+float64, no pickle) and `phi.json` (the constructor arguments and a format tag);
 `load_phi(folder)` checks both and returns the `PhiMLP`.  `phi_to_jax(model)`
-(`neural.phi_jax`, re-exported here) rebuilds the same network as a pure JAX function y (d,) -> φ_θ(y) (n,) from NumPy copies of the
-weights, so a φ_θ fitted by ``sp-ode fit-phi`` can be passed as ``phi=`` to
+(`neural.phi.jax_copy`, re-exported here) rebuilds the same network as a pure JAX function y (d,) -> φ_θ(y) (n,) from NumPy copies of the
+weights, so a φ_θ fitted by `sp-ode fit-phi` can be passed as `phi=` to
 `sp_ode.simulate_reduced` (the reduced flow dy/dt = g(φ_θ(y), y), docs/theory.md §3.3;
 the error of φ_θ is certified by T4, §3.4).
 """
@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import torch
+import numpy as np
 
-from neural.phi import PhiMLP
-from neural.phi_jax import phi_to_jax
+from neural.phi.jax_copy import phi_to_jax
+from neural.phi.model import PhiMLP
 from sp_ode.core.files import atomic_write_bytes, write_json
 
 __all__ = ["PHI_FORMAT", "PhiFileError", "save_phi", "load_phi", "phi_to_jax"]
@@ -30,20 +30,19 @@ class PhiFileError(ValueError):
 
 
 def _config(model: PhiMLP) -> dict:
-    centre = model.centre.detach().numpy()
-    half = model.halfwidth.detach().numpy()
-    return {"format": PHI_FORMAT, "d": model.d, "n": model.n, "width": model.width, "depth": model.depth,
-            "activation": model.activation, "lower": (centre - half).tolist(), "upper": (centre + half).tolist()}
+    return {"format": PHI_FORMAT, **model.config()}
 
 
 def save_phi(model: PhiMLP, folder: str | Path, *, metadata: dict | None = None) -> Path:
-    """Write φ_θ to `folder` as ``phi.safetensors`` + ``phi.json``; return the folder.
+    """Write φ_θ to `folder` as `phi.safetensors` + `phi.json`; return the folder.
 
     Parameters
     ----------
     model : PhiMLP
-    folder : a directory (created if missing).
-    metadata : extra JSON-able facts kept in ``phi.json`` under "metadata" (system, loss, errors).
+    folder
+        A directory (created if missing).
+    metadata
+        Extra JSON-able facts kept in `phi.json` under "metadata" (system, loss, errors).
 
     Raises
     ------
@@ -66,7 +65,7 @@ def save_phi(model: PhiMLP, folder: str | Path, *, metadata: dict | None = None)
 
 
 def load_phi(path: str | Path) -> PhiMLP:
-    """Load a φ_θ written by `save_phi` (or ``sp-ode fit-phi --out DIR``): DIR, or DIR/phi.json.
+    """Load a φ_θ written by `save_phi` (or `sp-ode fit-phi --out DIR`): DIR, or DIR/phi.json.
 
     Returns
     -------
@@ -95,8 +94,14 @@ def load_phi(path: str | Path) -> PhiMLP:
         seen = cfg.get("format") if isinstance(cfg, dict) else type(cfg).__name__
         raise PhiFileError(f"{cfg_path}: field `format` must be {PHI_FORMAT!r}; got {seen!r}.")
     try:
+        head = cfg.get("head", "dense")  # files written before the factored head existed are dense
+        extra = {}
+        if head == "factored":
+            # placeholder coords of the saved shape; the real ones are a buffer in the weights file
+            extra = {"coords": np.zeros((cfg["n"], len(cfg["sizes"])), dtype=np.int64), "sizes": cfg["sizes"],
+                     "rank": cfg["rank"]}
         model = PhiMLP(cfg["d"], cfg["n"], width=cfg["width"], depth=cfg["depth"], lower=cfg["lower"],
-                       upper=cfg["upper"], activation=cfg["activation"])
+                       upper=cfg["upper"], activation=cfg["activation"], head=head, **extra)
     except KeyError as exc:
         raise PhiFileError(f"{cfg_path}: field {exc.args[0]!r} is missing.") from None
     except (TypeError, ValueError) as exc:
@@ -114,5 +119,5 @@ def load_phi(path: str | Path) -> PhiMLP:
         if tuple(tensors[key].shape) != tuple(ref.shape):
             raise PhiFileError(f"{w_path}: tensor {key!r} must have shape {tuple(ref.shape)} for this config; "
                                f"got {tuple(tensors[key].shape)}.")
-    model.load_state_dict({k: tensors[k].to(torch.float64) for k in expected})
+    model.load_state_dict({k: tensors[k].to(ref.dtype) for k, ref in expected.items()})
     return model.eval()

@@ -1,0 +1,14 @@
+"""φ_θ: an MLP onto the simplex as a variational approximation of p_st(y), with its certificate (docs/theory.md T4, §7.8).
+
+- `neural.phi.model` — `PhiMLP`, the network (dense or factored softmax head);
+- `neural.phi.fit` — `fit_phi`: fitting to a generator family by the KL or the residual loss, evaluation
+  and the a-posteriori certificate ‖φ_θ − p_st‖ ≤ ‖A^#‖ ‖Q(y)ᵀφ_θ‖;
+- `neural.phi.surrogate` — `fit_surrogate`: large sparse generators, trained from the residual on a
+  design, every prediction certified or replaced by the exact sparse solve;
+- `neural.phi.files`, `neural.phi.jax_copy` — a fit saved and reloaded, and rebuilt as a JAX function.
+"""
+from __future__ import annotations
+
+from sp_ode.core.lazy import lazy_namespace
+
+__getattr__, __dir__, __all__ = lazy_namespace(__name__, __file__)

@@ -1,0 +1,426 @@
+"""φ_θ as a certified surrogate for p_st(y) at scale: sparse Q(y), several slow inputs, no p_st in training.
+
+The family y ↦ Q(y) is sparse (`neural.phi.sparse`: a reaction network's FSP
+generator, or a callable returning `scipy.sparse`), y ranges over a box of d ≤ 8 inputs,
+and n reaches 10⁴ (10⁵ on a GPU).  Training minimises the residual of T4 (docs/theory.md §3.4),
+
+    L(θ) = mean_y ‖Q(y)ᵀφ_θ(y)‖₂² / s(y)²,    s(y) = max_i |Q_ii(y)| (the fastest exit rate),
+
+over a scrambled Sobol (or Latin-hypercube) design of training points, evaluated matrix-free
+from the transition list; p_st is never computed for it.  Dividing by s(y)² makes each term
+dimensionless (a residual relative to the rates) so that no corner of the box dominates
+only because its rates are larger.  Optionally a KL term λ·mean_a KL(p_st(y_a) ‖ φ_θ(y_a))
+on the anchors' exact solves is added; the two parts are recorded separately.
+
+The anchors (`neural.phi.certificate`) are a small Sobol design of exact sparse solves
+whose hitting-time vectors certify φ_θ anywhere a one-line check passes (docs/theory.md §7.8);
+`neural.PhiFit.certified_predict` evaluates φ_θ at many points with the certificate at
+each and falls back to the exact solve where it exceeds `tol`.
+
+Training: full-batch L-BFGS (strong Wolfe) by default, or Adam on mini-batches; float64; a
+tqdm bar; atomic checkpoints every `checkpoint_every` steps and exact resume (model,
+optimiser, step, history, anchors, the batch generator); an optional wall-clock budget.
+"""
+from __future__ import annotations
+
+import io
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from neural.phi.certificate import Anchor, CertifiedPrediction, certified_predict, certify, exact_solve, make_anchor
+from neural.phi.model import PhiMLP
+from neural.phi.sparse import SparseFamily, design_points, residual_torch
+from sp_ode.core.files import atomic_write_bytes
+from sp_ode.core.reporting import progress
+from sp_ode.core.validation import (
+    check_choice,
+    check_finite_array,
+    check_nonnegative,
+    check_positive,
+    check_positive_int,
+)
+
+__all__ = ["SurrogateFit", "fit_surrogate", "check_against_exact", "design_points", "SURROGATE_FORMAT"]
+
+SURROGATE_FORMAT = "sp-ode-phi-surrogate/1"
+OPTIMIZERS = ("lbfgs", "adam")
+WEIGHTINGS = ("chi2", "l2")
+
+
+@dataclass
+class SurrogateFit:
+    """The result of [`fit_surrogate`][neural.phi.surrogate.fit_surrogate] (the attributes of [`neural.PhiFit`][neural.phi.PhiFit], plus the anchors).
+
+    Attributes
+    ----------
+    model : PhiMLP
+    system : SparseFamily
+    loss : "residual"
+    final_loss : float
+    history : dict of lists
+        `step`, `seconds`, `loss` (total), `loss_residual`, `loss_kl`
+        (recorded separately), `max_error_l1` and `max_certificate` on the monitor points
+    status, message : str
+    train_seconds, setup_seconds : float
+    config : dict
+    anchors : list of Anchor
+        Exact solves that certify (docs/theory.md §7.8)
+    monitor : list of Anchor
+        The learning curve's held-out exact solves
+    """
+
+    model: PhiMLP
+    system: SparseFamily
+    loss: str
+    final_loss: float
+    history: dict
+    status: str
+    message: str
+    train_seconds: float
+    setup_seconds: float
+    config: dict = field(default_factory=dict)
+    anchors: list = field(default_factory=list)
+    monitor: list = field(default_factory=list)
+
+    def certified_predict(self, ys, tol: float = 1e-3, *, tries: int = 3, add_anchors: bool = True,
+                          max_anchors: int = 512, show_progress: bool = False) -> CertifiedPrediction:
+        """φ_θ at the rows of `ys` (N, d) with a certified bound on ‖φ_θ(y) − p_st(y)‖₁ at each.
+
+        See `neural.PhiFit.certified_predict` (the same contract): the anchored certificate
+        of docs/theory.md §7.8 (one sparse product with Q(y) per anchor tried, no solve), and the
+        exact sparse solve wherever it exceeds `tol`.  What a sweep's "surrogate" path would call.
+
+        Raises
+        ------
+        ValueError
+            `ys` not of shape (N, d) or not finite; `tol` not > 0; Q(y) not a generator at some y.
+        """
+        tol = check_positive("tol", tol)
+        ys = check_finite_array("ys", ys)
+        ys = ys.reshape(-1, 1) if (self.system.d == 1 and ys.ndim == 1) else ys
+        if ys.ndim != 2 or ys.shape[1] != self.system.d:
+            raise ValueError(f"`ys` must have shape (N, d) with d = {self.system.d}; got {ys.shape}.")
+        return certified_predict(self.model, self.system, self.anchors, ys, tol=tol, tries=tries,
+                                 add_anchors=add_anchors, max_anchors=max_anchors, show_progress=show_progress)
+
+    def evaluate(self, ys) -> dict:
+        """`check_against_exact` at the rows of `ys` (exact sparse solves: true errors)."""
+        return check_against_exact(self, ys)
+
+
+def _exit_scale(src: np.ndarray, V: np.ndarray, n: int) -> np.ndarray:
+    """s(y) per row of V (B, m): the largest total exit rate over the states."""
+    return np.array([np.bincount(src, weights=v, minlength=n).max() for v in V])
+
+
+def _anchors_to_state(anchors: list[Anchor]) -> dict:
+    return {"y": torch.as_tensor(np.stack([a.y for a in anchors])), "k": [int(a.k) for a in anchors],
+            "h": torch.as_tensor(np.stack([a.h for a in anchors])), "p": torch.as_tensor(np.stack([a.p for a in anchors])),
+            "H": [float(a.H) for a in anchors], "bound": [float(a.bound) for a in anchors],
+            "seconds": [float(a.seconds) for a in anchors]} if anchors else {}
+
+
+def _anchors_from_state(state: dict, family: SparseFamily) -> list[Anchor]:
+    if not state:
+        return []
+    ys = state["y"].numpy()
+    zs = family.normalised(ys)
+    return [Anchor(ys[i], zs[i], state["k"][i], state["h"][i].numpy(), state["H"][i], state["p"][i].numpy(),
+                   state["bound"][i], state["seconds"][i]) for i in range(len(ys))]
+
+
+def fit_surrogate(family: SparseFamily, *, loss: str = "residual", weighting: str = "chi2", width: int = 64,
+                  depth: int = 2,
+                  activation: str = "tanh", head: str = "dense", rank: int = 2, n_train: int = 512,
+                  design: str = "sobol", steps: int = 300, optimizer: str = "lbfgs", lr: float | None = None,
+                  batch: int | None = None, n_anchors: int = 16, kl_weight: float = 0.0, n_monitor: int = 16,
+                  record_every: int | None = None, seed: int = 0, checkpoint: str | Path | None = None,
+                  checkpoint_every: int = 25, resume: bool = False, time_budget: float | None = None,
+                  device: str = "cpu", show_progress: bool = False, threads: int | None = 1) -> SurrogateFit:
+    """Fit φ_θ to a sparse family with the residual loss (module docstring); returns a [`SurrogateFit`][neural.phi.surrogate.SurrogateFit].
+
+    Parameters
+    ----------
+    family : SparseFamily
+    loss : {"residual"}
+        The training loss (the supervised "kl" of small families needs p_st at every training
+        point; here the optional `kl_weight` term uses the anchors' solves only).
+    width, depth, activation, head, rank
+        The network ([`neural.PhiMLP`][neural.phi.PhiMLP]); `head="factored"` needs a network family.
+    n_train : int
+        Training points, a scrambled Sobol (`design="sobol"`) or Latin-hypercube (`"lhs"`) design.
+    steps : int
+        Optimiser iterations.
+    optimizer : {"lbfgs", "adam"}
+    lr : float, optional
+        1 for L-BFGS, 3e-3 for Adam (cosine-decayed to 1 %).
+    batch : int, optional
+        Mini-batch size (Adam): a fresh random subset of the design per step.  Default: full batch.
+    n_anchors : int
+        Exact solves on a separate Sobol design, kept to certify (and, with `kl_weight`, to supervise).
+    kl_weight : float
+        Weight λ ≥ 0 of the optional KL term on the anchors (0: trained from Q(y) alone).
+    n_monitor : int
+        Held-out points with exact solves, for the learning curve only (never in the gradient).
+    record_every : int, optional
+        History interval (default steps/50).
+    seed : int
+    checkpoint : path, optional
+        A file written atomically every `checkpoint_every` steps and at the end.
+    resume : bool
+        Continue from `checkpoint` (model, optimiser, step, history, anchors and batch RNG
+        restored; the run must have the same settings).
+    time_budget : float, optional
+        Stop training after this many seconds (the status says so).
+    device : str
+        "cpu" or a torch device such as "cuda" (propensities are then evaluated on the device).
+    show_progress : bool
+    threads : int or None
+        torch intra-op threads while training (restored afterwards).
+
+    Returns
+    -------
+    SurrogateFit
+        With `system` the family, `anchors` the exact solves, and `history` holding
+        `loss_residual`, `loss_kl`, and on the monitor points `max_error_l1` (true) and
+        `max_certificate` (the anchored certificate).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Bad settings; a factored head on a family without species coordinates; `resume` without
+        a checkpoint or with one from other settings.
+    """
+    threads = None if threads is None else check_positive_int("threads", threads)
+    before = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        return _fit(family, loss, weighting, width, depth, activation, head, rank, n_train, design, steps, optimizer, lr,
+                    batch, n_anchors, kl_weight, n_monitor, record_every, seed, checkpoint, checkpoint_every,
+                    resume, time_budget, device, show_progress)
+    finally:
+        torch.set_num_threads(before)
+
+
+def _fit(family, loss, weighting, width, depth, activation, head, rank, n_train, design, steps, optimizer, lr, batch,
+         n_anchors, kl_weight, n_monitor, record_every, seed, checkpoint, checkpoint_every, resume,
+         time_budget, device, show_progress) -> SurrogateFit:
+    t0 = time.perf_counter()
+    if not isinstance(family, SparseFamily):
+        raise TypeError(f"`family` must be a SparseFamily (neural.phi.sparse); got {type(family).__name__}.")
+    check_choice("loss", loss, ("residual",))
+    weighting = check_choice("weighting", weighting, WEIGHTINGS)
+    optimizer = check_choice("optimizer", optimizer, OPTIMIZERS)
+    steps, n_train = check_positive_int("steps", steps), check_positive_int("n_train", n_train)
+    n_anchors = int(check_nonnegative("n_anchors", n_anchors))
+    kl_weight = check_nonnegative("kl_weight", kl_weight)
+    if kl_weight > 0 and n_anchors == 0:
+        raise ValueError("`kl_weight` > 0 needs anchors (`n_anchors` ≥ 1): the KL term uses their exact solves.")
+    lr = {"lbfgs": 1.0, "adam": 3e-3}[optimizer] if lr is None else check_positive("lr", lr)
+    batch = None if batch is None else check_positive_int("batch", batch)
+    record_every = max(1, steps // 50) if record_every is None else check_positive_int("record_every", record_every)
+    if head == "factored" and family.coords is None:
+        raise ValueError(f"`head='factored'` needs species coordinates; family {family.name!r} is a plain callable "
+                         "Q(y) — pass a NetworkSystem, or use head='dense'.")
+    if resume and (checkpoint is None or not Path(checkpoint).is_file()):
+        raise ValueError(f"`resume=True` needs an existing `checkpoint` file; got {checkpoint!r}.")
+    dev = torch.device(device)
+    settings = {"system": family.name, "n": family.n, "d": family.d, "loss": loss, "weighting": weighting, "width": width, "depth": depth,
+                "activation": activation, "head": head, "rank": rank, "n_train": n_train, "design": design,
+                "steps": steps, "optimizer": optimizer, "lr": lr, "batch": batch, "n_anchors": n_anchors,
+                "kl_weight": kl_weight, "n_monitor": n_monitor, "seed": int(seed),
+                "domain": np.stack([family.lower, family.upper], 1).tolist()}
+    model = PhiMLP(family.d, family.n, width=width, depth=depth, lower=family.lower, upper=family.upper,
+                   activation=activation, seed=int(seed), head=head, coords=family.coords, rank=rank).to(dev)
+
+    state = None
+    if resume:
+        state = torch.load(checkpoint, map_location="cpu", weights_only=True)
+        if not isinstance(state, dict) or state.get("format") != SURROGATE_FORMAT:
+            raise ValueError(f"`checkpoint` {str(checkpoint)!r} is not a φ_θ surrogate checkpoint.")
+        diff = {k: (state["settings"].get(k), v) for k, v in settings.items()
+                if k not in ("steps",) and state["settings"].get(k) != v}
+        if diff:
+            raise ValueError(f"`checkpoint` {str(checkpoint)!r} was written with other settings: "
+                             f"{ {k: f'{a!r} there, {b!r} now' for k, (a, b) in diff.items()} }.")
+        model.load_state_dict(state["model"])
+
+    # The training design, its rates (fixed for the run) and their scales s(y).
+    y_train = design_points(family.lower, family.upper, n_train, kind=design, seed=seed)
+    src, dst, V = family.rates(y_train)
+    scale = _exit_scale(src, V, family.n)
+    tt = {"y": torch.as_tensor(y_train, device=dev), "src": torch.as_tensor(src, device=dev),
+          "dst": torch.as_tensor(dst, device=dev), "V": torch.as_tensor(V, device=dev),
+          "s": torch.as_tensor(scale, device=dev)}
+    del V
+    # Anchors (exact solves, for the certificate and the optional KL term) and monitor points.
+    if state is not None:
+        anchors = _anchors_from_state(state["anchors"], family)
+        monitor = _anchors_from_state(state["monitor"], family)
+    else:
+        anchors = [make_anchor(family, y) for y in design_points(family.lower, family.upper, n_anchors,
+                                                                 seed=seed + 1_000_003)]
+        monitor = [make_anchor(family, y) for y in design_points(family.lower, family.upper, n_monitor,
+                                                                 kind="lhs", seed=seed + 2_000_003)]
+    if kl_weight > 0:
+        ya = torch.as_tensor(np.stack([a.y for a in anchors]), device=dev)
+        pa = torch.as_tensor(np.stack([a.p for a in anchors]), device=dev)
+    setup_seconds = time.perf_counter() - t0
+
+    gen = torch.Generator().manual_seed(int(seed) + 17)
+    if state is not None and "batch_rng" in state:
+        gen.set_state(state["batch_rng"])
+
+    def parts(idx=None):
+        y = tt["y"] if idx is None else tt["y"][idx]
+        Vb = tt["V"] if idx is None else tt["V"][idx]
+        sb = tt["s"] if idx is None else tt["s"][idx]
+        logq = model.log_prob(y)
+        r = residual_torch(logq.exp(), tt["src"], tt["dst"], Vb)
+        if weighting == "chi2":
+            # ‖r‖²_{L²(1/φ)}: r_j/√φ_j, the weight from log φ clamped where φ_j underflows (≈ e^-600)
+            r = r * torch.exp(-0.5 * logq.clamp(min=-600.0))
+        res = ((r / sb[:, None]) ** 2).sum(-1).mean()
+        # KL(p_st ‖ φ_θ) averaged over the anchors
+        kl = (torch.nn.functional.kl_div(model.log_prob(ya), pa, reduction="batchmean") if kl_weight > 0
+              else torch.zeros((), dtype=res.dtype, device=dev))
+        return res, kl
+
+    if optimizer == "lbfgs":
+        opt = torch.optim.LBFGS(model.parameters(), lr=lr, max_iter=1, max_eval=25, history_size=50,
+                                tolerance_grad=0.0, tolerance_change=0.0, line_search_fn="strong_wolfe")
+        sched = None
+    else:
+        opt = torch.optim.Adam(model.parameters(), lr=lr)
+        sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps, eta_min=lr * 1e-2)
+    history = {"step": [], "seconds": [], "loss": [], "loss_residual": [], "loss_kl": [], "max_error_l1": [],
+               "max_certificate": []}
+    start = 0
+    trained_before = 0.0
+    if state is not None:
+        opt.load_state_dict(state["optimizer"])
+        if sched is not None and state.get("scheduler"):
+            sched.load_state_dict(state["scheduler"])
+        history = state["history"]
+        start = int(state["step"])
+        trained_before = float(state["train_seconds"])
+
+    def record(step: int, elapsed: float) -> tuple[float, float]:
+        with torch.no_grad():
+            res, kl = parts()
+        res, kl = float(res), float(kl)
+        history["step"].append(step)
+        history["seconds"].append(elapsed)
+        history["loss_residual"].append(res)
+        history["loss_kl"].append(kl)
+        history["loss"].append(res + kl_weight * kl)
+        if monitor:
+            q = model.predict(np.stack([a.y for a in monitor]))
+            errs, certs = [], []
+            for a, qa in zip(monitor, q):
+                errs.append(float(np.abs(qa - a.p).sum()))
+                Q = family.Q(a.y)
+                certs.append(min([certify(Q, qa, b)["certificate"] for b in _nearest(anchors, a.z, 3)],
+                                 default=math.inf))
+            history["max_error_l1"].append(max(errs))
+            history["max_certificate"].append(max(certs))
+        return res, kl
+
+    def save(step: int, elapsed: float) -> None:
+        if checkpoint is None:
+            return
+        blob = {"format": SURROGATE_FORMAT, "settings": settings, "step": step, "train_seconds": elapsed,
+                "model": model.state_dict(), "optimizer": opt.state_dict(),
+                "scheduler": sched.state_dict() if sched is not None else {}, "history": history,
+                "anchors": _anchors_to_state(anchors), "monitor": _anchors_to_state(monitor),
+                "batch_rng": gen.get_state()}
+        buf = io.BytesIO()
+        torch.save(blob, buf)
+        atomic_write_bytes(checkpoint, buf.getvalue())
+
+    def closure():
+        opt.zero_grad()
+        idx = None if batch is None else torch.randint(0, n_train, (batch,), generator=gen).to(dev)
+        res, kl = parts(idx)
+        value = res + kl_weight * kl
+        value.backward()
+        return value
+
+    status, message = "ok", f"{steps} {optimizer} steps"
+    t1 = time.perf_counter()
+    if start == 0:
+        record(0, 0.0)
+    bar = progress(range(start + 1, steps + 1), desc=f"fit-phi {family.name}", disable=None if show_progress else True)
+    step = start
+    for step in bar:
+        opt.step(closure)
+        if sched is not None:
+            sched.step()
+        elapsed = trained_before + time.perf_counter() - t1
+        last = step == steps or (time_budget is not None and elapsed >= time_budget)
+        if step % record_every == 0 or last:
+            res, kl = record(step, elapsed)
+            value = res + kl_weight * kl
+            if not math.isfinite(value):
+                status, message = "nonfinite", f"the loss became {value} at step {step}; lower `lr`"
+                break
+            bar.set_postfix(loss=f"{value:.3g}", refresh=False)
+        if step % checkpoint_every == 0 or last:
+            save(step, elapsed)
+        if time_budget is not None and elapsed >= time_budget and step < steps:
+            status, message = "ok", f"stopped at step {step} of {steps}: time budget {time_budget:g} s reached"
+            break
+    bar.close()
+    train_seconds = trained_before + time.perf_counter() - t1
+    if history["step"][-1] != step:
+        record(step, train_seconds)
+    save(step, train_seconds)
+    config = {**settings, "steps_done": int(step), "torch_threads": torch.get_num_threads(), "device": str(dev),
+              "parameters": int(sum(p.numel() for p in model.parameters())),
+              "anchor_seconds": float(sum(a.seconds for a in anchors)),
+              "monitor_seconds": float(sum(a.seconds for a in monitor))}
+    model = model.cpu().eval()
+    return SurrogateFit(model, family, loss, history["loss"][-1], history, status, message, train_seconds,
+                        setup_seconds, config, anchors, monitor)
+
+
+def _nearest(anchors: list[Anchor], z: np.ndarray, count: int) -> list[Anchor]:
+    if not anchors:
+        return []
+    Z = np.stack([a.z for a in anchors])
+    return [anchors[j] for j in np.argsort(((Z - z) ** 2).sum(axis=1))[:count]]
+
+
+def check_against_exact(fit: SurrogateFit, ys) -> dict:
+    """φ_θ against exact sparse solves at the rows of `ys`: true ℓ1 error, certificate, times.
+
+    The exact solve is `neural.phi.certificate.exact_solve` (SuperLU of the pinned system;
+    its own bound is reported).  Returns arrays (N,) `error_l1`, `certificate`,
+    `certificate_max`, `exact_bound`, and `solve_seconds` (the exact solves) and
+    `holds` (certificate ≥ error − exact bound, i.e. the certificate was not beaten).
+    """
+    family = fit.system
+    ys = np.asarray(ys, dtype=np.float64).reshape(-1, family.d)
+    q = fit.model.predict(ys)
+    err, cert, cmax, eb, secs = [], [], [], [], []
+    for y, qy in zip(ys, q):
+        Q = family.Q(y)
+        t = time.perf_counter()
+        p, _h, _k, bound, _H = exact_solve(Q, k=int(np.argmax(qy)))
+        secs.append(time.perf_counter() - t)
+        err.append(float(np.abs(qy - p).sum()))
+        eb.append(bound)
+        outs = [certify(Q, qy, a) for a in _nearest(fit.anchors, family.normalised(y[None])[0], 3)]
+        best = min(outs, key=lambda o: o["certificate"]) if outs else {"certificate": math.inf,
+                                                                       "certificate_max": math.inf}
+        cert.append(best["certificate"])
+        cmax.append(best["certificate_max"])
+    err, cert, eb = np.array(err), np.array(cert), np.array(eb)
+    return {"y": ys, "error_l1": err, "certificate": cert, "certificate_max": np.array(cmax), "exact_bound": eb,
+            "solve_seconds": np.array(secs), "holds": cert + eb >= err}

@@ -1,0 +1,62 @@
+"""sp_ode.verify: one entry point for general, master-equation and network systems, one report type.
+
+Expected verdicts: the toy ε x' = −x + y², y' = −x has slopes 1, 2, 1 (docs/theory.md §6, closed forms);
+me3 is a master equation (T1: φ = p_st); the birth–death network is checked by the sparse solver against
+the uniformised attractor (docs/theory.md §7.7).  The statuses are read off the report itself.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import sp_ode
+from sp_ode.verification.report import STATUSES
+
+
+def _lines_end_in_a_status(text: str) -> bool:
+    lines = [ln for ln in text.splitlines() if ln.startswith(("(1)", "(2) identity:", "(3) certificate:", "(3) rate"))]
+    return bool(lines) and all(ln.rstrip().endswith(STATUSES) for ln in lines)
+
+
+@pytest.mark.parametrize("name, kind", [("toy", "general"), ("me3", "master")])
+def test_verify_a_catalogue_system(name, kind, tmp_path):
+    report = sp_ode.verify(sp_ode.get_system(name), smoke=True)
+    assert isinstance(report, sp_ode.VerifyReport) and report.kind == kind
+    assert report.passed and report.failure is None
+    assert report.checks == {"hyperbolicity": "ok", "identity": "ok", "certificate": "ok"}
+    record = json.loads(report.to_json())
+    assert record["checks"] == report.checks and abs(record["slope_corrected"] - 2.0) <= 0.15
+    assert _lines_end_in_a_status(report.format()) and str(report) == report.format()
+    files = report.write(tmp_path)
+    assert {p.rsplit("/", 1)[-1] for p in files} == {"manifold.png", "convergence.png", "report.json"}
+    with pytest.raises(FileExistsError, match="overwrite=True"):
+        report.write(tmp_path)
+
+
+def test_verify_a_bare_system_needs_its_initial_data():
+    e = sp_ode.get_system("toy")
+    with pytest.raises(ValueError, match="`t_span`, `x0`, `y0`"):
+        sp_ode.verify(e.system)
+    report = sp_ode.verify(e.system, t_span=e.t_span, x0=e.x0, y0=e.y0, smoke=True, phi=e.phi)
+    assert report.passed and "closed form" in json.dumps(report.record["identity_methods"])
+
+
+def test_verify_a_network_model():
+    model = sp_ode.get_network_model("birth_death", N=40)
+    report = sp_ode.verify(model, y0=[0.5], smoke=True)
+    assert report.kind == "network" and set(report.checks) == {"paths", "identity", "rate_reduced", "rate_corrected"}
+    assert report.passed, report.failure
+    assert all(v in STATUSES for v in report.checks.values())
+    assert report.record["identity_independent"] and report.record["identity_max_error"] <= 1e-10
+    with pytest.raises(ValueError, match="`x0` does not apply"):
+        sp_ode.verify(model, x0=np.ones(3), smoke=True)
+
+
+def test_a_failed_check_is_named_first():
+    # FitzHugh–Nagumo with I = 0.5 reaches the fold w = −1/6: hyperbolicity FAIL, the rest skipped, said so
+    report = sp_ode.verify(sp_ode.get_system("fitzhugh_nagumo", I=0.5), smoke=True)
+    assert not report.passed and report.checks == {"hyperbolicity": "FAIL", "identity": "skipped",
+                                                    "certificate": "skipped"}
+    assert report.failure.startswith("normal hyperbolicity:") and report.format().splitlines()[0] == report.failure
