@@ -143,8 +143,10 @@ def check_case(case: Path, tol: float) -> dict:
 
 def write_table(rows: list[dict], path: Path, command: str, suite_commit: str | None) -> None:
     counts = {s: sum(r["status"] == s for r in rows) for s in ("passed", "refused", "FAILED")}
-    lines = ["<!-- written by bench/dsmts_check.py; do not edit by hand -->",
-             f"Command: `{command}`" + (f" (suite commit {suite_commit})" if suite_commit else "") + ".",
+    lines = ["# The SBML stochastic test suite, case by case", "",
+             "<!-- written by bench/dsmts_check.py; do not edit by hand -->",
+             f"Command: `{command}`" + (f" (suite commit {suite_commit})" if suite_commit else "")
+             + ". The method and the tolerance: [the DSMTS page](dsmts.md).",
              "",
              f"**{counts['passed']} passed, {counts['refused']} refused, {counts['FAILED']} failed** "
              f"of {len(rows)} cases.", "",
