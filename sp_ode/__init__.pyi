@@ -92,6 +92,10 @@ from .networks.state_space import (
 from .networks.system import (
     NetworkSystem as NetworkSystem,
 )
+from .networks.transient import (
+    TransientDistribution as TransientDistribution,
+    transient_distribution as transient_distribution,
+)
 from .sweeps.sweep import (
     SweepClusterError as SweepClusterError,
     SweepResult as SweepResult,

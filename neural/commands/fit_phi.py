@@ -127,7 +127,7 @@ def run(args) -> int:
               "there", file=sys.stderr)
     holds = bool(hs["certificate_holds"] and es.get("certificate_holds", True))
     # A float32 Q(y) (a jnp function run outside JAX's float64 mode) is accepted; the rounding of its
-    # rates moves p_st by at most this much more, relative to the rates meant (docs/theory.md §7.9).
+    # rates moves p_st by at most this much more, relative to the rates meant (docs/theory.md §7.12).
     u_in = input_unit_roundoff(system.Q((system.lower + system.upper) / 2))
     rounding = input_rounding_bound(system.n, u_in) if u_in > UNIT_ROUNDOFF else 0.0
     if rounding:

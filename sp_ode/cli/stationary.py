@@ -9,7 +9,7 @@ then the bound on ‖p − p_st‖₁ (docs/theory.md §7) and the negatives cli
 `--out FILE` writes p to `.npy` or `.csv` (an existing file is refused unless
 `--overwrite`).  A `.json` file may name its states (`"states": [...]`), and the
 table then shows p by name.  A float32 `.npy` is accepted: its rounding is part of
-the bound (docs/theory.md §7.9).  `--reversibility` adds the numeric detailed-balance
+the bound (docs/theory.md §7.12).  `--reversibility` adds the numeric detailed-balance
 check (`sp_ode.check_detailed_balance`).  Exit codes: 0 the bound meets
 `--tol`; 1 it does not (no method reached it: the best attempt is reported);
 2 bad input; 3 a runtime failure.  During the computation file descriptor 1 is
@@ -198,6 +198,9 @@ def run(args) -> int:
     print(f"error bound ‖p − p_st‖₁ ≤ {info['bound']:.3g}  ({info['bound_kind']})")
     if info.get("componentwise_bound") is not None:
         print(f"componentwise   |p̂_i − p_i| ≤ {info['componentwise_bound']:.3g}·p_i")
+    elif info.get("uncertified_below") is not None:
+        print(f"normwise only: entries below {info['uncertified_below']:.3g} are not certified "
+              f"({info.get('componentwise_failure') or 'no entrywise certificate'})")
     if info.get("input_rounding"):
         print(f"  of which {info['input_rounding']:.3g} from the rounding of the rates as given (reduced-precision "
               "input, e.g. float32)")

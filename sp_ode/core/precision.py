@@ -10,7 +10,7 @@ wrapped with `in_float64`.  Nothing in sp_ode touches the global flag.
 For user code, the same scope is public as `sp_ode.float64()`.  A user's process
 does not enable float64, so every `jnp` array their script makes is float32; sp_ode
 copes (each user function's output is cast to float64 inside its scope, and a float32
-generator is accepted with its rounding in the error bound, docs/theory.md §7.9), but
+generator is accepted with its rounding in the error bound, docs/theory.md §7.12), but
 numbers computed *in the user's own code* stay float32 unless made inside
 `with sp_ode.float64():`.  A JAX callable that sp_ode hands back to the user (e.g.
 `SlowManifold.jax_fn()`, `neural.PhiMLP.jax_fn()`) computes in float64 when called

@@ -487,7 +487,7 @@ class DetailedBalanceCheck:
 
 
 def check_detailed_balance(Q, *, states=None) -> DetailedBalanceCheck:
-    """Numeric detailed balance of a float generator, with a tolerance derived from rounding (docs/theory.md §7.9).
+    """Numeric detailed balance of a float generator, with a tolerance derived from rounding (docs/theory.md §7.12).
 
     A chain is reversible when a potential π > 0 has π_i Q_ij = π_j Q_ji for every pair; then
     p_st ∝ π.  π is built along a breadth-first spanning tree of the undirected rate graph

@@ -12,14 +12,21 @@ dispatches to a registry of methods, **each answer carrying an error bound**
           returns log p_st, also for entries below 1e-308.  Default for dense Q.
 `solve` LU solve of the bordered system (Qᵀ with one redundant equation
           replaced by 1ᵀp = 1); normwise accurate only.
-`sparse`AMG-preconditioned GMRES for large sparse Q (`sp_ode.markov._sparse`);
-          default for `scipy.sparse` input.
+`sparse`AMG-preconditioned GMRES for large sparse Q (`sp_ode.markov._sparse`), its answer
+          then refined in log space and certified entrywise where it can be (§7.9).
 `jax`   [`stationary_jax`][sp_ode.markov.stationary.stationary_jax], a pure-JAX bordered solve: `jit`/`vmap`/
           `grad`-compatible (the bound is computed afterwards in NumPy).
 `banded`GTH in band storage after a reverse Cuthill–McKee permutation
           (`sp_ode.markov._banded_gth`): the componentwise accuracy of GTH for
           large sparse chains of small bandwidth (chains, grids), O(n·b²).
 ========  ==================================================================
+
+**The default for `scipy.sparse` input** (§7.9) is banded or dense GTH whenever it fits in memory
+and `predicted_seconds` puts it within `GTH_COST_FACTOR` × the sparse solve, else the
+sparse solve; `info["selection"]` gives the predictions and the rule.  Every answer says which
+kind of bound it carries: entrywise (`componentwise_bound`: GTH's a-priori bound, or the
+certificate of a refined sparse answer) or only normwise — then `uncertified_below` is the level
+below which its entries are not certified at all.
 
 `solve`, `sparse` and `jax` carry the a-posteriori bound
 ‖q − p_st‖₁ ≤ 2·max_i E_i[τ_k]·‖Qᵀq‖₁ of `sp_ode.markov.bounds` (§7.1,
@@ -46,8 +53,8 @@ from sp_ode.core.precision import UNIT_ROUNDOFF, float64, in_float64
 from sp_ode.core.validation import check_choice
 from sp_ode.markov._banded_gth import band_plan, banded_gth
 from sp_ode.markov._gth import gth_componentwise_bound, gth_solve
-from sp_ode.markov._sparse import sparse_stationary
-from sp_ode.markov.bounds import ConvergenceError, input_rounding_bound, posterior_bound
+from sp_ode.markov._sparse import quiet_stdout, sparse_stationary
+from sp_ode.markov.bounds import ConvergenceError, componentwise_refinement, input_rounding_bound, posterior_bound
 from sp_ode.markov.generator import check_generator, closed_classes, input_unit_roundoff, require_irreducible
 
 #: Default `tol`: largest accepted ℓ1 error bound for solve, sparse and jax (six digits of mass;
@@ -59,6 +66,23 @@ DENSE_GTH_MAX = 6000
 BANDED_GTH_MAX_BYTES = 2e9
 # Below this size a stack is solved by the batch-vectorised loop; above, one blocked solve per matrix.
 _BATCH_VECTORISE_MAX_N = 64
+#: The default route on a sparse Q takes banded or dense GTH when it is predicted to cost at most this
+#: many times the sparse solve (docs/theory.md §7.9).
+GTH_COST_FACTOR = 2.0
+#: Largest n for which the default sparse route attempts the componentwise certificate (§7.9) …
+COMPONENTWISE_AUTO_MAX_N = 10**6
+#: … within this many times the sparse solve's own time (it is abandoned, and the answer labelled
+#: normwise, when it would take longer).
+COMPONENTWISE_BUDGET_FACTOR = 4.0
+#: … and never less than this many seconds (a small chain's solve is fast; its refinement may try both seeds).
+COMPONENTWISE_MIN_BUDGET = 2.0
+# Cost model of the default route, in seconds on one core (fitted by bench/bench_stationary_default.py,
+# record docs/bench/stationary_default.json): banded GTH c0·n + c1·Σ_k L_k² (L_k the window of step k,
+# blocked from bandwidth 32 on), dense GTH c0·n + c1·n³, the sparse solve c0 + c1·nnz + c2·n/b (n/b, the
+# chain's length in bands: on 1-D chains the Krylov solve's steps grow with it — birth–death of 3·10⁴
+# states took 6.1 s where nnz alone predicted 0.3 s).
+_COST = {"banded": (3.8e-5, 2.1e-8), "banded_blocked": (3.0e-5, 9.0e-10), "gth": (3.6e-5, 4.8e-11),
+         "sparse": (0.015, 2.9e-6, 2.4e-4)}
 
 
 def _check_dense(n: int, what: str) -> None:
@@ -78,10 +102,10 @@ def _gth(Q: np.ndarray, *, log: bool = False, **_) -> tuple[np.ndarray, dict]:
                "underflow_terms": extra["underflow_terms"]}
 
 
-def _banded(Q, *, log: bool = False, **_) -> tuple[np.ndarray, dict]:
+def _banded(Q, *, log: bool = False, plan=None, **_) -> tuple[np.ndarray, dict]:
 
     Q = sp.csr_array(Q)
-    perm, b, nbytes = band_plan(Q)
+    perm, b, nbytes = band_plan(Q) if plan is None else plan
     failure = None
     if nbytes > BANDED_GTH_MAX_BYTES:
         failure = f"band array needs {nbytes / 1e9:.3g} GB (bandwidth {b}) > {BANDED_GTH_MAX_BYTES / 1e9:g} GB"
@@ -199,6 +223,92 @@ def _sparse(Q, *, tol: float, maxiter: int | None, **_) -> tuple[np.ndarray, dic
     return sparse_stationary(sp.csr_array(Q), bound_tol=tol, maxiter=maxiter)
 
 
+def predicted_seconds(Q, plan=None) -> dict:
+    """Predicted seconds of banded GTH, dense GTH and the sparse solve on a sparse Q (the default route's model).
+
+    Returns a dict with `banded`, `gth`, `sparse` (seconds; `None` for a method that would
+    not fit in memory — banded above `BANDED_GTH_MAX_BYTES` or the memory budget, dense above
+    `DENSE_GTH_MAX` or the budget), `bandwidth`, `nnz` and the `plan` of banded GTH.
+    """
+    Q = sp.csr_array(Q)
+    n, nnz = Q.shape[0], int(Q.nnz)
+    perm, b, nbytes = band_plan(Q) if plan is None else plan
+    L = np.minimum(b, n - 1 - np.arange(n - 1, dtype=np.float64)) if n > 1 else np.zeros(0)
+    c0, c1 = _COST["banded_blocked" if b >= 32 else "banded"]
+    out = {"banded": c0 * n + c1 * float(np.sum(L * L)), "gth": None, "bandwidth": b, "nnz": nnz,
+           "plan": (perm, b, nbytes)}
+    try:
+        if nbytes > BANDED_GTH_MAX_BYTES:
+            raise MemoryBudgetError("band array above BANDED_GTH_MAX_BYTES")
+        check_memory(nbytes, what=f"banded GTH (bandwidth {b})")
+    except MemoryBudgetError:
+        out["banded"] = None
+    if n <= DENSE_GTH_MAX:
+        try:
+            _check_dense(n, "dense GTH")
+            c0, c1 = _COST["gth"]
+            out["gth"] = c0 * n + c1 * float(n) ** 3
+        except MemoryBudgetError:
+            pass
+    c0, c1, c2 = _COST["sparse"]
+    out["sparse"] = c0 + c1 * nnz + c2 * n / max(b, 1)
+    return out
+
+
+def _auto_route(Q, log: bool) -> tuple[str, dict]:
+    """The default method for a sparse Q: GTH (banded or dense) when it fits and costs ≤ GTH_COST_FACTOR × sparse."""
+    pred = predicted_seconds(Q)
+    plan = pred.pop("plan")
+    cheap = {m: t for m in ("banded", "gth") if (t := pred[m]) is not None
+             and (log or t <= GTH_COST_FACTOR * pred["sparse"])}
+    if cheap:
+        method = min(cheap, key=cheap.get)
+        why = (f"{method} GTH (componentwise exact) predicted {cheap[method]:.2g} s ≤ {GTH_COST_FACTOR:g} × the "
+               f"sparse solve's {pred['sparse']:.2g} s" if not log else f"{method} GTH (log p_st needs GTH)")
+    elif log:
+        method, why = "banded", "log p_st needs GTH; neither banded nor dense GTH is predicted to fit in memory"
+    else:
+        method = "sparse"
+        why = (f"GTH would cost more than {GTH_COST_FACTOR:g} × the sparse solve (predicted: banded "
+               f"{_fmt_s(pred['banded'])}, dense {_fmt_s(pred['gth'])}, sparse {pred['sparse']:.2g} s)")
+    return method, {"rule": why, "predicted_seconds": {k: pred[k] for k in ("banded", "gth", "sparse")},
+                    "bandwidth": pred["bandwidth"], "nnz": pred["nnz"], "plan": plan}
+
+
+def _fmt_s(t) -> str:
+    return "does not fit" if t is None else f"{t:.2g} s"
+
+
+def _certify_componentwise(Q, p, info: dict, *, required: bool, seconds: float) -> tuple[np.ndarray, dict]:
+    """Refine a sparse answer in log space and certify every entry (§7.9); label it normwise when that fails."""
+    budget = None if required else max(COMPONENTWISE_BUDGET_FACTOR * seconds, COMPONENTWISE_MIN_BUDGET)
+    with quiet_stdout():
+        q, logq, ref = componentwise_refinement(Q, p, int(info["pinned_state"]), float(info["bound"]),
+                                                budget_seconds=budget)
+    info["refinement"] = ref
+    if ref["certified"]:
+        kappa = ref["componentwise_bound"]
+        kappa = kappa / (1.0 - kappa)                          # relative to p_i rather than to p̂_i
+        # ℓ1: Σ|p̂ − p| ≤ κ; and the triangle inequality through the unrefined answer and its bound
+        l1 = min(kappa, float(info["bound"]) + float(np.abs(q - p).sum()) * (1 + 4 * 2.0**-53))
+        info.update(bound=l1, componentwise_bound=kappa, uncertified_below=None,
+                    bound_kind="a-posteriori componentwise (§7.9): x̂∘(1 ∓ δφ̂) bracket the pinned solution; "
+                               "ℓ1 bound from it")
+        info["algorithm"] += "; log-space relative refinement + componentwise certificate (§7.9)"
+        return q, info
+    return p, _label_normwise(info, ref["failure"])
+
+
+def _label_normwise(info: dict, why: str | None) -> dict:
+    """State plainly that the bound is normwise and give the level below which entries are not certified."""
+    level = float(info["bound"])
+    info.update(componentwise_bound=None, uncertified_below=level, componentwise_failure=why,
+                bound_kind=(f"a-posteriori normwise ℓ1: 2·max E[τ_k]·‖Qᵀq‖₁ (§7.1) — NOT componentwise: every "
+                            f"entry is within {level:.2g} absolutely, so entries below {level:.2g} are not "
+                            "certified at all (their relative error is unbounded)"))
+    return info
+
+
 METHODS: dict[str, Callable] = {"gth": _gth, "solve": _solve, "sparse": _sparse, "jax": _jax, "banded": _banded}
 
 
@@ -276,7 +386,10 @@ def _check_maxiter(maxiter) -> int | None:
     return int(maxiter)
 
 
-def _escalation(method: str, n: int) -> list[str]:
+def _escalation(method: str, n: int, auto: bool = False) -> list[str]:
+    if auto and method in ("banded", "gth"):
+        # the default route chose GTH for speed: when it cannot keep its promise, the sparse solve answers
+        return (["gth"] if method == "banded" and n <= DENSE_GTH_MAX else []) + ["sparse"]
     if method in ("solve", "jax"):
         return ["gth"]
     if method == "sparse":
@@ -286,9 +399,15 @@ def _escalation(method: str, n: int) -> list[str]:
     return []
 
 
+def _check_componentwise(value) -> bool | None:
+    if value is None or isinstance(value, (bool, np.bool_)):
+        return None if value is None else bool(value)
+    raise TypeError(f"`componentwise` must be None, True or False; got {type(value).__name__}.")
+
+
 def stationary_distribution(Q, method: str | None = None, *, tol: float | None = None,
                             maxiter: int | None = None, return_info: bool = False, log: bool = False,
-                            states=None):
+                            states=None, componentwise: bool | None = None):
     """Stationary distribution p_st of an irreducible generator Q, with an error bound.
 
     Parameters
@@ -297,9 +416,12 @@ def stationary_distribution(Q, method: str | None = None, *, tol: float | None =
         Generator(s): Q[i, j] ≥ 0 the rate i → j, rows summing to zero.  float32 input (a
         `jnp` array made outside JAX's float64 mode) is accepted: its rows need sum to zero
         only to float32 rounding, the diagonal is re-formed from the rates in float64, and
-        the rates' rounding is added to the bound (`input_rounding`, docs/theory.md §7.9).
+        the rates' rounding is added to the bound (`input_rounding`, docs/theory.md §7.12).
     method : {"gth", "solve", "sparse", "jax", "banded"}, optional
-        Default "gth" for dense input, "sparse" for `scipy.sparse` input.
+        Default "gth" for dense input.  For `scipy.sparse` input the default route
+        picks banded or dense GTH (componentwise exact, §7.2) when it fits in memory and is
+        predicted to cost at most `GTH_COST_FACTOR` × the sparse solve
+        (`predicted_seconds`), else "sparse"; `info["selection"]` says which and why.
     tol : float, optional
         Largest accepted error bound on ‖p − p_st‖₁ (module docstring; default
         `DEFAULT_TOL` for solve, sparse and jax; GTH's a-priori bound is
@@ -310,17 +432,28 @@ def stationary_distribution(Q, method: str | None = None, *, tol: float | None =
     return_info : bool
         Also return a dict: `method` (the one that produced p), `requested_method`,
         `algorithm`, `iterations`, `residual` ‖Qᵀp‖∞, `bound` (on ‖p − p_st‖₁),
-        `bound_kind`, `componentwise_bound` (GTH: relative, every entry),
-        `hitting_time` (the certified max_i E_i[τ_k] of the normwise bound),
+        `bound_kind`, `componentwise_bound` (relative, every entry: GTH's a-priori bound, or
+        the certificate of a refined sparse answer; `None` when only the normwise bound holds),
+        `uncertified_below` (normwise answers only: entries below this level carry no
+        relative accuracy), `hitting_time` (the certified max_i E_i[τ_k] of the normwise bound),
         `negatives_clipped` and `most_negative` (largest magnitude clipped),
         `escalations` (one dict per rejected attempt: method, bound, reason),
         `tol`, `input_rounding` (the part of `bound` due to the rates' own rounding: nonzero
-        for float32 input, docs/theory.md §7.9); `sparse` adds its solver report.
+        for float32 input, docs/theory.md §7.12); `sparse` adds its solver report.
+        `tol`; `selection` (default route on sparse input); `sparse` adds its solver
+        report and `refinement` (the componentwise certificate's report).
     log : bool
-        Return log p_st instead (method "gth" only): accurate also for entries
+        Return log p_st instead (methods "gth" and "banded"): accurate also for entries
         far below the float range (docs/theory.md §7.2).
     states : sequence of n str, optional
         Names of the states, used in the messages (a negative rate, a reducible chain's classes).
+    componentwise : bool, optional
+        For the sparse solve: refine its answer in log space and certify every entry
+        (docs/theory.md §7.9).  `None` (default): attempted up to
+        `COMPONENTWISE_AUTO_MAX_N` states within `COMPONENTWISE_BUDGET_FACTOR` × the
+        solve's time, and the answer is labelled normwise (`uncertified_below`) when it does not
+        certify; `True`: attempted without a time budget, and an answer that does not certify
+        escalates to banded/dense GTH or raises [`ConvergenceError`][sp_ode.markov.bounds.ConvergenceError]; `False`: not attempted.
 
     Returns
     -------
@@ -333,25 +466,28 @@ def stationary_distribution(Q, method: str | None = None, *, tol: float | None =
     ------
     TypeError, ValueError
         Q is not a generator (see [`sp_ode.check_generator`][sp_ode.markov.generator.check_generator]), `method`
-        unknown, `tol` not finite and > 0, `maxiter` < 1, or `log=True` with a
-        method other than "gth".
+        unknown, `tol` not finite and > 0, `maxiter` < 1, `componentwise` not a bool, or
+        `log=True` with a method other than "gth" or "banded".
     NotIrreducibleError
         Q has more than one communicating class (the message names the closed
         classes; see [`stationary_distributions`][sp_ode.markov.stationary.stationary_distributions]).
     ConvergenceError
-        No method reached `tol`; the message names the bound, `tol` and what to try
-        (a dense or banded escalation that would not fit in memory is one of the attempts).
+        No method reached `tol` (or, with `componentwise=True`, a componentwise bound); the
+        message names the bound, `tol` and what to try (a dense or banded escalation that would
+        not fit in memory is one of the attempts).
     MemoryBudgetError
         A dense method asked for on a sparse Q whose dense copy would not fit
         (`sp_ode.core.memory`; estimated before the copy is made).
     """
+    import time
+
     is_sparse = sp.issparse(Q)
     if not isinstance(log, (bool, np.bool_)):
         raise TypeError(f"`log` must be a bool; got {type(log).__name__}.")
-    if method is None:
-        method = "gth" if (log or not is_sparse) else "sparse"
-    check_choice("method", method, METHODS)
-    if log and method not in ("gth", "banded"):
+    componentwise = _check_componentwise(componentwise)
+    if method is not None:
+        check_choice("method", method, METHODS)
+    if log and method not in (None, "gth", "banded"):
         raise ValueError(f"`log=True` needs method 'gth' or 'banded' (the methods that represent p_st below "
                          f"the float range); got method={method!r}.")
     user_tol = _check_tol(tol)
@@ -364,7 +500,7 @@ def stationary_distribution(Q, method: str | None = None, *, tol: float | None =
     if user_tol is not None and rounding > user_tol:
         raise ConvergenceError(
             f"stationary_distribution: `Q` is {in_dtype}: its rates are rounded to relative {u_in:.3g}, which alone "
-            f"moves p_st by up to {rounding:.3g} per entry (docs/theory.md §7.9), more than `tol` = {user_tol:.3g}; "
+            f"moves p_st by up to {rounding:.3g} per entry (docs/theory.md §7.12), more than `tol` = {user_tol:.3g}; "
             "build Q in float64 (inside `with sp_ode.float64():`) or pass a larger `tol`.",
             bound=rounding, tol=user_tol, info={"input_rounding": rounding})
     if Q.ndim == 2:
@@ -372,6 +508,15 @@ def stationary_distribution(Q, method: str | None = None, *, tol: float | None =
     else:
         _require_irreducible_stack(Q)
     n = Q.shape[-1]
+    selection, plan = None, None
+    if method is None:
+        if is_sparse and n > 1:
+            method, selection = _auto_route(Q, log)
+            plan = selection.pop("plan")
+        else:
+            method = "gth" if (log or not is_sparse) else "sparse"
+    requested = method
+    Qs = Q if is_sparse else None     # the sparse form, for the sparse solve and its certificate
     if is_sparse and method not in ("sparse", "banded"):
         if n > DENSE_GTH_MAX:
             raise ValueError(f"`method` {method!r} needs a dense matrix; Q is sparse with n = {n} > "
@@ -383,7 +528,7 @@ def stationary_distribution(Q, method: str | None = None, *, tol: float | None =
             raise ValueError(f"`method` {method!r} takes a single (n, n) generator; got shape {Q.shape}.")
         Q = sp.csr_array(Q)
     escalations = []
-    for m in [method, *_escalation(method, n)]:
+    for m in [method, *_escalation(method, n, auto=selection is not None and not log)]:
         if m == "gth" and sp.issparse(Q):
             try:
                 _check_dense(n, "escalation to dense GTH")
@@ -391,14 +536,30 @@ def stationary_distribution(Q, method: str | None = None, *, tol: float | None =
                 escalations.append({"method": m, "bound": math.inf, "reason": str(exc)})
                 continue
             Q = Q.toarray()
+        if m in ("sparse", "banded") and not sp.issparse(Q):
+            Q = Qs if Qs is not None else sp.csr_array(Q)
         if log and m not in ("gth", "banded"):
             continue
-        p, extra = METHODS[m](Q, log=log, tol=tol, maxiter=maxiter)
+        t_m = time.perf_counter()
+        p, extra = METHODS[m](Q, log=log, tol=tol, maxiter=maxiter, plan=plan if m == "banded" else None)
+        t_m = time.perf_counter() - t_m
         if "method" in extra:  # the sparse solver's own description of its algorithm
             extra["algorithm"] = extra.pop("method")
         bound = extra["bound"]
         # GTH under the default tol: its (finite) a-priori bound is reported, not enforced (module docstring).
         accept = bound <= tol or (m in ("gth", "banded") and user_tol is None and math.isfinite(bound))
+        if accept and m == "sparse" and componentwise is not False:
+            if componentwise or n <= COMPONENTWISE_AUTO_MAX_N:
+                p, extra = _certify_componentwise(Q, p, extra, required=bool(componentwise), seconds=t_m)
+            else:
+                extra = _label_normwise(extra, f"n = {n} > {COMPONENTWISE_AUTO_MAX_N} (pass componentwise=True to "
+                                               "attempt the certificate)")
+            bound = extra["bound"]
+            if componentwise and extra["componentwise_bound"] is None:
+                accept = False
+                extra["failure"] = f"no componentwise certificate: {extra['componentwise_failure']}"
+        elif accept and m == "sparse":
+            extra = _label_normwise(extra, "componentwise=False")
         if accept:
             break
         escalations.append({"method": m, "bound": bound,
@@ -410,7 +571,8 @@ def stationary_distribution(Q, method: str | None = None, *, tol: float | None =
         hint = ("pass a larger `tol`" + (", a larger `maxiter`" if method == "sparse" else "")
                 + (f", or method='gth' on a dense Q (feasible up to n ≈ {DENSE_GTH_MAX})" if n > DENSE_GTH_MAX else ""))
         raise ConvergenceError(
-            f"stationary_distribution: no method met `tol` = {tol:.3g} on ‖p − p_st‖₁; tried {tried}. "
+            f"stationary_distribution: no method met `tol` = {tol:.3g} on ‖p − p_st‖₁"
+            + (" with a componentwise bound" if componentwise else "") + f"; tried {tried}. "
             f"Last: {escalations[-1]['reason']}. Try: {hint}.",
             bound=escalations[-1]["bound"], tol=tol, info={"escalations": escalations})
     if rounding:  # the rates' own rounding, on top of the method's bound (componentwise, hence also in ℓ1)
@@ -421,10 +583,13 @@ def stationary_distribution(Q, method: str | None = None, *, tol: float | None =
         return p
     residual = stationary_residual(Q, np.exp(p) if log else p)
     extra["input_rounding"] = rounding
-    info = {**extra, "method": m, "requested_method": method, "residual": residual, "bound": bound,
+    info = {**extra, "method": m, "requested_method": requested, "residual": residual, "bound": bound,
             "escalations": escalations, "tol": tol if (user_tol is not None or m not in ("gth", "banded")) else None}
+    if selection is not None:
+        info["selection"] = {**selection, "chosen": requested}
     info.setdefault("hitting_time", None)
     info.setdefault("converged", True)
+    info.setdefault("uncertified_below", None)
     return p, info
 
 

@@ -7,7 +7,8 @@ reaction's local parameters in scope) or taken from the model catalogue
 (`sp_ode.networks.models`); its `StateSpace` (`sp_ode.networks.state_space`) is the finite
 state projection, enumerated in blocks under a memory estimate, with its truncation report; the
 generator Q(y) over that space and the fast–slow `NetworkSystem` built on it
-(`sp_ode.networks.system`) give sparse reduced, corrected and full paths.
+(`sp_ode.networks.system`) give sparse reduced, corrected and full paths; the transient law p(t)
+with its FSP bound and an adaptive projection is `sp_ode.networks.transient`.
 """
 from __future__ import annotations
 

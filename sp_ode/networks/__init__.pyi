@@ -21,6 +21,7 @@ from .sbml import (
     from_sbml as from_sbml,
 )
 from .state_space import (
+    CertifiedMarginal as CertifiedMarginal,
     StateSpace as StateSpace,
     TruncationReport as TruncationReport,
 )
@@ -28,4 +29,9 @@ from .system import (
     ManifoldTable as ManifoldTable,
     NetworkPath as NetworkPath,
     NetworkSystem as NetworkSystem,
+)
+from .transient import (
+    TransientDistribution as TransientDistribution,
+    fsp_transient as fsp_transient,
+    transient_distribution as transient_distribution,
 )

@@ -140,6 +140,10 @@ class ReactionNetwork:
         Species order (default: order of first appearance); may add species that
         no reaction changes.
     name : str, optional
+    observables : mapping str -> sympy.Expr or str, optional
+        Named quantities that are functions of the counts, not states of the chain (an SBML
+        species set by an assignment rule, a boundary species' constant amount); read with
+        [`observable`][sp_ode.networks.network.ReactionNetwork.observable].
 
     Raises
     ------
@@ -156,7 +160,7 @@ class ReactionNetwork:
     """
 
     def __init__(self, reactions, *, parameters: Mapping | None = None, slow: Sequence[str] = (),
-                 species: Sequence[str] | None = None, name: str | None = None):
+                 species: Sequence[str] | None = None, name: str | None = None, observables: Mapping | None = None):
         import sympy
 
         rxns = parse_reactions(reactions) if isinstance(reactions, str) else list(reactions)
@@ -224,6 +228,16 @@ class ReactionNetwork:
             if v not in used:
                 raise UnusedSlowVariableError(f"slow variable {v!r} appears in no rate; the fast chain would not "
                                               "depend on it — drop it or use it in a rate.", species=v)
+        self.observables = {}
+        for oname, oexpr in dict(observables or {}).items():
+            e = parse_rate(oexpr, f"observable {oname!r}") if isinstance(oexpr, str) else sympy.sympify(oexpr)
+            unknown = sorted(str(x) for x in e.free_symbols if str(x) not in known)
+            if unknown:
+                raise UnknownSymbolError(f"observable {oname!r} uses {unknown[0]!r}, which is not a species, parameter "
+                                         "or slow variable.", species=unknown[0])
+            if oname in self.species:
+                raise ValueError(f"observable {oname!r} has the name of a species; rename one.")
+            self.observables[str(oname)] = e.subs({x: self.symbols[str(x)] for x in e.free_symbols})
         self._fns: dict = {}
         if isinstance(reactions, str):  # a hand-written string: a misspelt name silently makes a new species
             for message in self.typo_warnings():
@@ -323,7 +337,27 @@ class ReactionNetwork:
             if k not in self.parameters:
                 raise ValueError(f"unknown parameter {k!r}; parameters are {tuple(self.parameters)}.")
         return ReactionNetwork(self.reactions, parameters={**self.parameters, **values}, slow=self.slow,
-                               species=self.species, name=self.name)
+                               species=self.species, name=self.name, observables=self.observables)
+
+    def observable(self, name: str, states, y=None) -> np.ndarray:
+        """Values (m,) of the observable `name` at the rows of `states` (m, S).
+
+        Raises
+        ------
+        ValueError
+            `name` is neither an observable nor a species.
+        """
+        import sympy
+
+        states = np.asarray(states, dtype=np.int64).reshape(-1, len(self.species))
+        if name in self.species:
+            return states[:, self.species.index(name)].astype(np.float64)
+        if name not in self.observables:
+            raise ValueError(f"`name` must be a species {self.species} or an observable {tuple(self.observables)}; "
+                             f"got {name!r}.")
+        args = [self.symbols[n] for n in (*self.species, *self.slow, *self.parameters)]
+        fn = sympy.lambdify(args, self.observables[name], modules="numpy")
+        return self._call([fn], states, self._y(y))[0]
 
     def _y(self, y) -> np.ndarray:
         y = np.zeros(0) if y is None and not self.slow else y

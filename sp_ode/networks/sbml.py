@@ -17,18 +17,26 @@ and shadows a global of the same id there.  In the network it is the parameter
 two reactions with the same local id, or a local shadowing a global, keep their own values;
 `parameters=` overrides take the same names.
 
-**Semantics.** Each kinetic law is taken as the *propensity* in molecule counts
-(the `=>` form of the string syntax): the convention of stochastic simulators
-for species with only substance units.  A species in concentration units inside
-a compartment of size ≠ 1 would need a volume conversion the model does not state,
-so it is refused (named).  Parameters listed in `slow` become slow variables y.
+**Semantics** (docs/theory.md §7.11).  Each kinetic law is the reaction's extent per unit time,
+taken as its *propensity* in molecule counts (the `=>` form of the string syntax), the
+convention of stochastic simulators.  Where a species has `hasOnlySubstanceUnits="false"` its
+symbol in a formula is a *concentration*: it is replaced by count / V, V the size of its
+compartment (the compartment stays a parameter holding its size), so a law `k*X` in a
+compartment of size 2 has propensity k·X/2 — the propensity scaling of BioModels-style files.
+**Assignment rules** x = f(…) are substituted into every law (and into each other, in
+dependency order); a species set by a rule is no state of the chain but an *observable*
+(`network.observables`, its amount as an expression in the counts).  A boundary-condition
+species keeps its initial amount: it is a constant of the laws (a parameter holding its amount,
+or concentration where so declared) and an observable, and the reactions do not change it.
+Parameters listed in `slow` become slow variables y.
 
-**Refused, each by name:** events, rules (assignment, rate, algebraic), constraints,
-initial assignments, boundary-condition species, constant species that a reaction
-changes, conversion factors, fast reactions, `stoichiometryMath`, non-integer
-stoichiometry, a model without reactions, reactions without a kinetic law, MathML the CME cannot use (`time`,
-`delay`, `rateOf`; the list in `sp_ode.networks._sbml_math`), and any SBML error
-the reader reports.  Nothing is silently dropped.
+**Refused, each by name:** events, rate and algebraic rules, assignment rules to a
+stoichiometry or to a species a reaction changes, constraints, initial assignments, constant
+species that a reaction changes (without boundary condition), conversion factors, fast
+reactions, `stoichiometryMath`, non-integer stoichiometry, a model without reactions,
+reactions without a kinetic law, rules that depend on each other in a cycle, MathML the CME
+cannot use (`time`, `delay`, `rateOf`; the list in `sp_ode.networks._sbml_math`), and
+any SBML error the reader reports.  Nothing is silently dropped.
 """
 from __future__ import annotations
 
@@ -62,22 +70,30 @@ def _unsupported(model) -> list[str]:
     found = []
     for e in model.getListOfEvents():
         found.append(f"event {e.getId() or '(unnamed)'!r}")
+    changed = {ref.getSpecies() for r in model.getListOfReactions()
+               for ref in (*r.getListOfReactants(), *r.getListOfProducts())}
+    boundary = {s.getId() for s in model.getListOfSpecies() if s.getBoundaryCondition()}
+    refs = {ref.getId() for r in model.getListOfReactions()
+            for ref in (*r.getListOfReactants(), *r.getListOfProducts()) if ref.isSetId()}
     for r in model.getListOfRules():
         kind = {libsbml.SBML_ASSIGNMENT_RULE: "assignment rule", libsbml.SBML_RATE_RULE: "rate rule",
                 libsbml.SBML_ALGEBRAIC_RULE: "algebraic rule"}.get(r.getTypeCode(), "rule")
-        found.append(f"{kind} for {r.getVariable()!r}" if r.getVariable() else kind)
+        var = r.getVariable()
+        if kind == "assignment rule":
+            if var in refs:
+                found.append(f"assignment rule for the stoichiometry {var!r}")
+            elif var in changed and var not in boundary:
+                found.append(f"assignment rule for {var!r}, a species that a reaction changes")
+            continue                               # supported: substituted (module docstring)
+        found.append(f"{kind} for {var!r}" if var else kind)
     for c in model.getListOfConstraints():
         found.append(f"constraint {libsbml.formulaToL3String(c.getMath())!r}")
     for a in model.getListOfInitialAssignments():
         found.append(f"initial assignment to {a.getSymbol()!r}")
     if model.isSetConversionFactor():
         found.append(f"model conversion factor {model.getConversionFactor()!r}")
-    changed = {ref.getSpecies() for r in model.getListOfReactions()
-               for ref in (*r.getListOfReactants(), *r.getListOfProducts())}
     for s in model.getListOfSpecies():
-        if s.getBoundaryCondition():
-            found.append(f"boundary-condition species {s.getId()!r}")
-        elif s.getConstant() and s.getId() in changed:
+        if not s.getBoundaryCondition() and s.getConstant() and s.getId() in changed:
             found.append(f"constant species {s.getId()!r} changed by a reaction")
         if s.isSetConversionFactor():
             found.append(f"conversion factor {s.getConversionFactor()!r} of species {s.getId()!r}")
@@ -145,21 +161,28 @@ def from_sbml(source: str | Path, *, slow: Sequence[str] = (), parameters: Mappi
     values: dict[str, float] = {}     # the global scope: compartments (their size) and parameters
     for c in model.getListOfCompartments():
         values[c.getId()] = c.getSize() if c.isSetSize() else 1.0
+    rules = {r.getVariable(): r for r in model.getListOfRules()}      # assignment rules only (others refused)
     for p in model.getListOfParameters():
+        if p.getId() in rules:
+            continue
         if not p.isSetValue():
             raise NetworkError(f"parameter {p.getId()!r} has no value; set it in the model or pass `parameters`.")
         values[p.getId()] = p.getValue()
     initial: dict[str, int] = {}
-    species = []
+    species, concentration, boundary, assigned = [], {}, {}, []
     for s in model.getListOfSpecies():
         sid = s.getId()
-        species.append(sid)
         size = values.get(s.getCompartment(), 1.0)
-        if not s.getHasOnlySubstanceUnits() and size != 1.0:
-            raise NetworkError(f"species {sid!r} is in concentration units in compartment {s.getCompartment()!r} of "
-                               f"size {size:g}: the propensity in counts needs a volume convention the model does "
-                               "not state; set hasOnlySubstanceUnits or use size 1.", species=sid)
+        if not s.getHasOnlySubstanceUnits():
+            concentration[sid] = s.getCompartment()       # its symbol is count / V (module docstring)
+        if sid in rules:
+            assigned.append(sid)
+            continue
         amount = s.getInitialAmount() if s.isSetInitialAmount() else s.getInitialConcentration() * size
+        if s.getBoundaryCondition():
+            boundary[sid] = float(amount) if amount == amount else 0.0
+            continue
+        species.append(sid)
         initial[sid] = int(round(amount)) if amount == amount else 0
 
     for r in model.getListOfReactions():   # L3: a speciesReference id names its (constant) stoichiometry
@@ -169,6 +192,20 @@ def from_sbml(source: str | Path, *, slow: Sequence[str] = (), parameters: Mappi
     if model.getNumReactions() == 0:
         raise NetworkError(f"SBML model {model.getId()!r} has no reactions: there is no chemical master equation.")
     reader = MathReader(libsbml, model.getListOfFunctionDefinitions())
+    sym = sympy.Symbol
+    # What a global name means in a formula: a concentration species is count / V; a boundary species
+    # is a constant amount (a parameter named after it); everything else is itself.
+    for sid, amount in boundary.items():
+        values[sid] = amount / values.get(model.getSpecies(sid).getCompartment(), 1.0) if sid in concentration \
+            else amount
+    meaning = {sym(sid): sym(sid) / sym(comp) for sid, comp in concentration.items() if sid not in boundary
+               and sid not in rules}
+    rule_exprs = _assignment_rules(reader, rules, meaning)
+    substitute = {**meaning, **{sym(v): e for v, e in rule_exprs.items()}}
+
+    def resolve_global(name: str):
+        return sym(name)
+
     reactions = []
     for r in model.getListOfReactions():
         rid = r.getId()
@@ -181,11 +218,13 @@ def from_sbml(source: str | Path, *, slow: Sequence[str] = (), parameters: Mappi
                 raise NetworkError(f"local parameter {lp.getId()!r} of reaction {rid!r} has no value.", reaction=rid)
             scoped = f"{rid}.{lp.getId()}"
             values[scoped] = lp.getValue()
-            local[lp.getId()] = sympy.Symbol(scoped)
+            local[lp.getId()] = sym(scoped)
         sides = []
         for refs in (r.getListOfReactants(), r.getListOfProducts()):
             terms = []
             for ref in refs:
+                if ref.getSpecies() in boundary:       # a boundary species: the reaction does not change it
+                    continue
                 nu = ref.getStoichiometry() if ref.isSetStoichiometry() else 1.0
                 # constant="false" is harmless here: only rules, events and initial assignments (all
                 # refused above) could change a stoichiometry
@@ -195,7 +234,9 @@ def from_sbml(source: str | Path, *, slow: Sequence[str] = (), parameters: Mappi
                 terms.append((ref.getSpecies(), int(nu)))
             sides.append(tuple(terms))
         expr = reader.expression(law.getMath(), where=f"reaction {rid!r}", reaction=rid,
-                                 resolve=lambda name, local=local: local[name] if name in local else sympy.Symbol(name))
+                                 resolve=lambda name, local=local: local[name] if name in local else resolve_global(name))
+        # globals (not the law's own locals, which are named '<reaction>.<id>') take their meaning
+        expr = expr.xreplace({k: v for k, v in substitute.items() if k in expr.free_symbols})
         # the formula string is for messages only: the rate is `expr`, built from the MathML tree
         shown = libsbml.formulaToL3String(law.getMath())
         reactions.append(Reaction(rid, sides[0], sides[1], shown, mass_action=False, expression=expr))
@@ -211,11 +252,46 @@ def from_sbml(source: str | Path, *, slow: Sequence[str] = (), parameters: Mappi
             raise NetworkError(f"`parameters` sets {k!r}, which is {why} (parameters: {tuple(params)}; a local "
                                "parameter is named '<reaction>.<id>').", species=k)
         params[k] = float(v)
-    used = {str(sym) for r in reactions for sym in r.expression.free_symbols}
+    # observables: assigned species (their amount) and boundary species (a constant amount)
+    observables = {}
+    for sid in assigned:
+        e = rule_exprs[sid]
+        comp = model.getSpecies(sid).getCompartment()
+        observables[sid] = e * sym(comp) if sid in concentration else e
+    for sid, amount in boundary.items():
+        observables[sid] = sympy.Float(amount)
+    used = {str(x) for r in reactions for x in r.expression.free_symbols}
+    used |= {str(x) for e in observables.values() for x in e.free_symbols}
     params = {k: v for k, v in params.items() if k in used}
     net = ReactionNetwork(reactions, parameters=params, slow=list(slow), species=species,
-                          name=name or model.getId() or "sbml")
+                          name=name or model.getId() or "sbml", observables=observables)
     return net, initial
+
+
+def _assignment_rules(reader, rules: dict, meaning: dict) -> dict:
+    """{variable: sympy expression} of the assignment rules, each substituted into the others (a DAG)."""
+    import sympy
+
+    raw = {}
+    for var, rule in rules.items():
+        e = reader.expression(rule.getMath(), where=f"the assignment rule for {var!r}", resolve=sympy.Symbol)
+        raw[var] = e.xreplace({k: v for k, v in meaning.items() if k in e.free_symbols})
+    done: dict = {}
+
+    def expand(var: str, path: tuple):
+        if var in done:
+            return done[var]
+        if var in path:
+            raise SBMLFeatureError(f"assignment rules depend on each other in a cycle: {' -> '.join(path + (var,))}.",
+                                   [f"cyclic assignment rules {path + (var,)}"])
+        e = raw[var]
+        deps = {x: expand(str(x), path + (var,)) for x in e.free_symbols if str(x) in raw}
+        done[var] = e.xreplace(deps) if deps else e
+        return done[var]
+
+    for var in raw:
+        expand(var, ())
+    return done
 
 
 def from_antimony(text: str, *, slow: Sequence[str] = (), parameters: Mapping[str, float] | None = None,

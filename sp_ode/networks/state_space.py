@@ -17,7 +17,7 @@ import numpy as np
 
 from sp_ode.core.memory import check_memory
 
-__all__ = ["StateSpace", "TruncationReport", "enumerate_states", "state_space_nbytes"]
+__all__ = ["StateSpace", "TruncationReport", "CertifiedMarginal", "enumerate_states", "state_space_nbytes"]
 
 # Temporaries of one block: the codes, S decoded columns and the stacked block, the masks and
 # the conservation products — about 8·(2S + k + 4) bytes per code; 64 MB of them at a time.
@@ -75,6 +75,65 @@ class StateSpace:
         """Marginal law of one species' count under p (n,): array of length bound + 1."""
         s = self.species.index(species)
         return np.bincount(self.states[:, s], weights=p, minlength=int(self.bounds[s]) + 1)
+
+    def certified_marginal(self, p: np.ndarray, species: str, info: dict) -> CertifiedMarginal:
+        """The marginal of `species` under p with the error bound its solve certified (docs/theory.md §7.9).
+
+        `info` is the `return_info` dict of [`sp_ode.stationary_distribution`][sp_ode.markov.stationary.stationary_distribution] for p.  A
+        componentwise bound κ (GTH, or a refined sparse answer) bounds every entry of the
+        marginal relatively (its entries are sums of nonnegative p_i); a normwise ℓ1 bound β bounds
+        each entry only absolutely, so entries not above 2β are marked uncertified.
+
+        Raises
+        ------
+        ValueError
+            `species` unknown; `info` carries neither bound.
+        """
+        if species not in self.species:
+            raise ValueError(f"`species` must be one of {self.species}; got {species!r}.")
+        values = self.marginal(np.asarray(p, dtype=np.float64), species)
+        kappa, beta = info.get("componentwise_bound"), info.get("bound")
+        if kappa is not None and np.isfinite(kappa):
+            err = kappa * values
+            return CertifiedMarginal(species, values, np.maximum(values - err, 0.0), values + err,
+                                     np.full(values.shape, kappa < 0.5), "componentwise", float(kappa), 0.0)
+        if beta is None or not np.isfinite(beta):
+            raise ValueError("`info` carries no finite bound (neither `componentwise_bound` nor `bound`).")
+        return CertifiedMarginal(species, values, np.maximum(values - beta, 0.0), values + beta, values > 2 * beta,
+                                 "normwise", float(beta), 2.0 * float(beta))
+
+
+@dataclass(frozen=True)
+class CertifiedMarginal:
+    """A marginal law with the bound its stationary solve certified ([`StateSpace.certified_marginal`][sp_ode.networks.state_space.StateSpace.certified_marginal]).
+
+    Attributes
+    ----------
+    species : str
+    values, lower, upper : ndarray (bound + 1,)
+        The marginal and a certified interval per entry
+    certified : ndarray of bool
+        Entries whose relative error is below 1/2
+    kind : "componentwise" or "normwise"
+    bound : float
+        Κ (relative, every entry) or β (absolute, ℓ1)
+    uncertified_below : float
+        0 for componentwise; 2β for normwise (entries below carry no relative accuracy)
+    """
+
+    species: str
+    values: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    certified: np.ndarray
+    kind: str
+    bound: float
+    uncertified_below: float
+
+    def as_dict(self) -> dict:
+        return {"species": self.species, "values": self.values, "lower": self.lower, "upper": self.upper,
+                "certified": self.certified, "kind": self.kind, "bound": self.bound,
+                "uncertified_below": self.uncertified_below}
 
 
 @dataclass(frozen=True)

@@ -257,15 +257,15 @@ class NetworkSystem:
     def stationary(self, y):
         """p_st(y) and info through the public solver `sp_ode.stationary_distribution`.
 
-        Dense GTH (componentwise accurate, docs/theory.md §7.2) for n ≤ 2000, the sparse solver
-        above; info carries its residual and bound, and the FSP outflow rate (§7.6).
+        The default route on the sparse Q (docs/theory.md §7.9: banded/dense GTH where predicted
+        cheap, else the sparse solve refined and certified entrywise); info carries its residual and
+        bound, and the FSP outflow rate (§7.6).
         """
 
         a = self.gen.propensities(y)
         Q = self.gen.Q(y, a)
         Q.eliminate_zeros()
-        p, info = stationary_distribution(Q.toarray() if self.n <= 2000 else Q, return_info=True,
-                                          states=self.network.state_labels(self.space))
+        p, info = stationary_distribution(Q, return_info=True, states=self.network.state_labels(self.space))
         info["fsp_outflow_rate"] = float(p @ self.gen.outflow(a))
         return p, info
 

@@ -49,9 +49,10 @@ import scipy.sparse as sp
 
 from sp_ode.core.files import write_json
 from sp_ode.core.validation import check_positive, check_positive_int
-from sp_ode.markov.attractor import MAX_STEPS, attractor_distribution
+from sp_ode.markov.attractor import MARGIN, MAX_STEPS, attractor_distribution
 from sp_ode.markov.generator import closed_classes, communicating_classes, format_classes
-from sp_ode.markov.stationary import stationary_distribution
+from sp_ode.markov.spectral import spectral_gap
+from sp_ode.markov.stationary import DENSE_GTH_MAX, stationary_distribution
 from sp_ode.networks.system import NetworkSystem, padded_range
 from sp_ode.verification.identity import IDENTITY_TOL, IdentityMethod
 from sp_ode.verification.plotting import plot_network_convergence, plot_network_marginals
@@ -60,6 +61,7 @@ from sp_ode.verification.rates import MIN_POINTS, RateFit, fit_rate
 __all__ = ["verify_network", "network_identity", "NetworkVerdict", "NetworkIdentity", "DEFAULT_EPS", "SMOKE_EPS"]
 
 ATTRACTOR_TOL = 1e-12        # stop when the starts agree and the last doubling moved nothing by more
+ATTRACTOR_SAFETY = 4.0       # the attractor is run only when this × Λ·ln(1/tol)/γ fits in its step budget
 DEFAULT_EPS = tuple(10.0 ** np.linspace(-1.5, -3.5, 6))   # ε ≈ 3.2e-2 … 3.2e-4
 SMOKE_EPS = tuple(10.0 ** np.linspace(-1.5, -3.0, 5))     # ε ≈ 3.2e-2 … 1e-3
 FULL_RTOL, FULL_ATOL = 1e-11, 1e-14       # the full stiff solves
@@ -85,22 +87,34 @@ def _extreme_starts(space, n: int, limit: int = 8) -> list[int]:
 
 # --- the identity at scale ------------------------------------------------------------------------------------
 
+#: The kinds of the methods of :func:`network_identity` (docs/theory.md §7.7): two differ when their
+#: failure modes do — a Krylov solve's error is its residual times ‖A^#‖, subtraction-free elimination's
+#: is c·n³·u whatever the conditioning, the attractor's is its mixing.
+KINDS = {"sparse": "iterative linear solve", "elimination": "subtraction-free elimination",
+         "attractor": "attractor"}
+
+
 @dataclass
 class NetworkIdentity:
-    """p_st(y) by the sparse solver against the attractor of the frozen fast flow at a few y.
+    """p_st(y) by independent routes at a few y (module docstring, docs/theory.md §7.7).
 
     Attributes
     ----------
     ys : ndarray (N, d)
     methods : list of IdentityMethod
-        The solver's answer ("linear solve") and the attractor
-        ("attractor"); `values` (N, n), NaN where not computed.
+        The sparse solver's answer ("iterative linear solve"),
+        banded/dense GTH ("subtraction-free elimination") and the attractor ("attractor");
+        `values` (N, n), NaN where not computed.
     points : list of dict
-        Per y: `y`, `status`, `difference`, `tolerance`, `solver`
-        (algorithm actually used), `solver_bound`, `attractor_radius`, `attractor_steps`,
-        `tau`, `reason`.
+        Per y: `y`, `status`, `difference` / `tolerance` (the solver
+        against the attractor), `elimination_difference` / `elimination_tolerance` /
+        `elimination_kind` ("componentwise" or "l1") / `elimination_bound`, `solver`
+        (algorithm used), `solver_bound`, `solver_componentwise_bound`, `attractor_status`
+        ("ok", "FAIL" or "inconclusive": did not settle in the step budget), `attractor_radius`,
+        `attractor_steps`, `tau`, `spectral_gap` (computed γ̂ of Q(y), an estimate),
+        `reason`, `notes`.
     independent : bool
-        The two methods are of different kinds.
+        At least one comparison between methods of different kinds was made.
     status : "ok", "FAIL" or "skipped"
     message : str
     max_error, tolerance : float
@@ -127,9 +141,60 @@ class NetworkIdentity:
                 "max_error": self.max_error, "tolerance": self.tolerance, "points": self.points}
 
 
+def _elimination(Q) -> tuple[np.ndarray | None, dict]:
+    """p_st by GTH (banded, else dense where it fits) with its componentwise bound, or (None, reason)."""
+    tries = ["banded"] + (["gth"] if Q.shape[0] <= DENSE_GTH_MAX else [])
+    reasons = []
+    for m in tries:
+        try:
+            q, info = stationary_distribution(Q.toarray() if m == "gth" else Q, method=m, return_info=True, tol=1.0)
+        except (ArithmeticError, ValueError, RuntimeError, MemoryError) as exc:
+            reasons.append(f"{m}: {type(exc).__name__}: {str(exc)[:160]}")
+            continue
+        kappa = info.get("componentwise_bound")
+        if info["method"] in ("banded", "gth") and kappa is not None and math.isfinite(kappa) and kappa < 0.5:
+            return q, {"method": info["method"], "bound": float(kappa)}
+        reasons.append(f"{m}: no componentwise promise ({info.get('failure') or 'bound ' + str(kappa)})")
+    return None, {"reason": "; ".join(reasons) or "no elimination method fits"}
+
+
+def _compare(q_s, info_s, q_g, kappa_g) -> tuple[float, float, str]:
+    """(difference, tolerance, kind) of the sparse answer against GTH's, both with their certified bounds.
+
+    Componentwise when the sparse answer is certified entrywise (κ_s): |p̂_s − p̂_g| ≤ (κ_s + κ_g)·p
+    ≤ (κ_s + κ_g)·p̂_g/(1 − κ_g) for every entry, reported as the largest ratio of the two sides; else
+    in ℓ1: ‖p̂_s − p̂_g‖₁ ≤ β_s + κ_g.
+    """
+    kappa_s = info_s.get("componentwise_bound")
+    if kappa_s is not None and math.isfinite(kappa_s):
+        scale = (kappa_s + kappa_g) / (1.0 - kappa_g) * (1 + 1e-12)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(q_g > 0, np.abs(q_s - q_g) / (scale * q_g), np.where(q_s == 0, 0.0, np.inf))
+        worst = float(np.max(ratio))
+        return worst * scale, scale, "componentwise"
+    diff = float(np.abs(q_s - q_g).sum())
+    return diff, float(info_s["bound"]) + kappa_g + IDENTITY_TOL, "l1"
+
+
+def _gap(Q) -> float:
+    try:
+        return float(spectral_gap(Q))
+    except (ArithmeticError, ValueError, RuntimeError, np.linalg.LinAlgError):
+        return float("nan")
+
+
 def network_identity(system: NetworkSystem, ys, *, p=None, tol: float = ATTRACTOR_TOL,
-                     max_steps: int = MAX_STEPS) -> NetworkIdentity:
-    """Check p_st(y) (sparse solver) against the attractor of x' = Q(y)ᵀx at each y (module docstring).
+                     max_steps: int = MAX_STEPS, elimination: bool = True) -> NetworkIdentity:
+    """Check p_st(y) by independent routes at each y (module docstring, docs/theory.md §7.7).
+
+    Three methods: the sparse solver (AMG-GMRES; its answer refined and certified entrywise where
+    it can be), subtraction-free elimination (banded GTH, dense where banded cannot keep its
+    promise; componentwise a-priori bound) and the attractor of x' = Q(y)ᵀx (uniformised chain,
+    no solve).  At each y every pair that could be computed is compared within the sum of its
+    certified bounds.  A point passes when at least one comparison between different kinds was
+    made and none failed; an attractor that does not settle within `max_steps` is
+    *inconclusive* (a slowly mixing, metastable chain — reported with its spectral gap), not a
+    failure, when the elimination comparison holds.
 
     Parameters
     ----------
@@ -137,9 +202,11 @@ def network_identity(system: NetworkSystem, ys, *, p=None, tol: float = ATTRACTO
     ys : array_like (N, d)
     p : ndarray (N, n) or callable y -> (n,), optional
         A claimed p_st used *in place of* the solver's answer (a negative control); it carries no
-        bound, so the tolerance is the attractor's radius + 10⁻¹².
+        bound, so its tolerances are the other method's bound (+ 10⁻¹²).
     tol, max_steps
         See `sp_ode.markov.attractor.attractor_distribution` from a few starts.
+    elimination : bool
+        Include the subtraction-free elimination (default True).
 
     Returns
     -------
@@ -152,12 +219,18 @@ def network_identity(system: NetworkSystem, ys, *, p=None, tol: float = ATTRACTO
     N, n = ys.shape[0], system.n
     starts = _extreme_starts(system.space, n)
     sol_vals = np.full((N, n), np.nan)
+    gth_vals = np.full((N, n), np.nan)
     att_vals = np.full((N, n), np.nan)
     points, algorithms, escal = [], {}, []
+    gth_used, gth_missing = {}, []
     for i, y in enumerate(ys):
         rec = {"y": y.tolist(), "status": "FAIL", "difference": float("nan"), "tolerance": float("nan"),
-               "solver": None, "solver_bound": float("nan"), "attractor_radius": float("nan"),
-               "attractor_steps": 0, "tau": float("nan"), "reason": ""}
+               "elimination_difference": float("nan"), "elimination_tolerance": float("nan"),
+               "elimination_kind": None, "elimination_bound": float("nan"), "solver": None,
+               "solver_bound": float("nan"), "solver_componentwise_bound": None, "attractor_status": None,
+               "attractor_radius": float("nan"), "attractor_steps": 0, "tau": float("nan"),
+               "spectral_gap": float("nan"), "attractor_predicted_steps": float("nan"), "reason": "", "notes": [],
+               "compared": []}
         points.append(rec)
         Q = sp.csr_array(system.Q(y), copy=True)
         Q.eliminate_zeros()
@@ -171,13 +244,13 @@ def network_identity(system: NetworkSystem, ys, *, p=None, tol: float = ATTRACTO
                              + ("not unique" if len(closed) > 1 else "not positive")
                              + " and the identity does not hold as stated")
             continue
+        info = {"bound": 0.0, "componentwise_bound": None, "method": "claimed"}
         if p is None:
             try:
                 q, info = stationary_distribution(Q, method="sparse", return_info=True)
             except (ArithmeticError, ValueError, RuntimeError, np.linalg.LinAlgError) as exc:
                 rec["reason"] = f"the sparse solver failed at y = {y.tolist()}: {type(exc).__name__}: {exc}"
                 continue
-            bound = float(info["bound"])
             rec["solver"] = str(info["method"])
             algorithms[rec["solver"]] = algorithms.get(rec["solver"], 0) + 1
             for e in info.get("escalations", []):
@@ -186,60 +259,144 @@ def network_identity(system: NetworkSystem, ys, *, p=None, tol: float = ATTRACTO
             q = np.asarray(p(y) if callable(p) else np.asarray(p)[i], dtype=np.float64).reshape(-1)
             if q.shape != (n,):
                 raise ValueError(f"`p` must give shape (n,) = ({n},) per point; got {q.shape}.")
-            bound = 0.0
             rec["solver"] = "claimed"
-        sol_vals[i] = q
+        bound = float(info["bound"])
         rec["solver_bound"] = bound
-        att = attractor_distribution(Q, starts, tol=tol, max_steps=max_steps)
-        rec.update(attractor_radius=att.radius, attractor_steps=att.steps, tau=att.tau)
-        if not att.converged:
-            rec["reason"] = (f"the attractor did not settle at y = {y.tolist()}: after {att.steps} uniformised steps "
-                             f"(τ = {att.tau:.3g}) the {att.starts} starts still differ by {att.spread:.1e} and the "
-                             f"last doubling moved it by {att.change:.1e} (slow mixing, or several closed classes)")
-            continue
-        att_vals[i] = att.p
-        diff = float(np.max(np.abs(q - att.p)))
-        tolerance = (bound if math.isfinite(bound) else math.inf) + att.radius + IDENTITY_TOL
-        rec.update(difference=diff, tolerance=tolerance)
+        rec["solver_componentwise_bound"] = info.get("componentwise_bound")
+        sol_vals[i] = q
         if not math.isfinite(bound):
             rec["reason"] = f"the solver's bound is not finite at y = {y.tolist()}: its answer certifies nothing"
-        elif diff <= tolerance:
-            rec["status"], rec["reason"] = "ok", ""
+            continue
+        compared, failed = [], []
+        # --- subtraction-free elimination ------------------------------------------------------------------
+        if elimination:
+            q_g, ginfo = _elimination(Q)
+            if q_g is None:
+                rec["notes"].append(f"elimination not available: {ginfo['reason']}")
+                gth_missing.append(ginfo["reason"])
+            else:
+                gth_vals[i] = q_g
+                gth_used[ginfo["method"]] = gth_used.get(ginfo["method"], 0) + 1
+                diff, tol_g, kind = _compare(q, info, q_g, ginfo["bound"])
+                rec.update(elimination_difference=diff, elimination_tolerance=tol_g, elimination_kind=kind,
+                           elimination_bound=ginfo["bound"])
+                same_kind = rec["solver"] in ("banded", "gth")      # the solver escalated to GTH itself
+                if not same_kind:
+                    compared.append("elimination")
+                else:
+                    rec["notes"].append("the sparse solver escalated to GTH: the elimination comparison is not "
+                                        "independent and is not counted")
+                if not diff <= tol_g:
+                    failed.append(f"the solver's p_st and subtraction-free elimination differ by {diff:.2e} "
+                                  f"({kind}; tolerance {tol_g:.1e}) at y = {y.tolist()}")
+        # --- the attractor ---------------------------------------------------------------------------------------
+        # Its steps are set by the spectral gap: about Λ·ln(1/tol)/γ uniformised steps to settle.  Where that
+        # exceeds the budget the attractor cannot settle and is not run (a metastable chain), said so.
+        rec["spectral_gap"] = _gap(Q)
+        lam = MARGIN * float(np.max(-Q.diagonal()))
+        predicted = lam * math.log(1.0 / tol) / rec["spectral_gap"] if rec["spectral_gap"] > 0 else math.inf
+        rec["attractor_predicted_steps"] = predicted
+        # measured: the search settles after 2–6× this estimate (telegraph, cascade, birth–death, Michaelis–
+        # Menten: 4096 steps for ≈ 1900 predicted; checkpoints are powers of two), hence the factor 4
+        if ATTRACTOR_SAFETY * predicted > max_steps:
+            rec["attractor_status"] = "inconclusive"
+            rec["notes"].append(
+                f"the attractor was not run: the spectral gap γ ≈ {rec['spectral_gap']:.3g} (relaxation time "
+                f"≈ {1.0 / rec['spectral_gap'] if rec['spectral_gap'] > 0 else math.inf:.3g}) predicts ≈ {predicted:.2g} "
+                f"uniformised steps to settle to {tol:g}, more than 4 × the budget {max_steps}: a slowly mixing, "
+                "budget-limited chain: metastable sets, or a budget too small")
         else:
-            rec["reason"] = (f"the solver's p_st and the attractor differ by {diff:.2e} (tolerance {tolerance:.1e}) "
-                             f"at y = {y.tolist()}")
+            att = attractor_distribution(Q, starts, tol=tol, max_steps=max_steps)
+            rec.update(attractor_radius=att.radius, attractor_steps=att.steps, tau=att.tau)
+            if att.converged:
+                att_vals[i] = att.p
+                diff = float(np.max(np.abs(q - att.p)))
+                tolerance = bound + att.radius + IDENTITY_TOL
+                rec.update(difference=diff, tolerance=tolerance)
+                compared.append("attractor")
+                rec["attractor_status"] = "ok" if diff <= tolerance else "FAIL"
+                if diff > tolerance:
+                    failed.append(f"the solver's p_st and the attractor differ by {diff:.2e} (tolerance "
+                                  f"{tolerance:.1e}) at y = {y.tolist()}")
+            else:
+                rec["attractor_status"] = "inconclusive"
+                rec["notes"].append(
+                    f"the attractor did not settle: after {att.steps} uniformised steps (τ = {att.tau:.3g}) the "
+                    f"{att.starts} starts still differ by {att.spread:.1e} and the last doubling moved it by "
+                    f"{att.change:.1e}; computed spectral gap γ ≈ {rec['spectral_gap']:.3g}: a slowly mixing chain")
+        rec["compared"] = compared
+        if failed:
+            rec["reason"] = failed[0]
+        elif not compared:
+            rec["reason"] = (f"no independent comparison at y = {y.tolist()}: "
+                             + "; ".join(rec["notes"] or ["nothing to compare"]))
+        else:
+            rec["status"], rec["reason"] = "ok", ""
     every = np.arange(N)
     if p is None:
         used = ", ".join(f"{k} at {v} y" for k, v in algorithms.items()) or "none"
+        cw = [r["solver_componentwise_bound"] for r in points if r["solver_componentwise_bound"] is not None]
         solver = IdentityMethod("p_st by the sparse solver (stationary_distribution, method='sparse')",
-                                "linear solve", sol_vals, every[np.all(np.isfinite(sol_vals), axis=1)],
-                                f"algorithm used: {used}; bound ≤ "
+                                KINDS["sparse"], sol_vals, every[np.all(np.isfinite(sol_vals), axis=1)],
+                                f"AMG-GMRES on the pinned system; algorithm used: {used}; ℓ1 bound ≤ "
                                 f"{max((r['solver_bound'] for r in points if r['solver']), default=float('nan')):.1e}"
+                                + (f", entrywise ≤ {max(cw):.1e} (log-space refinement, §7.9)" if cw else "")
                                 + (f"; escalations: {escal[0]}" if escal else ""))
     else:
         solver = IdentityMethod("the claimed p_st (passed in place of the solver's answer)", "closed form",
                                 sol_vals, every, "carries no bound")
+    methods = [solver]
+    if elimination:
+        gb = [r["elimination_bound"] for r in points if math.isfinite(r["elimination_bound"])]
+        methods.append(IdentityMethod(
+            "p_st by subtraction-free elimination (banded GTH after reverse Cuthill–McKee; dense GTH where banded "
+            "cannot keep its promise)", KINDS["elimination"], gth_vals,
+            every[np.all(np.isfinite(gth_vals), axis=1)],
+            (f"{', '.join(f'{k} at {v} y' for k, v in gth_used.items())}; a-priori entrywise bound "
+             f"c·n³·u ≤ {max(gb):.1e}, whatever the conditioning (§7.2)") if gb else
+            f"not available: {gth_missing[0] if gth_missing else 'not run'}"))
     att_steps = max((r["attractor_steps"] for r in points), default=0)
+    inconclusive = sum(r["attractor_status"] == "inconclusive" for r in points)
     attractor = IdentityMethod(
-        "attractor of the frozen fast flow x' = Q(y)ᵀx (uniformised chain on sparse vectors)", "attractor",
+        "attractor of the frozen fast flow x' = Q(y)ᵀx (uniformised chain on sparse vectors)", KINDS["attractor"],
         att_vals, every[np.all(np.isfinite(att_vals), axis=1)],
         f"no linear solve: P = I + Q/Λ applied to {1 + len(starts)} starts (uniform + extreme states), "
-        f"≤ {att_steps} steps; radius = spread of the starts + last change + rounding")
-    independent = solver.kind != attractor.kind     # the rule of sp_ode.verification.identity (docs/theory.md §7.3)
+        f"≤ {att_steps} steps; radius = spread of the starts + last change + rounding"
+        + (f"; did not settle at {inconclusive} of {N} y (slow mixing)" if inconclusive else ""))
+    methods.append(attractor)
+    independent = any(r.get("compared") for r in points)   # a comparison between different kinds was made
     failed = [r for r in points if r["status"] != "ok"]
-    finite = [r for r in points if math.isfinite(r["difference"])]
-    largest = max(finite, key=lambda r: r["difference"], default=None)     # the tolerance is the one there
-    max_error = largest["difference"] if largest is not None else float("nan")
-    tolerance = largest["tolerance"] if largest is not None else float("nan")
+    finite = [r for r in points if math.isfinite(r["difference"]) or math.isfinite(r["elimination_difference"])]
+
+    def worst_of(r):
+        pairs = [(r["difference"], r["tolerance"]), (r["elimination_difference"], r["elimination_tolerance"])]
+        pairs = [(d, t) for d, t in pairs if math.isfinite(d)]
+        return max(pairs, key=lambda dt: dt[0] / dt[1] if dt[1] > 0 else math.inf)
+
+    largest = max(finite, key=lambda r: (lambda d, t: d / t if t > 0 else math.inf)(*worst_of(r)), default=None)
+    max_error, tolerance = worst_of(largest) if largest is not None else (float("nan"), float("nan"))
     if failed:
         status, message = "FAIL", f"identity: {failed[0]['reason']}" + (
             f" (and {len(failed) - 1} more point(s))" if len(failed) > 1 else "")
     elif not independent or not N:
         status, message = "skipped", "no two methods that solve different problems could be compared"
     else:
-        status, message = "ok", (f"{solver.name} vs {attractor.name}: max difference {max_error:.1e} "
-                                 f"≤ tolerance on {N} y (largest tolerance {max(r['tolerance'] for r in points):.1e})")
-    return NetworkIdentity(ys, [solver, attractor], points, independent, status, message, max_error, tolerance)
+        parts = []
+        if any(math.isfinite(r["elimination_difference"]) for r in points):
+            worst_g = max((r["elimination_difference"] / r["elimination_tolerance"] for r in points
+                           if math.isfinite(r["elimination_difference"])), default=float("nan"))
+            parts.append(f"{solver.name} vs subtraction-free elimination: within {worst_g:.2g} of the certified "
+                         "tolerance at every y")
+        if any(math.isfinite(r["difference"]) for r in points):
+            parts.append(f"vs the attractor: max difference "
+                         f"{max(r['difference'] for r in points if math.isfinite(r['difference'])):.1e}")
+        if inconclusive:
+            gaps = [r["spectral_gap"] for r in points if math.isfinite(r["spectral_gap"])]
+            parts.append(f"the attractor did not settle at {inconclusive} of {N} y: the chain mixes slowly "
+                         + (f"(spectral gap γ ≈ {min(gaps):.2g})" if gaps else "")
+                         + " — inconclusive, not counted")
+        status, message = "ok", "; ".join(parts) + f" ({N} y)"
+    return NetworkIdentity(ys, methods, points, independent, status, message, max_error, tolerance)
 
 
 # --- the verdict --------------------------------------------------------------------------------------------
@@ -294,6 +451,7 @@ class NetworkVerdict:
     marginals: dict = field(default_factory=dict, repr=False)        # species -> (T, K+1) of p_st(y(t))
     full_marginals: dict = field(default_factory=dict, repr=False)   # species -> (T, K+1) of x(t), largest ε
     full_eps: float | None = None
+    marginal_uncertified: list = field(default_factory=list, repr=False)  # per time: level or None
     figures: list = field(default_factory=list)
 
     @property
@@ -332,6 +490,7 @@ class NetworkVerdict:
             "identity": None if self.identity is None else self.identity.to_dict(),
             "eps_values": self.eps_values, "errors": self.errors,
             "fits": {k: f.to_dict() for k, f in self.fits.items()}, "notes": self.notes, "seconds": self.seconds,
+            "marginal_uncertified_below": self.marginal_uncertified,
             "figures": self.figures,
         }
 
@@ -348,17 +507,27 @@ class NetworkVerdict:
             lines.append(f"      note: {note}")
         ident = self.identity
         if ident is not None:
-            lines.append("(2) identity p_st(y) = attractor of the fast flow, methods:")
+            lines.append("(2) identity p_st(y) by independent routes, methods:")
             for meth in ident.methods:
                 lines.append(f"      {meth.name} [{meth.kind}] — {meth.note}")
             for r in ident.points:
                 y = ", ".join(f"{v:.4g}" for v in r["y"])
+                parts = []
+                if math.isfinite(r.get("elimination_difference", float("nan"))):
+                    parts.append(f"vs elimination {r['elimination_difference']:.1e} ≤ {r['elimination_tolerance']:.1e} "
+                                 f"({'relative, every entry' if r['elimination_kind'] == 'componentwise' else 'ℓ1'})")
                 if math.isfinite(r["difference"]):
-                    lines.append(f"      y = {y}: difference {r['difference']:.1e} (tolerance {r['tolerance']:.1e}; "
-                                 f"{r['solver']}, bound {r['solver_bound']:.1e}; attractor τ = {r['tau']:.3g})  "
-                                 f"{r['status']}")
-                else:
-                    lines.append(f"      y = {y}: {r['reason']}  {r['status']}")
+                    parts.append(f"vs attractor {r['difference']:.1e} (tolerance {r['tolerance']:.1e}; τ = "
+                                 f"{r['tau']:.3g})")
+                elif r.get("attractor_status") == "inconclusive":
+                    parts.append(f"attractor inconclusive (γ ≈ {r['spectral_gap']:.2g}: ≈ "
+                                 f"{r['attractor_predicted_steps']:.2g} steps to settle"
+                                 + (f"; stopped after {r['attractor_steps']}" if r["attractor_steps"] else "; not run")
+                                 + ")")
+                if r["status"] != "ok" and r["reason"]:
+                    parts.append(r["reason"])
+                lines.append(f"      y = {y}: {r['solver']}, bound {r['solver_bound']:.1e}; " + "; ".join(parts)
+                             + f"  {r['status']}")
         lines.append(f"(2) identity: {m['identity'].removeprefix('identity: ')}  {c['identity']}")
         for key in ("reduced", "corrected"):
             fit = self.fits.get(key)
@@ -382,7 +551,7 @@ class NetworkVerdict:
         return plot_network_marginals(self, path)
 
     def plot_convergence(self, path) -> Path:
-        """The error |y − y_path| against ε (log-log) for both paths, fitted lines, slopes ± SE in the legend."""
+        """|y − y_path| against ε (log-log) for both paths, fitted lines, slopes ± SE in the legend."""
         return plot_network_convergence(self, path)
 
     def write(self, out) -> list[str]:
@@ -520,10 +689,14 @@ def verify_network(system: NetworkSystem, t_span, y0, *, eps_values=None, num: i
     verdict.marginal_ys = red.y[::5][fig_idx]
     for s in system.space.species:
         verdict.marginals[s] = []
+    verdict.marginal_uncertified = []
     for y in verdict.marginal_ys:
-        p_y, _ = system.stationary(y)
+        p_y, info_y = system.stationary(y)
         for s in system.space.species:
-            verdict.marginals[s].append(system.space.marginal(p_y, s))
+            cm = system.space.certified_marginal(p_y, s, info_y)
+            verdict.marginals[s].append(cm.values)
+        # a normwise answer: its marginals carry no relative accuracy below 2β (docs/theory.md §7.9)
+        verdict.marginal_uncertified.append(cm.uncertified_below if cm.kind == "normwise" else None)
     verdict.marginals = {s: np.array(v) for s, v in verdict.marginals.items()}
 
     # --- (2) the identity at scale ------------------------------------------------------------------------------
@@ -536,6 +709,11 @@ def verify_network(system: NetworkSystem, t_span, y0, *, eps_values=None, num: i
     verdict.identity = ident
     checks["identity"], messages["identity"] = ident.status, ident.message
     verdict.seconds["identity"] = time.perf_counter() - start
+    gaps = [r["spectral_gap"] for r in ident.points if math.isfinite(r.get("spectral_gap", float("nan")))]
+    gap_min = min(gaps) if gaps else None
+    if gap_min is not None:
+        verdict.notes.append(f"spectral gap of the fast chain on the visited range: min γ ≈ {gap_min:.3g} (computed "
+                             "eigenvalue, an estimate; relaxation time ≈ 1/γ on the fast clock)")
 
     # --- (3) certificate slopes ------------------------------------------------------------------------------
     start = time.perf_counter()
@@ -585,6 +763,12 @@ def verify_network(system: NetworkSystem, t_span, y0, *, eps_values=None, num: i
             continue
         checks["rate_" + key] = "ok" if fit.passed else "FAIL"
         messages["rate_" + key] = _rate_message(fit) if fit.passed else f"rate |y − y_{key}|: {fit.reason}"
+        if not fit.passed and gap_min is not None and gap_min > 0 and eps_values.min() > 0.05 * gap_min:
+            # the reason is the model's: the fast chain is too slow for the ε tested (docs/theory.md §7.7)
+            messages["rate_" + key] += (
+                f"; the fast chain's spectral gap is only γ ≈ {gap_min:.2g} on the visited range, so ε/γ ≥ "
+                f"{eps_values.min() / gap_min:.2g} at the smallest ε tested: the expansion in ε needs ε ≪ γ "
+                f"(a slowly mixing, metastable fast chain) — test ε below ≈ {0.05 * gap_min:.1g}")
     verdict.seconds["certificate"] = time.perf_counter() - start
     verdict.seconds["full_solves"] = [s for s in fulls if s is not None]
     _finish(verdict, out)

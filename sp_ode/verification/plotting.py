@@ -184,6 +184,9 @@ def plot_network_marginals(verdict, path) -> Path:
             ax.plot(k, P[j], "-", color=color, lw=1.2, label=f"t = {t:.3g} (y = {y[0]:.3g})")
             if X is not None:
                 ax.plot(k, X[j], "o", color=color, ms=3, mfc="none")
+        levels = [v for v in getattr(verdict, "marginal_uncertified", []) if v is not None]
+        if levels:   # a normwise answer: mark the band where its entries are not certified
+            ax.axhspan(0.0, max(levels), color="0.85", zorder=0, label="not certified (normwise bound)")
         if len(k) <= 6:
             ax.set_xticks(k)
         ax.set_xlabel(f"copy number of {s}")

@@ -64,7 +64,7 @@ def test_sparse_birth_death_not_converged_is_no_longer_silent():
     Q = sp_ode.birth_death(lam, mu, sparse=True)
     raw, raw_info = METHODS["sparse"](Q, tol=1e-8, maxiter=None)
     assert raw_info["bound"] >= l1_error(raw, exact)  # the raw answer is wrong, and its bound says so
-    p, info = sp_ode.stationary_distribution(Q, return_info=True)
+    p, info = sp_ode.stationary_distribution(Q, method="sparse", return_info=True)
     assert info["escalations"] and info["escalations"][0]["method"] == "sparse"
     assert rel_errors_above(p, exact) <= 1e-13
 
@@ -322,3 +322,72 @@ def test_rates_spanning_600_decades(rates):
     p, info = sp_ode.stationary_distribution(Q, return_info=True)
     assert info["underflow_terms"] == 0
     assert rel_errors_above(p, exact, floor=1e-300) <= info["componentwise_bound"]
+
+
+# --- componentwise certificate of a sparse answer (docs/theory.md §7.9) ---
+
+def _telegraph_Q(N=120):
+    from sp_ode.networks.models import telegraph
+
+    m = telegraph(N, k_on=0.7, k_off=1.9, k_m=23.0)
+    space = m.space()
+    return m.network.generator(space, [1.0]), space
+
+
+def test_sparse_answer_refined_in_log_space_is_certified_entrywise():
+    # The normwise sparse answer's tail is wrong by 14 orders of magnitude; the refinement of §7.9
+    # brings every entry (down to e^-117) within its certified bound of subtraction-free GTH in log
+    # space (banded GTH: an independent method with its own a-priori entrywise bound c·n³·u).
+    Q, _ = _telegraph_Q()
+    ref, ref_info = sp_ode.stationary_distribution(Q, method="banded", log=True, return_info=True)
+    raw, raw_info = sp_ode.stationary_distribution(Q, method="sparse", componentwise=False, return_info=True)
+    with np.errstate(divide="ignore"):
+        assert np.max(np.abs(np.expm1(np.log(raw) - ref))) > 1.0          # before: the tail is not even close
+    assert raw_info["componentwise_bound"] is None and raw_info["uncertified_below"] == raw_info["bound"]
+    assert "NOT componentwise" in raw_info["bound_kind"]
+    p, info = sp_ode.stationary_distribution(Q, method="sparse", return_info=True)
+    kappa = info["componentwise_bound"]
+    assert info["refinement"]["certified"] and kappa <= 1e-10
+    err = np.max(np.abs(np.expm1(np.log(p) - ref)))
+    assert err <= kappa + ref_info["componentwise_bound"]
+    assert info["bound"] >= float(np.abs(p - np.exp(ref)).sum())
+
+
+def test_componentwise_certificate_covers_a_deliberately_wrong_vector():
+    # The certificate is checked on a wrong candidate: its bound must cover the planted error.
+    from sp_ode.markov.bounds import componentwise_certificate
+
+    Q, _ = _telegraph_Q(60)
+    ref = sp_ode.stationary_distribution(Q, method="banded", log=True)
+    k = int(np.argmax(ref))
+    good = componentwise_certificate(Q, ref, k)
+    assert good["certified"] and good["componentwise_bound"] <= 1e-10
+    rng = np.random.default_rng(0)
+    for planted in (1e-8, 1e-4):
+        wrong = ref + planted * rng.uniform(-1, 1, ref.size)          # log p̂ off by up to `planted`
+        wrong -= np.log(np.exp(wrong).sum())
+        true_err = float(np.max(np.abs(np.expm1(ref - wrong))))       # max |p_i − p̂_i| / p̂_i
+        cert = componentwise_certificate(Q, wrong, k)
+        assert true_err > planted / 10
+        assert not cert["certified"] or cert["componentwise_bound"] >= true_err, (planted, cert)
+
+
+def test_ncd_chain_is_labelled_normwise_with_its_uncertified_level():
+    # Two grids coupled by δ = 1e-15 (reversible: p ∝ exp(−V) exactly): the sparse answer cannot be
+    # certified entrywise (the jump count of the reversed chain is ~1/δ); it says so, and with
+    # componentwise=True the call escalates to banded GTH, which is exact.
+    from sp_ode.markov.reference import reversible_grids
+
+    Q, exact = reversible_grids(12, 1e-15)
+    p, info = sp_ode.stationary_distribution(Q, method="sparse", tol=1.0, return_info=True)
+    if info["method"] == "sparse":
+        assert info["componentwise_bound"] is None and info["uncertified_below"] == pytest.approx(info["bound"])
+        assert info["componentwise_failure"]
+    p, info = sp_ode.stationary_distribution(Q, method="sparse", componentwise=True, return_info=True)
+    assert info["method"] in ("banded", "gth") and info["escalations"][0]["method"] == "sparse"
+    assert np.max(np.abs(p - exact) / exact) <= 1e-12
+
+
+def test_componentwise_must_be_a_bool():
+    with pytest.raises(TypeError, match="`componentwise` must be None, True or False; got str"):
+        sp_ode.stationary_distribution(sp_ode.birth_death([1.0], [2.0]), componentwise="yes")

@@ -113,7 +113,7 @@ def test_matches_readable_direct_reference_on_toggle_switch():
 
 def test_through_public_api():
     Q = cme_two_species(30, repression=(6.0, 2.0))
-    p, info = sp_ode.stationary_distribution(Q, return_info=True)  # sparse input → "sparse" by default
+    p, info = sp_ode.stationary_distribution(Q, method="sparse", return_info=True)
     assert info["method"] == "sparse" and "AMG" in info["algorithm"]  # the solver names its algorithm
     assert info["converged"]
     assert_distribution(p)

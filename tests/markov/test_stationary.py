@@ -1,6 +1,7 @@
 """sp_ode.markov.stationary: closed forms, exact rational references, invariants, methods, batching, JAX."""
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -236,3 +237,60 @@ def test_dense_copies_of_a_sparse_q_are_estimated_before_they_are_made(monkeypat
     assert_stationary(Q.toarray(), p)
     monkeypatch.setattr(memory, "available_memory", lambda: (10**9, "test limit"))
     assert np.allclose(sp_ode.stationary_distribution(Q, method="gth"), p, rtol=1e-9)
+
+
+# --- the default route on sparse input (docs/theory.md §7.9) ---
+
+def test_default_route_takes_gth_when_predicted_cheap_and_sparse_otherwise(monkeypatch):
+    import scipy.sparse as sps
+
+    import sp_ode.markov.stationary as st_mod
+
+    Q = sps.csr_array(sp_ode.birth_death(np.ones(199), np.full(199, 2.0)))
+    p, info = sp_ode.stationary_distribution(Q, return_info=True)
+    sel = info["selection"]
+    assert info["method"] in ("banded", "gth") and sel["chosen"] == info["method"]
+    assert "≤ 2 × the sparse" in sel["rule"]
+    assert sel["predicted_seconds"][info["method"]] <= 2 * sel["predicted_seconds"]["sparse"]
+    assert info["componentwise_bound"] is not None and info["uncertified_below"] is None
+    # the same Q when GTH is predicted dear (a stand-in for a wide band): the sparse solve, refined and certified
+    monkeypatch.setitem(st_mod._COST, "banded", (1.0, 1.0))
+    monkeypatch.setitem(st_mod._COST, "gth", (1.0, 1.0))
+    q, info = sp_ode.stationary_distribution(Q, return_info=True)
+    assert info["method"] == "sparse" and "would cost more" in info["selection"]["rule"]
+    assert info["componentwise_bound"] is not None and np.max(np.abs(q - p) / p) <= 2 * info["componentwise_bound"]
+
+
+def test_default_route_falls_back_to_the_sparse_solve_when_gth_breaks_its_promise(monkeypatch):
+    # GTH that cannot keep its entrywise promise (a failure status) must not end the default route.
+    import scipy.sparse as sps
+
+    import sp_ode.markov.stationary as st_mod
+
+    def broken(Q, **_):
+        return np.full(Q.shape[0], np.nan), {"failure": "planted", "bound": math.inf, "algorithm": "x",
+                                             "iterations": 0, "negatives_clipped": 0, "most_negative": 0.0}
+
+    monkeypatch.setitem(st_mod.METHODS, "banded", broken)
+    monkeypatch.setitem(st_mod.METHODS, "gth", broken)
+    Q = sps.csr_array(sp_ode.birth_death(np.ones(49), np.full(49, 2.0)))
+    p, info = sp_ode.stationary_distribution(Q, return_info=True)
+    tried = [e["method"] for e in info["escalations"]]
+    assert info["method"] == "sparse" and tried and set(tried) <= {"banded", "gth"}
+    assert_stationary(Q.toarray(), p)
+
+
+def test_banded_elimination_strided_and_blocked_equal_the_readable_loop():
+    # The strided view (b < 32) and the blocked panels (b ≥ 32) add the same nonnegative terms as the
+    # readable loop of explicit band offsets: equal to rounding of the summation order.
+    from sp_ode.markov._banded_gth import band_plan, banded_gth
+    from sp_ode.markov.reference import reversible_grids
+
+    for k in (6, 40):                       # bandwidths ≈ 6 and ≈ 40
+        Q, exact = reversible_grids(k, 1e-6)
+        perm, b, _ = band_plan(Q)
+        fast, info = banded_gth(Q, perm, b, log=True)
+        slow, _ = banded_gth(Q, perm, b, log=True, reference=True)
+        assert info["reliable"] and (b >= 32) == (k == 40)
+        assert np.max(np.abs(fast - slow)) <= 64 * Q.shape[0] * 2.0**-53
+        assert np.max(np.abs(np.expm1(fast - np.log(exact)))) <= 1e-12

@@ -36,6 +36,32 @@ def test_telegraph_mrna_law_is_the_poisson_beta_mixture(y):
     np.testing.assert_allclose(poisson_beta_pmf(np.arange(45), y, 2.0, 20.0), quad, rtol=1e-8, atol=1e-14)
 
 
+def test_telegraph_tail_through_the_readme_route_is_the_poisson_beta_law():
+    # Issue 26's case: 242 states (k_on 0.7, k_off 1.9, k_m 23, mRNA bound 120) through the README route
+    # state_space → generator → stationary_distribution(Q) with the *sparse* Q.  Before the default route
+    # took GTH the marginal's tail was wrong by up to 4.6e3 relative while the answer reported an ℓ1 bound
+    # of 8e-14.  Reference: the Poisson–beta law (₁F₁ series, checked against quadrature above).
+    model = get_network_model("telegraph", N=120, k_on=0.7, k_off=1.9, k_m=23.0)
+    J = model.space()
+    Q = model.network.generator(J, [1.0])
+    p, info = sp_ode.stationary_distribution(Q, return_info=True)
+    exact = poisson_beta_pmf(np.arange(121), 0.7, 1.9, 23.0)
+    marg = J.marginal(p, "M")
+    big = exact > 1e-30
+    assert big.sum() == 92                                         # m = 0 … 91: the tail on a log plot
+    assert np.max(np.abs(marg[big] - exact[big]) / exact[big]) <= 1e-8
+    assert info["componentwise_bound"] is not None and info["componentwise_bound"] <= 1e-6
+    cm = J.certified_marginal(p, "M", info)
+    assert cm.kind == "componentwise" and cm.certified.all()
+    assert np.all((cm.lower[big] <= exact[big] * (1 + 1e-12)) & (exact[big] <= cm.upper[big] * (1 + 1e-12)))
+    # the same Q through the normwise sparse solve: its tail is wrong and its marginal marks it uncertified
+    q, qinfo = sp_ode.stationary_distribution(Q, method="sparse", componentwise=False, return_info=True)
+    qm = J.certified_marginal(q, "M", qinfo)
+    assert qm.kind == "normwise" and qm.uncertified_below == pytest.approx(2 * qinfo["bound"])
+    assert np.max(np.abs(J.marginal(q, "M")[big] - exact[big]) / exact[big]) > 1.0
+    assert not qm.certified[big].all() and np.all(qm.certified == (qm.values > 2 * qinfo["bound"]))
+
+
 def test_telegraph_check_fails_on_a_wrong_switching_rate():
     space, p = _stationary(get_network_model("telegraph", N=80, k_off=2.5), [1.0])
     quad = np.array([_poisson_beta_quad(m, 1.0, 2.0, 20.0) for m in range(30)])

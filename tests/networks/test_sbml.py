@@ -78,8 +78,8 @@ def test_sbml_file_and_string_birth_death(tmp_path):
     ('<listOfEvents><event id="kick" useValuesFromTriggerTime="true"><trigger initialValue="true" '
      'persistent="true"><math xmlns="http://www.w3.org/1998/Math/MathML"><apply><gt/><ci>M</ci><cn>5</cn>'
      '</apply></math></trigger></event></listOfEvents>', "event 'kick'"),
-    ('<listOfRules><assignmentRule variable="g"><math xmlns="http://www.w3.org/1998/Math/MathML"><cn>2</cn>'
-     '</math></assignmentRule></listOfRules>', "assignment rule for 'g'"),
+    ('<listOfRules><algebraicRule><math xmlns="http://www.w3.org/1998/Math/MathML"><apply><minus/><ci>g</ci>'
+     '<cn>2</cn></apply></math></algebraicRule></listOfRules>', "algebraic rule"),
 ])
 def test_sbml_features_the_builder_cannot_honour_are_named(extra, named):
     doc = _sbml(extra).replace('<parameter id="g" value="1" constant="true"/>',
@@ -96,10 +96,17 @@ def test_antimony_rate_rule_and_bad_inputs():
         from_antimony("model m\n J0: -> M; k k k\nend")
     with pytest.raises(NetworkError, match="slow variable 'z' is not a parameter"):
         from_sbml(_sbml(), slow=["z"])
+
+def test_concentration_species_are_count_over_volume_in_the_laws():
+    # hasOnlySubstanceUnits="false": the symbol M in g*M is a concentration, M_count / V (SBML L3 §4.6.5);
+    # the law is an extent per time, so the death propensity is g·M/V = M/2 in a compartment of size 2.
     conc = _sbml().replace('<compartment id="cell" size="1"', '<compartment id="cell" size="2"').replace(
         'hasOnlySubstanceUnits="true"', 'hasOnlySubstanceUnits="false"')
-    with pytest.raises(NetworkError, match="species 'M' is in concentration units"):
-        from_sbml(conc, slow=["y"])
+    net, initial = from_sbml(conc, slow=["y"])
+    assert initial == {"M": 3} and net.parameters["cell"] == 2.0
+    Q = net.generator(net.state_space({"M": 5}), [1.0]).toarray()
+    np.testing.assert_allclose(np.diag(Q, 1), 4.0)                   # k·y: no species in the law, no scaling
+    np.testing.assert_allclose(np.diag(Q, -1), np.arange(1, 6) / 2.0)
 
 
 # --- files are parsed, never evaluated ------------------------------------------------------
@@ -301,3 +308,152 @@ def test_stoichiometry_ids_and_non_constant_references_follow_sbml():
     net, _ = from_sbml(doc, slow=["y"])
     assert net.parameters["sM"] == 1.0
     np.testing.assert_allclose(net.propensities([[3]], [1.0])[:, 0], [4.0, 3.0])
+
+
+# --- assignment rules, boundary species, and the DSMTS cases mirrored at small size ----------------------
+
+_MATH = '<math xmlns="http://www.w3.org/1998/Math/MathML">{}</math>'
+
+
+def _doc(species: str, reactions: str, parameters: str = "", rules: str = "", size: float = 1.0) -> str:
+    """A small SBML L3V2 model in compartment `Cell` (species, reactions and rules given as XML)."""
+    return f"""<?xml version="1.0" encoding="UTF-8"?>
+<sbml xmlns="http://www.sbml.org/sbml/level3/version2/core" level="3" version="2">
+  <model id="m">
+    <listOfCompartments><compartment id="Cell" size="{size}" constant="true"/></listOfCompartments>
+    <listOfSpecies>{species}</listOfSpecies>
+    <listOfParameters>{parameters}</listOfParameters>
+    {f"<listOfRules>{rules}</listOfRules>" if rules else ""}
+    <listOfReactions>{reactions}</listOfReactions>
+  </model>
+</sbml>"""
+
+
+def _sp(sid, amount, *, substance=True, boundary=False, constant=False):
+    return (f'<species id="{sid}" compartment="Cell" initialAmount="{amount}" hasOnlySubstanceUnits='
+            f'"{str(substance).lower()}" boundaryCondition="{str(boundary).lower()}" constant="{str(constant).lower()}"/>')
+
+
+def _par(pid, value, constant=True):
+    return f'<parameter id="{pid}" value="{value}" constant="{str(constant).lower()}"/>'
+
+
+def _rx(rid, reactants, products, law):
+    side = lambda refs: "".join(f'<speciesReference species="{s}" stoichiometry="{n}" constant="true"/>'
+                                for s, n in refs)
+    return (f'<reaction id="{rid}" reversible="false">'
+            + (f"<listOfReactants>{side(reactants)}</listOfReactants>" if reactants else "")
+            + (f"<listOfProducts>{side(products)}</listOfProducts>" if products else "")
+            + f"<kineticLaw>{_MATH.format(law)}</kineticLaw></reaction>")
+
+
+def _times(a, b):
+    return f"<apply><times/>{a}{b}</apply>"
+
+
+_BIRTH_DEATH = (_rx("Birth", [("X", 1)], [("X", 2)], _times("<ci>Lambda</ci>", "<ci>X</ci>"))
+                + _rx("Death", [("X", 1)], [], _times("<ci>Mu</ci>", "<ci>X</ci>")))
+
+
+def test_assignment_rules_are_substituted_and_assigned_species_are_observables():
+    rules = (f'<assignmentRule variable="Mu">{_MATH.format(_times("<cn>2</cn>", "<ci>half_mu</ci>"))}'
+             '</assignmentRule>'
+             f'<assignmentRule variable="y">{_MATH.format(_times("<cn>2</cn>", "<ci>X</ci>"))}</assignmentRule>')
+    doc = _doc(_sp("X", 10) + _sp("y", 0), _BIRTH_DEATH,
+               _par("Lambda", 0.1) + _par("half_mu", 0.055) + _par("Mu", 0, constant=False), rules)
+    net, initial = from_sbml(doc)
+    assert net.species == ("X",) and initial == {"X": 10} and "Mu" not in net.parameters
+    assert net.propensity_exprs[1].equals(2 * net.symbols["X"] * net.symbols["half_mu"])
+    states = np.array([[0], [3], [7]])
+    np.testing.assert_allclose(net.observable("y", states), [0.0, 6.0, 14.0])
+    np.testing.assert_allclose(net.propensities(states)[1], 0.11 * states[:, 0])
+    cyclic = (f'<assignmentRule variable="a">{_MATH.format("<ci>b</ci>")}</assignmentRule>'
+              f'<assignmentRule variable="b">{_MATH.format("<ci>a</ci>")}</assignmentRule>')
+    bad = _doc(_sp("X", 1), _BIRTH_DEATH, _par("Lambda", 0.1) + _par("Mu", 0.1) + _par("a", 1, False)
+               + _par("b", 1, False), cyclic)
+    with pytest.raises(SBMLFeatureError, match="cycle: a -> b -> a|cycle: b -> a -> b"):
+        from_sbml(bad)
+    on_changed = f'<assignmentRule variable="X">{_MATH.format("<cn>3</cn>")}</assignmentRule>'
+    with pytest.raises(SBMLFeatureError, match="assignment rule for 'X', a species that a reaction changes"):
+        from_sbml(_doc(_sp("X", 1), _BIRTH_DEATH, _par("Lambda", 0.1) + _par("Mu", 0.1), on_changed))
+
+
+def test_boundary_species_are_constants_of_the_laws():
+    # Source -> X at Alpha·Source/… : a boundary species is not changed by the reactions (SBML L3 §4.6.6)
+    reactions = (_rx("Immigration", [("Source", 1)], [("X", 1)], _times("<ci>Alpha</ci>", "<ci>Source</ci>"))
+                 + _rx("Death", [("X", 1)], [("Sink", 1)], _times("<ci>Mu</ci>", "<ci>X</ci>")))
+    doc = _doc(_sp("X", 0) + _sp("Source", 2, boundary=True) + _sp("Sink", 0, boundary=True), reactions,
+               _par("Alpha", 5.0) + _par("Mu", 0.1))
+    net, initial = from_sbml(doc)
+    assert net.species == ("X",) and initial == {"X": 0}
+    assert net.parameters["Source"] == 2.0 and float(net.observables["Sink"]) == 0.0
+    Q = net.generator(net.state_space({"X": 3})).toarray()
+    np.testing.assert_allclose(np.diag(Q, 1), 10.0)                 # Alpha·Source
+    assert net.stoichiometry.tolist() == [[1], [-1]]                # Source and Sink untouched
+
+
+def _published_inside(res, net, name, times, means, sds, places):
+    """Every published value within the certified interval ± its rounding (half a unit of `places` digits)."""
+    (mlo, mhi), (slo, shi) = res.intervals(name)
+    k = np.searchsorted(res.times, times)
+    unit = 0.5 * 10.0**-places
+    scale = 2.0 if name == "y" else 1.0            # y = 2X is published as 2 × the rounded X
+    for lo, hi, want in ((mlo, mhi, means), (slo, shi, sds)):
+        want = np.asarray(want, dtype=float)
+        tol = np.maximum(unit * scale, 1e-6 * np.abs(want))
+        assert np.all((lo[k] - tol <= want) & (want <= hi[k] + tol)), (name, lo[k], hi[k], want)
+
+
+# Published values: sbml-test-suite cases/stochastic, files dsmts-001-01, -001-11, -001-19, -002-05 and
+# -003-01 (-mean.csv / -sd.csv), rows t = 0, 1, 2, 9, 10 — the DSMTS's analytic solutions.
+_T = np.array([0.0, 1.0, 2.0, 9.0, 10.0])
+
+
+@pytest.mark.parametrize("case", ["00001", "00011", "00019"])
+def test_dsmts_birth_death_cases_mirrored(case):
+    """00001: X → 2X (0.1 X), X → ∅ (0.11 X), X(0) = 100; 00011: the same in concentration units in a
+    compartment of size 2 (propensities halve); 00019: plus an assignment rule y = 2X."""
+    rules = (f'<assignmentRule variable="y">{_MATH.format(_times("<cn>2</cn>", "<ci>X</ci>"))}</assignmentRule>'
+             if case == "00019" else "")
+    species = _sp("X", 100, substance=case != "00011") + (_sp("y", 0) if case == "00019" else "")
+    doc = _doc(species, _BIRTH_DEATH, _par("Lambda", 0.1) + _par("Mu", 0.11), rules,
+               size=2.0 if case == "00011" else 1.0)
+    net, initial = from_sbml(doc)
+    res = sp_ode.transient_distribution(net, initial, _T, tol=1e-12, moment_tol=1e-9)
+    if case == "00011":
+        _published_inside(res, net, "X", _T, [100, 99.50125, 99.00498, 95.59975, 95.12294],
+                          [0, 3.228244105, 4.548344754, 9.398894616, 9.87031965], 5)
+    else:
+        _published_inside(res, net, "X", _T, [100, 99.00498, 98.01987, 91.39312, 90.48374],
+                          [0, 4.54834, 6.38431, 12.85255, 13.44708], 5)
+    if case == "00019":
+        _published_inside(res, net, "y", _T, [200, 198.00996, 196.03974, 182.78624, 180.96748],
+                          [0, 9.09668, 12.76862, 25.70510, 26.89416], 5)
+
+
+def test_dsmts_immigration_death_with_boundary_species_and_dimerisation_mirrored():
+    # 00024: Source → X (Alpha = 10), X → Sink (Mu = 0.1 X), Source and Sink boundary species (constant 0)
+    reactions = (_rx("Immigration", [("Source", 1)], [("X", 1)], "<ci>Alpha</ci>")
+                 + _rx("Death", [("X", 1)], [("Sink", 1)], _times("<ci>Mu</ci>", "<ci>X</ci>")))
+    doc = _doc(_sp("X", 0) + _sp("Source", 0, boundary=True) + _sp("Sink", 0, boundary=True), reactions,
+               _par("Alpha", 10.0) + _par("Mu", 0.1))
+    net, initial = from_sbml(doc)
+    res = sp_ode.transient_distribution(net, initial, _T, tol=1e-12, moment_tol=1e-9)
+    _published_inside(res, net, "X", _T, [0, 9.51626, 18.12692, 59.34303, 63.21206],
+                      [0, 3.084843594, 4.257572078, 7.703442737, 7.950601235], 5)
+    _published_inside(res, net, "Sink", _T, [0] * 5, [0] * 5, 0)
+    # 00030: 2P → P2 (k1 P(P − 1)/2), P2 → 2P (k2 P2), P(0) = 100: a closed class of 51 states, no leak
+    law = "<apply><divide/><apply><times/><ci>k1</ci><ci>P</ci><apply><minus/><ci>P</ci><cn>1</cn></apply></apply><cn>2</cn></apply>"
+    reactions = (_rx("Dimerisation", [("P", 2)], [("P2", 1)], law)
+                 + _rx("Disassociation", [("P2", 1)], [("P", 2)], _times("<ci>k2</ci>", "<ci>P2</ci>")))
+    net, initial = from_sbml(_doc(_sp("P", 100) + _sp("P2", 0), reactions, _par("k1", 0.001) + _par("k2", 0.01)))
+    res = sp_ode.transient_distribution(net, initial, _T, tol=1e-12)
+    assert res.space.n == 51 and res.leaked[-1] == 0.0
+    _published_inside(res, net, "P", _T, [100, 91.031766, 83.61694, 54.574231, 52.214271],
+                      [0, 3.862504, 4.815194, 5.558298, 5.51176], 6)
+    _published_inside(res, net, "P2", _T, [0, 4.484117, 8.19153, 22.712885, 23.892864],
+                      [0, 1.931252, 2.407597, 2.779149, 2.75588], 6)
+    # negative control: a published value nudged by 1e-4 falls outside
+    with pytest.raises(AssertionError):
+        _published_inside(res, net, "P", _T, [100, 91.031866, 83.61694, 54.574231, 52.214271],
+                          [0, 3.862504, 4.815194, 5.558298, 5.51176], 6)

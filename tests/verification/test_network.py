@@ -1,5 +1,6 @@
 """sp_ode.verification.network and `sp-ode verify` on reaction-network models: the identity by independent
-routes (sparse solver vs the attractor of the frozen fast flow), the certificate slopes, negative controls."""
+routes (sparse solver vs subtraction-free elimination vs the attractor of the frozen fast flow), the
+certificate slopes, negative controls."""
 from __future__ import annotations
 
 import json
@@ -43,7 +44,9 @@ def test_verdict_passes_on_the_telegraph_model(tmp_path):
     assert v.passed, v.format()
     assert v.checks == {"paths": "ok", "identity": "ok", "rate_reduced": "ok", "rate_corrected": "ok"}
     ident = v.identity
-    assert ident.independent and {meth.kind for meth in ident.methods} == {"linear solve", "attractor"}
+    assert ident.independent and {meth.kind for meth in ident.methods} == {
+        "iterative linear solve", "subtraction-free elimination", "attractor"}
+    assert all(r["compared"] == ["elimination", "attractor"] for r in ident.points)
     assert len(ident.points) == 5 and ident.max_error <= 1e-12
     lo, hi = v.visited
     assert [r["y"][0] for r in ident.points] == pytest.approx(np.linspace(lo[0], hi[0], 5).tolist())
@@ -77,12 +80,21 @@ def test_identity_fails_on_a_deliberately_wrong_p():
     assert 1e-9 < bad.max_error < 1e-5 and all(r["status"] == "FAIL" for r in bad.points)
 
 
-def test_attractor_that_has_not_settled_is_a_fail():
+def test_attractor_that_has_not_settled_is_inconclusive_and_alone_a_fail():
     m, s = _system("telegraph", N=30)
     att = attractor_distribution(s.Q(m.y0), [0, s.n - 1], max_steps=64)
     assert not att.converged and att.steps == 64
+    # with the elimination the identity is still decided; the attractor is reported as inconclusive
     r = network_identity(s, [m.y0], max_steps=64)
-    assert r.status == "FAIL" and "did not settle" in r.message
+    point = r.points[0]
+    assert r.status == "ok" and point["attractor_status"] == "inconclusive"
+    assert point["compared"] == ["elimination"] and "did not settle" in r.message
+    # the spectral gap predicts more steps than the budget allows: the attractor is not even run
+    assert 4 * point["attractor_predicted_steps"] > 64 and point["attractor_steps"] == 0
+    assert any("was not run" in note and "spectral gap" in note for note in point["notes"])
+    # without the elimination, nothing independent is left: a FAIL that says why, never a pass
+    r = network_identity(s, [m.y0], max_steps=64, elimination=False)
+    assert r.status == "FAIL" and "no independent comparison" in r.message and "metastable" in r.message
 
 
 def test_reducible_network_generator_is_reported_not_passed():
@@ -103,7 +115,8 @@ def test_cli_smoke_json_on_a_catalogue_network(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert rc == 0 and out["passed"] is True and out["failure"] is None and out["kind"] == "network"
     methods = out["identity_methods"]
-    assert len(methods) == 2 and {m["kind"] for m in methods} == {"linear solve", "attractor"}
+    assert len(methods) == 3 and {m["kind"] for m in methods} == {"iterative linear solve",
+                                                                  "subtraction-free elimination", "attractor"}
     assert out["identity_independent"] is True and any("no linear solve" in m["note"] for m in methods)
     assert out["identity_max_error"] <= out["identity_tolerance"] <= 1e-9
     assert abs(out["slope_reduced"] - 1) <= 0.15 and abs(out["slope_corrected"] - 2) <= 0.15
@@ -140,3 +153,29 @@ def test_cli_user_file_network_system_and_exit_codes(tmp_path, capsys):
     # --set goes to the network builder (integers stay integers); unknown names are usage errors
     assert main(["verify", "--system", "network:telegraph", "--set", "Q=3", "--out", str(tmp_path)]) == 2
     assert "not a parameter" in capsys.readouterr().err
+
+
+def test_toggle_switch_identity_is_decided_by_elimination():
+    # A small bistable toggle switch (N = 16): the sparse answer agrees entrywise with subtraction-free
+    # elimination within the sum of their certified bounds; the spectral gap is reported at every y.
+    m, s = _system("toggle_switch", N=16, a=14.0, K=4.0)
+    r = network_identity(s, [[1.0], [0.9]])
+    assert r.status == "ok" and r.independent
+    for point in r.points:
+        assert "elimination" in point["compared"] and point["elimination_kind"] == "componentwise"
+        assert point["elimination_difference"] <= point["elimination_tolerance"] <= 1e-6
+        assert 0 < point["spectral_gap"] < 0.1
+
+
+def test_failed_rates_name_the_spectral_gap_when_eps_is_not_small_against_it(monkeypatch):
+    # The rate fits are made to fail (slope tolerance 1e-9); the message blames the model only when the
+    # fast chain's spectral gap is not large against the ε tested (here planted: γ = 1e-3).
+    import sp_ode.verification.network as vn
+
+    m, s = _system("telegraph", N=10)
+    v = verify_network(s, (0.0, 2.0), m.y0, smoke=True, slope_tol=1e-9)
+    assert v.checks["rate_reduced"] == "FAIL" and "spectral gap is only" not in v.messages["rate_reduced"]
+    monkeypatch.setattr(vn, "_gap", lambda Q: 1e-3)
+    v = verify_network(s, (0.0, 2.0), m.y0, smoke=True, slope_tol=1e-9)
+    assert v.checks["rate_reduced"] == "FAIL"
+    assert "spectral gap is only γ ≈ 0.001" in v.messages["rate_reduced"] and "ε ≪ γ" in v.messages["rate_reduced"]
