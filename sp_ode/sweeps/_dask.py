@@ -193,8 +193,6 @@ class OnDask:
         raise SweepClusterError(f"the Dask scheduler did not answer within {self.timeout:g} s.")
 
     def map(self, fn: Callable, plan, items: list) -> Iterator:
-        from distributed import wait
-
         blob = dumps_by_value(plan)
         digest = hashlib.sha256(blob).hexdigest()[:12]
         pending = list(items)
@@ -206,13 +204,13 @@ class OnDask:
             try:
                 while pending:
                     head = futures[0]
-                    while not head.done():
-                        with contextlib.suppress(TimeoutError):
-                            wait([head], timeout=POLL)
-                        if not head.done():
-                            self._alive()
                     try:
-                        result = head.result(timeout=self.timeout)
+                        while True:    # wait in slices, asking the scheduler between them whether it is there
+                            try:
+                                result = head.result(timeout=POLL)
+                                break
+                            except TimeoutError:
+                                self._alive()
                     except Exception as exc:
                         from distributed.client import FutureCancelledError
                         from distributed.scheduler import KilledWorker

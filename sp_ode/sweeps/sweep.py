@@ -187,13 +187,17 @@ class SweepResult:
             lines.append(f"  {name:<9} {s['paths'][name]:>7}")
             for text, n in sorted(reasons.items(), key=lambda kv: -kv[1]):
                 lines.append(f"      {n:>7}  {text}")
-        lines.append(f"  worst estimate {s['worst_estimate']:.3g} (tol {s['tol']:g})")
+        if np.isfinite(s["worst_estimate"]):
+            lines.append(f"  worst estimate {s['worst_estimate']:.3g} (tol {s['tol']:g})")
         if s["validated"]:
-            ratio = (f"worst true/estimated {s['worst_ratio_reduced']:.3g} on reduced paths, "
-                     if np.isfinite(s["worst_ratio_reduced"]) else "no validated point took a reduced path, ")
+            ratio = (f"worst true/estimated {s['worst_ratio_reduced']:.3g} on reduced paths"
+                     if np.isfinite(s["worst_ratio_reduced"]) else "no validated point took a reduced path")
+            if np.isfinite(s["worst_ratio_all"]):
+                ratio += (f", worst true/estimated overall {s['worst_ratio_all']:.3g}, worst true error "
+                          f"{s['worst_true_error']:.3g}")
+            failed = f", {s['validation_failed']} reference solves failed" if s["validation_failed"] else ""
             lines.append(f"  validated {s['validated']}: {s['validated_within_tol_first_pass']} within tol on the first "
-                         f"pass, {s['resolved']} re-solved; {ratio}worst true/estimated overall "
-                         f"{s['worst_ratio_all']:.3g}, worst true error {s['worst_true_error']:.3g}")
+                         f"pass, {s['resolved']} re-solved{failed}; {ratio}")
         else:
             lines.append("  validated 0 points (validate_fraction = 0)")
         stages = ", ".join(f"{k} {v:.2f}" for k, v in s["stage_seconds"].items())
