@@ -211,6 +211,8 @@ def test_a_changed_model_file_never_resumes(tmp_path, capsys):
     import sys
 
     cfg = _model_config(tmp_path, 0.5)
+    for name in [n for n in sys.modules if n == "helpers"]:
+        del sys.modules[name]                       # another test's sibling of the same name
     assert main(["sweep", str(cfg), "--out", str(tmp_path / "o")]) == 0
     capsys.readouterr()
     (tmp_path / "helpers.py").write_text("RATE = 0.3\n")
@@ -228,6 +230,8 @@ def test_a_model_file_with_a_sibling_import_runs_on_a_local_dask_cluster(tmp_pat
     import sys
 
     cfg = _model_config(tmp_path, 0.5)
+    for name in [n for n in sys.modules if n == "helpers"]:
+        del sys.modules[name]                       # another test's sibling of the same name
     assert main(["sweep", str(cfg), "--out", str(tmp_path / "here")]) == 0
     here = np.load(tmp_path / "here" / "result.npz")["y"]
     for name in [n for n in sys.modules if n == "helpers"]:
