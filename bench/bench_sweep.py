@@ -280,8 +280,10 @@ def case(system_name: str, N: int, range_name: str, args, tmp: Path) -> dict:
                              args=lane_args(system, eps[ref_idx], vals[ref_idx], name), batch_args=True)
         return Stack(np.asarray(tr.y), bool(np.all(np.asarray(tr.status) == 0)))
 
-    choices["vmap"] = loosest_rtol(vmap_ref, lambda s: float(np.abs(s.y - ref).max()), TOL, LADDER)
-    for method in ("LSODA", "BDF", "Radau"):
+    modes = args.contenders.split(",")
+    if "vmap" in modes:
+        choices["vmap"] = loosest_rtol(vmap_ref, lambda s: float(np.abs(s.y - ref).max()), TOL, LADDER)
+    for method in [m.split("_")[1] for m in modes if m.startswith("scipy_")]:
         def loop(rtol, method=method):
             ys, ok = [], True
             for i in sub_ref:
@@ -316,7 +318,7 @@ def case(system_name: str, N: int, range_name: str, args, tmp: Path) -> dict:
     loop_idx = np.sort(rng.choice(N, size=min(loops_sub, N), replace=False))
     vmap_lanes = N if system_name != "me20" or N <= args.vmap_cap else args.vmap_cap
     contenders = {}
-    for mode in ("sweep", "sweep_full", "vmap", "scipy_LSODA", "scipy_BDF", "scipy_Radau", "numpy_LSODA"):
+    for mode in modes:
         if mode not in ("sweep", "sweep_full") and not choices[mode]["reached"]:
             contenders[mode] = {"reached": False, "tried": choices[mode]["tried"]}
             continue
@@ -375,6 +377,7 @@ def main(argv=None) -> int:
     ap.add_argument("--subset", type=int, default=40, help="points the loops run on above --extrapolate-above")
     ap.add_argument("--extrapolate-above", type=int, default=1000)
     ap.add_argument("--vmap-cap", type=int, default=2048, help="me20: vmapped lanes run (extrapolated above)")
+    ap.add_argument("--contenders", default="sweep,sweep_full,vmap,scipy_LSODA,scipy_BDF,scipy_Radau,numpy_LSODA")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--json", action="store_true")
@@ -382,6 +385,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.smoke:
         args.systems, args.n, args.ranges, args.ref_count, args.ladder_points = "mm", 8, "all", 3, 2
+        args.contenders = "sweep,scipy_LSODA,numpy_LSODA"
     from sp_ode.core.cpu_pool import pin_to_one_core
     from sp_ode.core.files import dumps, write_json
 

@@ -1,4 +1,4 @@
-"""`sp_ode.sweep` for a `NetworkSystem`: corrected paths from Chebyshev tables, sparse full solves.
+"""`sp_ode.sweep` for a `NetworkSystem`: corrected paths from Chebyshev tables, sparse full solves (docs/theory.md §7.8).
 
 A network system ε dx/dt = Q(y)ᵀx, dy/dt = G(E_x[f], y) (docs/theory.md §7.6–7.7) needs the fast
 state only through the K moments E_x[f_k] = F x.  On the manifold x = h(y) = p_st + εh₁ + ε²h₂ + …
@@ -416,9 +416,7 @@ def decide(plan: NetworkPlan, first, values: dict, x0, y0: np.ndarray, remaining
         return dec
     i_med = int(np.argsort(eps)[N // 2])
     system = plan.system_for(values, i_med)
-    t0 = time.perf_counter()
-    full_solve(plan, system, y0[i_med], float(eps[i_med]), FULL_TOL_FACTOR)
-    dec.t_full = time.perf_counter() - t0
+    manifold_start(system, y0[i_med], float(eps[i_med]))       # first-use costs (expressions, patterns), once
     rate = plan.rate_names()
     keys = [plan.group_key(values, i) for i in range(N)]
     groups: dict = {}
@@ -439,6 +437,9 @@ def decide(plan: NetworkPlan, first, values: dict, x0, y0: np.ndarray, remaining
         dec.seconds = time.perf_counter() - start
         return dec
     plan.tables[key] = table
+    t0 = time.perf_counter()
+    full_solve(plan, system, y0[i_med], float(eps[i_med]), FULL_TOL_FACTOR)
+    dec.t_full = time.perf_counter() - t0
     sizes = np.array([len(v) for v in groups.values()])
     cost_table = (0.0 if not rate else dec.t_table * (len(groups) - 1)) + N * dec.t_path   # this table is paid
     cost_full = N * dec.t_full

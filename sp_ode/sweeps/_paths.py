@@ -47,7 +47,6 @@ import numpy as np
 
 from sp_ode.core.cache import LRUCache
 from sp_ode.core.precision import in_float64
-from sp_ode.manifolds.slow_manifold import slow_manifold, taylor_coefficient
 from sp_ode.sweeps import _stacked as stacked
 from sp_ode.sweeps._reasons import Reason
 from sp_ode.systems.integration import split_args
@@ -68,6 +67,7 @@ FULL_TOL_FACTOR = 1e-2
 FULL_GLOBAL_FACTOR = 10.0
 REFERENCE_TOL_FACTOR = 1e-5
 MAX_STEPS = 50_000
+MAX_ORDER = 4        # highest reduced order (its estimate needs order 5: sp_ode.manifolds.slow_manifold.MAX_ORDER)
 
 # Manifold terms, lifted systems and kernels per system (keyed on its vector fields), so that repeated
 # sweeps over one system, and every chunk on a Dask worker, reuse one set of functions and programs.
@@ -180,6 +180,8 @@ def _next_term(system: FastSlowSystem, lower, j: int):
     linear solve more than the last instead of nested derivatives through Newton's
     method for φ (what the series differentiates).
     """
+    from sp_ode.manifolds.slow_manifold import taylor_coefficient  # noqa: PLC0415 - only for reduced paths
+
     f, g = system.f, system.g
     master = isinstance(system, MasterEquationSystem)
 
@@ -204,6 +206,9 @@ def _next_term(system: FastSlowSystem, lower, j: int):
 
 def _terms(plan: SweepPlan, order: int):
     """terms(y, args) -> [φ, h₁, …, h_order]: `sp_ode.slow_manifold` up to order 1, then (O_j)."""
+    # imported here: an all-full sweep never needs the manifolds (0.2 s of imports in a fresh process)
+    from sp_ode.manifolds.slow_manifold import slow_manifold  # noqa: PLC0415
+
     key = ("terms", order)
     if key not in plan._built:
         if order <= 1:

@@ -47,7 +47,6 @@ from sp_ode.core.memory import check_memory
 from sp_ode.core.precision import in_float64
 from sp_ode.core.reporting import progress
 from sp_ode.core.validation import check_choice, check_finite_array, check_positive, check_positive_int
-from sp_ode.manifolds.slow_manifold import MAX_ORDER
 from sp_ode.sweeps import _cost as cost, _paths as paths, _stacked as stacked
 from sp_ode.sweeps._dask import SweepClusterError, executor
 from sp_ode.sweeps._fingerprint import sweep_digest
@@ -473,7 +472,7 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
     safety = check_positive("safety", safety)
     if safety > 1:
         raise ValueError(f"`safety` must lie in (0, 1]; got {safety}.")
-    top = network.MAX_ORDER if is_network else MAX_ORDER - 1
+    top = network.MAX_ORDER if is_network else paths.MAX_ORDER
     max_order = min(2, top) if max_order is None else max_order
     if isinstance(max_order, bool) or not isinstance(max_order, numbers.Integral) or not 0 <= max_order <= top:
         raise ValueError(f"`max_order` must be an integer in [0, {top}]; got {max_order!r}.")

@@ -109,3 +109,16 @@ def test_bad_network_input_is_named(system):
     with pytest.raises(ValueError, match=r"`max_order` must be an integer in \[0, 1\]"):
         call({"eps": np.ones(2) * 1e-3}, max_order=2)
     assert isinstance(sp_ode.sweep, type(sweep))
+
+
+def test_a_changed_network_never_resumes(system, tmp_path):
+    """A rate constant of the network changed between runs: the old chunks are refused."""
+    from sp_ode.sweeps.sweep import SweepResumeError
+
+    kw = dict(ts=TS, tol=TOL, route="full", validate_fraction=0.0, progress_bar=False, out=tmp_path)
+    # (t_span [0, 2]: the save times TS)
+    first = sweep(system, {"eps": np.array([1e-4, 1e-3])}, (0.0, 2.0), "manifold", [0.2], **kw)
+    again = sweep(system, {"eps": np.array([1e-4, 1e-3])}, (0.0, 2.0), "manifold", [0.2], **kw)
+    assert again.computed_chunks == () and np.array_equal(again.y, first.y)
+    with pytest.raises(SweepResumeError):
+        sweep(system.with_parameters(kA=1.1), {"eps": np.array([1e-4, 1e-3])}, (0.0, 2.0), "manifold", [0.2], **kw)
