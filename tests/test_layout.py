@@ -137,3 +137,39 @@ def test_theory_notes_exist_with_the_cited_sections():
     assert cited, "no docstring cites docs/theory.md"
     for section in sorted(cited):
         assert f"§{section} " in theory, f"docs/theory.md has no section §{section}"
+
+
+MAX_MODULES = 15
+
+
+def _module_counts(root: Path) -> dict[str, int]:
+    return {str(d.relative_to(root)): sum(1 for f in d.glob("*.py") if f.name != "__init__.py")
+            for d in [root, *root.rglob("*")] if d.is_dir() and d.name != "__pycache__"}
+
+
+def test_no_folder_holds_more_than_fifteen_modules(tmp_path):
+    for package in ("sp_ode", "neural"):
+        crowded = {d: n for d, n in _module_counts(ROOT / package).items() if n > MAX_MODULES}
+        assert not crowded, f"folders over {MAX_MODULES} modules: {crowded}"
+    # the check itself sees a crowded folder
+    (tmp_path / "pkg").mkdir()
+    for i in range(MAX_MODULES + 1):
+        (tmp_path / "pkg" / f"m{i}.py").write_text("")
+    assert _module_counts(tmp_path)["pkg"] == MAX_MODULES + 1
+
+
+def test_every_package_has_a_docstring_and_a_declared_api():
+    from sp_ode.core.lazy import declared_names
+
+    for package in ("sp_ode.markov", "sp_ode.networks", "sp_ode.systems", "sp_ode.manifolds", "sp_ode.verification",
+                    "sp_ode.sweeps", "sp_ode.symbolic", "neural"):
+        module = importlib.import_module(package)
+        assert (module.__doc__ or "").strip(), f"{package} has no docstring"
+        names = declared_names(package)
+        assert names and set(names) <= set(module.__all__), package
+
+
+def test_the_architecture_page_names_every_package():
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    for package in ("core", "markov", "symbolic", "systems", "manifolds", "networks", "verification", "sweeps", "cli"):
+        assert f"sp_ode.{package}" in text, package

@@ -50,7 +50,7 @@ def add_arguments(parser) -> None:
                         help="block sizes P (ε = 1/P) for the certificate, at least 4 (default 4 8 ... 4096; "
                              "network models: at least 5, default ε = 10^-1.5 ... 10^-3.5)")
     parser.add_argument("--order", type=int, default=1, help="order k of the slow manifold h_ε (default 1)")
-    parser.add_argument("--backend", default="diffrax", help="diffrax (default) or scipy")
+    parser.add_argument("--backend", default="auto", help="auto (default: scipy LSODA for single small solves), diffrax or scipy")
     parser.add_argument("--num", type=int, default=None,
                         help="grid points in y for the identity check (default 41; network models: 5)")
     parser.add_argument("--t-span", type=float, nargs=2, default=None, metavar=("T0", "T1"),
@@ -136,8 +136,8 @@ def _first_line(text: str) -> str:
 
 
 def run(args) -> int:
-    if args.backend not in ("diffrax", "scipy"):
-        raise UsageError(f"`--backend` must be one of ('diffrax', 'scipy'); got {args.backend!r}.")
+    if args.backend not in ("auto", "diffrax", "scipy"):
+        raise UsageError(f"`--backend` must be one of ('auto', 'diffrax', 'scipy'); got {args.backend!r}.")
     if args.order < 0:
         raise UsageError(f"`--order` must be >= 0; got {args.order}.")
     if args.num is not None and args.num < 2:

@@ -33,6 +33,7 @@ from sp_ode.core.precision import in_float64
 from sp_ode.core.validation import check_choice, check_finite_array, check_positive_int
 from sp_ode.manifolds.newton import as_points, fast_dim, guesses, is_master, map_chunks, require_system, system_kernels
 from sp_ode.markov.spectral import spectral_gap
+from sp_ode.markov.stationary import stationary_distribution
 
 __all__ = [
     "critical_manifold",
@@ -147,19 +148,41 @@ def _jumped(x_a, x_b, x_c, y_a, y_b, y_c) -> bool:
     return now > _JUMP_FACTOR * before + 1e-6 * (1.0 + np.linalg.norm(x_b)) / max(np.linalg.norm(y_c - y_b), 1e-300)
 
 
+def _p_st_point(system, y) -> tuple[np.ndarray, bool]:
+    """φ(y) = p_st(Q(y)) of a master equation by GTH (T1: the root on the simplex is unique, no branch to
+    choose and nothing to compile beyond Q); (NaN, False) where Q(y) is not an irreducible generator."""
+    Q = np.asarray(system.Q(np.asarray(y, dtype=np.float64)), dtype=np.float64)
+    try:
+        return stationary_distribution(Q), True
+    except (ValueError, ArithmeticError):
+        return np.full(Q.shape[-1], np.nan), False
+
+
+def _root(system, k, guess, y) -> tuple[np.ndarray, bool]:
+    """One root of f(·, y): GTH for a master equation, Newton from `guess` otherwise — and for a master
+    equation where Q(y) is no longer an irreducible generator (past a gap closing, where the bordered
+    system still has its root and the sign change of max Re λ locates the closing)."""
+    if is_master(system):
+        x, ok = _p_st_point(system, y)
+        if ok:
+            return x, True
+        k = system_kernels(system)
+    x, conv, _ = k["newton"](jnp.asarray(guess), jnp.asarray(y), system.args)
+    return np.asarray(x), bool(conv)
+
+
 def _follow(system, ys: np.ndarray, x0: np.ndarray, predictor: str) -> ManifoldBranch:
-    k = system_kernels(system)
-    args = system.args
+    k = None if is_master(system) else system_kernels(system)
     N, m = ys.shape[0], x0.shape[0]
     xs = np.full((N, m), np.nan)
     ok = np.zeros(N, dtype=bool)
     guess = x0
     for i in range(N):
-        x, conv, _ = k["newton"](jnp.asarray(guess), jnp.asarray(ys[i]), args)
-        if not bool(conv) and i > 0 and predictor == "secant":
+        x, conv = _root(system, k, guess, ys[i])
+        if not conv and i > 0 and predictor == "secant" and k is not None:
             # the secant predictor can overshoot near a turning point: retry from the last point
-            x, conv, _ = k["newton"](jnp.asarray(xs[i - 1]), jnp.asarray(ys[i]), args)
-        if not bool(conv):
+            x, conv = _root(system, k, xs[i - 1], ys[i])
+        if not conv:
             return ManifoldBranch(ys, xs, ok, 1, f"branch lost at y = {ys[i].tolist()} (index {i}): "
                                   "Newton found no root near the continuation guess (a fold?).")
         x = np.asarray(x)
@@ -223,12 +246,13 @@ def _simplex_basis(n: int) -> np.ndarray:
 
 
 def _restricted_jacobian(system, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    k = system_kernels(system)
-    J = np.asarray(k["jac_f"](jnp.asarray(x), jnp.asarray(y), system.args))
     if is_master(system):
+        # D_x f = Q(y)ᵀ for f = Q(y)ᵀx: read off Q, compiled once for every check, restricted to 1^⊥
+        J = np.asarray(system.Q(np.asarray(y, dtype=np.float64)), dtype=np.float64).T
         U = _simplex_basis(J.shape[0])
-        J = U.T @ J @ U
-    return J
+        return U.T @ J @ U
+    k = system_kernels(system)
+    return np.asarray(k["jac_f"](jnp.asarray(x), jnp.asarray(y), system.args))
 
 
 def _max_real(system, x, y) -> float:
@@ -423,16 +447,23 @@ def locate_loss_of_hyperbolicity(system, y_lo, y_hi, *, x0=None, num: int = 101,
         raise ValueError(f"`y_lo` and `y_hi` must differ; both are {a.tolist()}.")
     s = np.linspace(0.0, 1.0, num)
     ys = a + s[:, None] * direction
-    x_start = critical_manifold(system, a, x_guess=x0)
-    branch = _follow(system, ys, x_start, "secant")
-    k = system_kernels(system)
     master = is_master(system)
+    if master:
+        x_start, found = _p_st_point(system, a)
+        if not found:
+            raise ManifoldNotFoundError(f"`Q_of_y` is not an irreducible generator at y_lo = {a.tolist()}: p_st, "
+                                        "hence φ, is not defined there.")
+    else:
+        x_start = critical_manifold(system, a, x_guess=x0)
+    branch = _follow(system, ys, x_start, "secant")
+    k = None if master else system_kernels(system)
     n_ok = branch.n_followed
     mr = np.full(num, np.nan)
     dets = np.full(num, np.nan)
     for i in range(n_ok):
         mr[i] = _max_real(system, branch.x[i], ys[i])
-        dets[i] = float(k["det_F"](jnp.asarray(branch.x[i]), jnp.asarray(ys[i]), system.args))
+        if not master:   # a generator has no fold (T1): det D_x f is only needed for a general system
+            dets[i] = float(k["det_F"](jnp.asarray(branch.x[i]), jnp.asarray(ys[i]), system.args))
 
     def fold(i: int) -> HyperbolicityLoss | None:
         z0 = jnp.concatenate([jnp.asarray(branch.x[i]), jnp.asarray([s[i]])])
@@ -463,8 +494,8 @@ def locate_loss_of_hyperbolicity(system, y_lo, y_hi, *, x0=None, num: int = 101,
             def h(si, i=i):
                 y = a + si * direction
                 guess = branch.x[i] if abs(si - s[i]) <= abs(si - s[i + 1]) else branch.x[i + 1]
-                x, conv, _ = k["newton"](jnp.asarray(guess), jnp.asarray(y), system.args)
-                return _max_real(system, np.asarray(x), y)
+                x, _ = _root(system, k, guess, y)
+                return _max_real(system, x, y)
 
             if mr[i + 1] == 0.0:
                 s_star = s[i + 1]
@@ -473,7 +504,8 @@ def locate_loss_of_hyperbolicity(system, y_lo, y_hi, *, x0=None, num: int = 101,
             y_star = a + s_star * direction
             # NaN where φ itself is undefined at the point (a generator whose gap has
             # closed is reducible there, so p_st is not unique)
-            x_star = critical_manifold(system, y_star, x_guess=branch.x[i], throw=False)
+            x_star = _p_st_point(system, y_star)[0] if master else \
+                critical_manifold(system, y_star, x_guess=branch.x[i], throw=False)
             kind = "gap closing" if master else "eigenvalue crossing"
             return HyperbolicityLoss(True, kind, y_star, x_star, (ys[i], ys[i + 1]),
                                      f"{kind} at y = {y_star.tolist()}: max Re λ of D_x f on the fast fibre "

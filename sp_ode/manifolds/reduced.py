@@ -28,6 +28,7 @@ from sp_ode.core.cache import LRUCache
 from sp_ode.core.precision import in_float64
 from sp_ode.core.validation import check_finite_array
 from sp_ode.manifolds.newton import fast_dim, fast_key, system_kernels
+from sp_ode.markov.stationary import stationary_distribution
 from sp_ode.systems import diagnosis, integration
 from sp_ode.systems.simulation import (
     DEFAULT_MAX_STEPS,
@@ -385,7 +386,10 @@ def simulate_reduced(system, t_span, y0, *, phi=None, x_guess=None, backend: str
     if not ok.all():
         flat = np.where(ok[:, None], flat, probe_y)
     phi_eval = _phi_eval_cache.get_or_make((red.phi_key, static_key), lambda: _make_phi_eval(red, args_static))
-    if batch_args:  # each saved state with the parameters of its own solve
+    if red.Q_of_y is not None and red.phi_eps is None:
+        # φ = p_st: GTH on Q(y) at the saved states (componentwise accurate, nothing more to compile)
+        xs = np.stack([_p_st_or_nan(red.Q_of_y, y) for y in flat])
+    elif batch_args:  # each saved state with the parameters of its own solve
         K = ys.shape[-2]
         args_rows = jax.tree_util.tree_map(lambda a: jnp.repeat(a, K, axis=0), args_dyn)
         xs = np.asarray(phi_eval(flat, red.eps, args_rows, True))
@@ -397,6 +401,15 @@ def simulate_reduced(system, t_span, y0, *, phi=None, x_guess=None, backend: str
     raw["z"] = np.concatenate([xs, ys], axis=-1)
     return finish(raw, xs.shape[-1], t0, t1, options.max_steps, throw, batched, diagnose,
                   name=red.name)  # the name is printed in the Trajectory's summary
+
+
+def _p_st_or_nan(Q_of_y, y) -> np.ndarray:
+    """p_st(Q(y)) by GTH, NaN where Q(y) is not an irreducible generator (the solve stopped there)."""
+    Q = np.asarray(Q_of_y(y), dtype=np.float64)
+    try:
+        return stationary_distribution(Q)
+    except (ValueError, ArithmeticError):
+        return np.full(Q.shape[-1], np.nan)
 
 
 def _make_phi_eval(red: ReducedSystem, args_static) -> Callable:

@@ -310,7 +310,9 @@ def _checked_shapes(system: FastSlowSystem, x0, y0, args, batch_args: bool, batc
     return found
 
 
-def _fast_slow_problem(system: FastSlowSystem, m: int) -> integration.Problem:
+def fast_slow_problem(system: FastSlowSystem, m: int) -> integration.Problem:
+    """The engines' ODE dz/dt = [f/ε, g] of `system` (z = [x, y], ε and the array args as data), with the
+    solver constants of its type (general or master equation)."""
     f, g = system.f, system.g
 
     def make_rhs(args_static):
@@ -371,14 +373,17 @@ def check_solver_options(backend, method, rtol, atol, max_steps, t_span, ts, esc
 ESCALATE_ON = (integration.STATUS_MAX_STEPS, integration.STATUS_STEP_FAILURE, integration.STATUS_OTHER)
 
 
-def ladder(backend: str, method: str, max_steps: int, escalate: bool) -> list[tuple[str, str, int]]:
+def ladder(backend: str, method: str, max_steps: int, escalate: bool, batched: bool = False
+           ) -> list[tuple[str, str, int]]:
     """The rungs (backend, method, step budget) a solve climbs on a budget, step-size or Newton failure:
     the same method with ``ESCALATION_BUDGET``× the budget, then scipy Radau with that budget
-    (`sp_ode.systems.options`)."""
+    (`sp_ode.systems.options`).  The lanes of a vmapped diffrax batch share their time span, so they cannot
+    each continue from where they stopped: their failed lanes go to scipy Radau directly."""
     rungs = [(backend, method, max_steps)]
     if escalate:
         big = max_steps * ESCALATION_BUDGET
-        rungs.append((backend, method, big))
+        if not (batched and backend == "diffrax"):
+            rungs.append((backend, method, big))
         if (backend, method) != ("scipy", "Radau"):
             rungs.append(("scipy", "Radau", big))
     return rungs
@@ -397,7 +402,7 @@ def run_engines(problem: integration.Problem, z0, t0: float, t1: float, ts, *, e
     split = integration.split_args(args) if split is None else split
     dim = int(np.shape(z0)[-1])
     backend, method, reason = options.route(batched=batched, dim=dim)
-    rungs = ladder(backend, method, options.max_steps, options.escalate)
+    rungs = ladder(backend, method, options.max_steps, options.escalate, batched)
     escalations: list[dict] = []
     raw, lanes, k, reached = None, None, 0, None
     while True:
@@ -418,9 +423,12 @@ def run_engines(problem: integration.Problem, z0, t0: float, t1: float, ts, *, e
         first = int(failing[0])
         t_first = float(np.atleast_1d(raw["t_end"])[first])
         if diagnose is not None:
+            # judged at the last state reached (not at a rejected trial stage): there a failing vector field
+            # cannot be helped by a bigger budget or another method; a method that stopped at its first
+            # non-finite trial (LSODA) climbs on to one that closes in on where f fails (Radau)
             z_end = np.asarray(raw["z_end"]).reshape(status.size, -1)[first]
             if diagnose(first, t_first, z_end) is not None:
-                break          # the vector field failed: a bigger budget or another method cannot help
+                break
         stalled = reached is not None and t_first - reached <= 1e-9 * (t1 - t0)
         if stalled:
             break              # the retry got no further: a singularity, not a budget or a method
@@ -439,6 +447,15 @@ def run_engines(problem: integration.Problem, z0, t0: float, t1: float, ts, *, e
     raw.update(backend=final[0], method=final[1], route=f"{backend}/{method}: {reason}", escalations=escalations,
                budget=int(rungs[k][2]))
     return raw
+
+
+def failure_state(raw: dict, i: int, size: int) -> tuple[float, np.ndarray]:
+    """(t, z) to diagnose solve i at: where the vector field was found non-finite (scipy reports that trial
+    state), else the last state reached."""
+    t_bad = np.atleast_1d(raw.get("t_bad", np.nan))
+    if t_bad.size == size and np.isfinite(t_bad[i]):
+        return float(t_bad[i]), np.asarray(raw["z_bad"]).reshape(size, -1)[i]
+    return float(np.atleast_1d(raw["t_end"])[i]), np.asarray(raw["z_end"]).reshape(size, -1)[i]
 
 
 def _carry_stats(new: dict, old: dict) -> dict:
@@ -550,6 +567,7 @@ def simulate(system, t_span, x0, y0, *, backend: str = "auto", method: str | Non
                             batch_args=bool(batch_args), throw=throw)
 
 
+@in_float64
 def simulate_checked(system: FastSlowSystem, t_span: tuple[float, float], x0: np.ndarray, y0: np.ndarray, *,
                      ts: np.ndarray | None, options: SolveOptions, args=None, batch_args: bool = False,
                      throw: bool = False) -> Trajectory:
@@ -575,7 +593,7 @@ def simulate_checked(system: FastSlowSystem, t_span: tuple[float, float], x0: np
             Q=system.Q if isinstance(system, MasterEquationSystem) else None)
 
     z0 = np.concatenate([x0, y0], axis=-1)
-    raw = run_engines(_fast_slow_problem(system, m), z0, t0, t1, ts, eps=system.eps, args=args, options=options,
+    raw = run_engines(fast_slow_problem(system, m), z0, t0, t1, ts, eps=system.eps, args=args, options=options,
                       batched=batched, batch_args=batch_args, diagnose=diagnose)
     return finish(raw, m, t0, t1, options.max_steps, throw, batched, diagnose, name=getattr(system, "name", None))
 
@@ -593,8 +611,7 @@ def finish(raw: dict, m: int, t0: float, t1: float, max_steps: int, throw: bool,
     bad = np.flatnonzero(status_arr != 0)
     if bad.size and diagnose is not None:
         i = int(bad[0])
-        z_end = np.asarray(raw["z_end"]).reshape(status_arr.size, -1)[i]
-        cause = diagnose(i, float(np.atleast_1d(raw["t_end"])[i]), z_end)
+        cause = diagnose(i, *failure_state(raw, i, status_arr.size))
         if cause is not None:
             status_arr[i] = integration.STATUS_VECTOR_FIELD
     raw["status"] = status_arr if batched else status_arr.reshape(np.shape(raw["status"]))
@@ -606,7 +623,7 @@ def finish(raw: dict, m: int, t0: float, t1: float, max_steps: int, throw: bool,
         steps = " → ".join([raw["escalations"][0]["from"]] + [f"{e['to']} ({e['budget']} steps)"
                                                               for e in raw["escalations"]])
         message = f"{message} (after escalating {steps})"
-    stats = {k: v for k, v in raw.items() if k not in ("t", "z", "z_end", "status", "solver_message")}
+    stats = {k: v for k, v in raw.items() if k not in ("t", "z", "z_end", "status", "solver_message", "t_bad", "z_bad")}
     stats["backend"], stats["method"] = backend, method
     if not batched:
         stats = {k: (v.item() if isinstance(v, np.ndarray) and v.size == 1 else v) for k, v in stats.items()}

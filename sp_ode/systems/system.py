@@ -198,17 +198,19 @@ class FastSlowSystem:
             the shape of y0 (names `g`), or x0/y0 disagree with a declared m/d.
             An exception raised inside the user's f or g propagates unchanged.
         """
-        x0 = jnp.asarray(x0, dtype=jnp.float64)
-        y0 = jnp.asarray(y0, dtype=jnp.float64)
+        # abstract inputs: eval_shape traces f and g without running them, and without compiling even a
+        # dtype conversion (a fresh process would compile one program per jnp.asarray on a Python float)
+        x0 = jax.ShapeDtypeStruct(np.shape(x0), jnp.float64)
+        y0 = jax.ShapeDtypeStruct(np.shape(y0), jnp.float64)
         if self.m is not None and x0.shape != (self.m,):
             raise ValueError(f"`x0` must have shape (m,) = ({self.m},) for system {self.name!r}; got {x0.shape}.")
         if self.d is not None and y0.shape != (self.d,):
             raise ValueError(f"`y0` must have shape (d,) = ({self.d},) for system {self.name!r}; got {y0.shape}.")
         args = self.args if args is None else args
-        t0 = jnp.asarray(t0, dtype=jnp.float64)
-        # eval_shape traces without running: cheap, and user exceptions still surface.
-        fx = jax.eval_shape(lambda: self.f(t0, x0, y0, args))
-        gy = jax.eval_shape(lambda: self.g(t0, x0, y0, args))
+        t0 = jax.ShapeDtypeStruct((), jnp.float64)
+        # user exceptions still surface from the trace
+        fx = jax.eval_shape(lambda t, x, y: self.f(t, x, y, args), t0, x0, y0)
+        gy = jax.eval_shape(lambda t, x, y: self.g(t, x, y, args), t0, x0, y0)
         if getattr(fx, "shape", None) != x0.shape:
             raise ValueError(f"`f` must return an array of the shape of x, {x0.shape}; got {_shape_of(fx)}.")
         if getattr(gy, "shape", None) != y0.shape:
@@ -354,8 +356,10 @@ class MasterEquationSystem(FastSlowSystem):
         small program per Q_of_y: evaluated op by op, a fresh process would compile every jnp
         operation in it separately, ~20 programs for a 5-state ring).
         """
-        if isinstance(self.Q_of_y, GeneratorFamily):
+        if isinstance(y, jax.core.Tracer):
             return self.Q_of_y(y)
+        if isinstance(self.Q_of_y, GeneratorFamily):   # a concrete y: NumPy arithmetic, nothing to compile
+            return self.Q_of_y(np.asarray(y, dtype=np.float64))
         if isinstance(y, jax.core.Tracer):
             return self.Q_of_y(y)
         q = self.Q_of_y
@@ -366,8 +370,7 @@ class MasterEquationSystem(FastSlowSystem):
     @in_float64
     def check_shapes(self, x0, y0, args=None, t0: float = 0.0) -> tuple[int, int]:
         """As `FastSlowSystem.check_shapes`, and Q(y0) must be (n, n) (names `Q_of_y`)."""
-        y = jnp.asarray(y0, dtype=jnp.float64)
-        Qs = jax.eval_shape(lambda: self.Q_of_y(y))
+        Qs = jax.eval_shape(self.Q_of_y, jax.ShapeDtypeStruct(np.shape(y0), jnp.float64))
         n = int(np.shape(x0)[0]) if np.ndim(x0) == 1 else None
         if n is not None and getattr(Qs, "shape", None) != (n, n):
             raise ValueError(f"`Q_of_y` must return an (n, n) generator with n = len(x0) = {n}; got {_shape_of(Qs)}.")
@@ -381,7 +384,9 @@ class MasterEquationSystem(FastSlowSystem):
         reused.  Inside a compiled solve it turns NaN where Q(y) is not an irreducible
         generator, which stops the solve there with the cause named.
         """
-        return _phi_cache.get_or_make(("p_st", self.Q_of_y), lambda: _stationary_phi(self.Q_of_y))
+        # jitted: called on one point (an identity check, a catalogue's φ) it is one compiled program,
+        # not one per jnp operation; inside a compiled solve it is inlined
+        return _phi_cache.get_or_make(("p_st", self.Q_of_y), lambda: jax.jit(_stationary_phi(self.Q_of_y)))
 
     @in_float64
     def check_generator_at(self, y) -> np.ndarray:

@@ -57,9 +57,13 @@ import numpy as np
 
 from sp_ode.core.precision import in_float64
 from sp_ode.core.reporting import progress
-from sp_ode.core.validation import check_choice, check_finite, check_finite_array, check_positive, check_positive_int
+from sp_ode.core.validation import check_finite, check_finite_array, check_positive, check_positive_int
 from sp_ode.manifolds.critical_manifold import normal_hyperbolicity
 from sp_ode.manifolds.newton import is_master
+from sp_ode.manifolds.reduced import simulate_reduced
+from sp_ode.manifolds.slow_manifold import SlowManifold, check_order, slow_manifold
+from sp_ode.systems.options import SolveOptions
+from sp_ode.systems.simulation import check_system, check_t_span, simulate_checked
 from sp_ode.verification.plotting import plot_certificate
 from sp_ode.verification.rates import MIN_POINTS, fit_rate
 
@@ -227,7 +231,7 @@ def _extension(fits: dict, Ps: np.ndarray) -> list[int]:
 
 @in_float64
 def convergence_certificate(system, Ps=DEFAULT_PS, *, order: int = 1, t_span=None, x0=None, y0=None,
-                            t0_layer=None, backend: str = "diffrax", method: str | None = None,
+                            t0_layer=None, backend: str = "auto", method: str | None = None,
                             rtol: float = 1e-10, atol: float = 1e-12, num_times: int = 201,
                             slope_tol: float = 0.15, manifold=None, reduced_method: str | None = None,
                             extend: bool = True, show_progress: bool = False
@@ -247,7 +251,8 @@ def convergence_certificate(system, Ps=DEFAULT_PS, *, order: int = 1, t_span=Non
     t0_layer : float, optional
         Start of the measurement window; default as in the module docstring.
     backend, method, rtol, atol
-        Passed to `sp_ode.simulate` (full system) and `sp_ode.simulate_reduced`.
+        The full solves' `SolveOptions` (backend "auto" by default: scipy LSODA for these single
+        solves, escalating on a budget or step-size failure) and the reduced solve's.
     reduced_method : str, optional
         Method for the reduced flow (not stiff): default "Tsit5" (diffrax) or "LSODA" (scipy).
     num_times : int
@@ -271,18 +276,16 @@ def convergence_certificate(system, Ps=DEFAULT_PS, *, order: int = 1, t_span=Non
     TypeError, ValueError
         Bad arguments (each named), e.g. fewer than 4 `Ps`, `t0_layer` outside the span,
         φ not attracting at y0 (pass `t0_layer` to measure anyway).
-    Solver failures do not raise: they fail the certificate with a message.
+    Solver failures do not raise.  A full solve that fails (after its escalations) is left out of the
+    fits with its reason, and the fits use the points that remain when at least 4 do (the messages say
+    which P were left out and why); a failed reduced solve, the reference of every distance, fails
+    the certificate.
     """
-    from sp_ode.manifolds.reduced import simulate_reduced
-    from sp_ode.manifolds.slow_manifold import SlowManifold, check_order, slow_manifold
-    from sp_ode.systems.simulation import check_system, check_t_span, simulate
-
     entry = system
     system = check_system(system)
     Ps = check_Ps(Ps)
     order = check_order(order)
-    backend = check_choice("backend", backend, ("diffrax", "scipy"))
-    rtol, atol = check_positive("rtol", rtol), check_positive("atol", atol)
+    options = SolveOptions.checked(backend, method, rtol, atol)
     num_times = check_positive_int("num_times", num_times)
     slope_tol = check_positive("slope_tol", slope_tol)
     t_span, x0, y0 = _defaults(entry, system, t_span, x0, y0)
@@ -290,77 +293,28 @@ def convergence_certificate(system, Ps=DEFAULT_PS, *, order: int = 1, t_span=Non
     x0 = check_finite_array("x0", x0).reshape(-1)
     y0 = check_finite_array("y0", y0).reshape(-1)
     master = is_master(system)
-    known = None if master else getattr(entry, "phi", None)
-    if isinstance(manifold, SlowManifold) and manifold.order == order:
-        phi0 = manifold if order == 0 else slow_manifold(system, 0, x_guess=manifold.x_guess,
-                                                         phi=manifold.phi_given)
-    elif manifold is None or (isinstance(manifold, GivenManifold) and manifold.order == order):
-        phi0 = slow_manifold(system, 0, phi=known, x_guess=None if (master or known is not None) else x0)
-        if manifold is None:
-            manifold = phi0 if order == 0 else slow_manifold(system, order, phi=known, x_guess=phi0.x_guess)
-    else:
-        raise TypeError(f"`manifold` must be a SlowManifold or GivenManifold of order {order}; got {manifold!r}.")
-    eps_all = 1.0 / Ps
+    phi0, manifold = _manifolds(system, entry, manifold, order, master, x0)
     messages: list[str] = []
-
-    if t0_layer is None:
-        phi_y0 = phi0.terms(y0)[0]
-        attraction = -normal_hyperbolicity(system, phi_y0, y0).max_real
-        if not attraction > 0:
-            raise ValueError(f"φ is not attracting at y0 = {y0.tolist()} (max Re λ = {-attraction:.3g}); "
-                             "pass `t0_layer` explicitly if you still want the certificate.")
-        e = eps_all.max()
-        amplitude = max(1.0, float(np.max(np.abs(x0 - phi_y0))))
-        t0_layer = t_start + e * ((order + 1) * math.log(1.0 / e) + math.log(1e3 * amplitude)) / attraction
-        middle = 0.5 * (t_start + t_end)
-        if t0_layer > middle:
-            messages.append(f"note: t₀ capped at the middle of the span ({middle:.3g}) from {t0_layer:.3g}; "
-                            "the largest ε may still be inside its initial layer.")
-            t0_layer = middle
-    else:
-        t0_layer = check_finite("t0_layer", t0_layer)
-        if not t_start <= t0_layer < t_end:
-            raise ValueError(f"`t0_layer` must lie in [t_start, t_end) = [{t_start}, {t_end}); got {t0_layer}.")
-
+    t0_layer = _layer_start(system, manifold, order, x0, y0, 1.0 / Ps, (t_start, t_end), t0_layer, messages)
     ts = np.linspace(t_start, t_end, num_times)
     window = ts >= t0_layer
     if reduced_method is None:
-        # no ε in the reduced flow: it is not stiff, so an explicit method (cheaper to compile and run)
-        reduced_method = "Tsit5" if backend == "diffrax" else "LSODA"
+        # no ε in the reduced flow: it is not stiff, so an explicit method (cheaper to compile and run) or LSODA
+        reduced_method = "Tsit5" if options.backend == "diffrax" else "LSODA"
     # the system's own φ for y_red: p_st for a master equation (a single bordered solve, cached per
     # Q(y)); otherwise the order-0 manifold, whose compiled solve is cached per (f, g, φ)
     red = simulate_reduced(system if master else phi0.reduced_system(), (t_start, t_end), y0,
-                           backend=backend, method=reduced_method, rtol=rtol, atol=atol, ts=ts, throw=False)
-    if not red.success:
-        messages.append(f"reduced solve failed: {red.message}")
+                           backend=options.backend, method=reduced_method, rtol=rtol, atol=atol, ts=ts, throw=False)
+    failures = [] if red.success else [f"reduced solve failed: {red.message}"]
 
     runs: dict[int, dict] = {}
     scale = [0.0]
+    expected = {"manifold": 1.0, "corrected": float(order + 1), "slow": 1.0}
 
     def measure(P_list):
         for P in progress(P_list, desc=f"certificate {system.name}", disable=not show_progress or None):
-            e = 1.0 / P
-            traj = simulate(system.with_P(int(P)), (t_start, t_end), x0, y0, backend=backend, method=method,
-                            rtol=rtol, atol=atol, ts=ts, throw=False)
-            run = {"stats": {"P": int(P), "status": int(traj.status), "message": traj.message,
-                             "num_steps": int(np.asarray(traj.stats.get("num_steps", -1))),
-                             "wall_time": float(traj.stats.get("wall_time", float("nan")))},
-                   "dist": {q: float("nan") for q in QUANTITIES}, "final": {q: float("nan") for q in QUANTITIES}}
-            runs[int(P)] = run
-            if not traj.success:
-                messages.append(f"full solve failed at P = {P}: {traj.message}")
-                continue
-            xw, yw = traj.x[window], traj.y[window]
-            T = np.asarray(manifold.terms(yw))                    # (N, k + 1, m)
-            h = np.einsum("j,njm->nm", e ** np.arange(order + 1), T)
-            dx_phi = np.max(np.abs(xw - T[:, 0]), axis=-1)
-            dx_h = np.max(np.abs(xw - h), axis=-1)
-            dy = np.max(np.abs(yw - red.y[window]), axis=-1)
-            for q, dist in zip(QUANTITIES, (dx_phi, dx_h, dy)):
-                run["dist"][q], run["final"][q] = float(dist.max()), float(dist[-1])
-            scale[0] = max(scale[0], float(np.max(np.abs(traj.x))), float(np.max(np.abs(traj.y))))
-
-    expected = {"manifold": 1.0, "corrected": float(order + 1), "slow": 1.0}
+            runs[int(P)] = _distances(system, int(P), (t_start, t_end), x0, y0, ts, window, options, manifold,
+                                      order, red, scale)
 
     def fit_all():
         P_arr = np.array(sorted(runs))
@@ -380,10 +334,91 @@ def convergence_certificate(system, Ps=DEFAULT_PS, *, order: int = 1, t_span=Non
         messages.append(f"note: added P = {more} to reach {MIN_POINTS} points in the asymptotic range.")
         measure(more)
         P_arr, eps, floor, dist, fits = fit_all()
-
+    for P in P_arr:
+        if runs[P]["stats"]["status"] != 0:
+            messages.append(f"note: P = {P} left out of the fits: its full solve failed ({runs[P]['stats']['message']})")
     final = {q: np.array([runs[P]["final"][q] for P in P_arr]) for q in QUANTITIES}
-    constants, final_constants = {}, {}
-    failures = []
+    constants, final_constants, rate_failures = _verdict(fits, dist, final, eps, floor, expected, order, messages)
+    failures = rate_failures + failures
+    messages = failures + [m for m in messages if m.startswith("note:")]
+    return ConvergenceCertificate(
+        system=system.name, order=order, Ps=P_arr, eps=eps, t_span=(t_start, t_end), t0_layer=float(t0_layer),
+        distances=dist, final=final, fits=fits, constants=constants, final_constants=final_constants,
+        slope_tol=slope_tol, floor=floor, passed=not failures, messages=messages,
+        stats=[runs[P]["stats"] for P in P_arr])
+
+
+# --- the stages of the certificate -------------------------------------------------------------
+
+def _manifolds(system, entry, manifold, order: int, master: bool, x0):
+    """(φ as an order-0 SlowManifold, h_ε to measure against): the entry's closed form of φ when it has one,
+    else p_st (master equation) or Newton from x0."""
+    known = None if master else getattr(entry, "phi", None)
+    if isinstance(manifold, SlowManifold) and manifold.order == order:
+        phi0 = manifold if order == 0 else slow_manifold(system, 0, x_guess=manifold.x_guess,
+                                                         phi=manifold.phi_given)
+    elif manifold is None or (isinstance(manifold, GivenManifold) and manifold.order == order):
+        phi0 = slow_manifold(system, 0, phi=known, x_guess=None if (master or known is not None) else x0)
+        if manifold is None:
+            manifold = phi0 if order == 0 else slow_manifold(system, order, phi=known, x_guess=phi0.x_guess)
+    else:
+        raise TypeError(f"`manifold` must be a SlowManifold or GivenManifold of order {order}; got {manifold!r}.")
+    return phi0, manifold
+
+
+def _layer_start(system, manifold, order: int, x0, y0, eps_all, span, t0_layer, messages: list) -> float:
+    """t₀, the start of the measurement window (module docstring), checked or derived from the rate of
+    attraction at y0 and capped at the middle of the span (with a note)."""
+    t_start, t_end = span
+    if t0_layer is not None:
+        t0_layer = check_finite("t0_layer", t0_layer)
+        if not t_start <= t0_layer < t_end:
+            raise ValueError(f"`t0_layer` must lie in [t_start, t_end) = [{t_start}, {t_end}); got {t0_layer}.")
+        return t0_layer
+    # φ(y0), the first term of h_ε: the program that measures the distances, compiled once for both
+    phi_y0 = np.asarray(manifold.terms(y0[None]))[0, 0]
+    attraction = -normal_hyperbolicity(system, phi_y0, y0).max_real
+    if not attraction > 0:
+        raise ValueError(f"φ is not attracting at y0 = {y0.tolist()} (max Re λ = {-attraction:.3g}); "
+                         "pass `t0_layer` explicitly if you still want the certificate.")
+    e = eps_all.max()
+    amplitude = max(1.0, float(np.max(np.abs(x0 - phi_y0))))
+    t0_layer = t_start + e * ((order + 1) * math.log(1.0 / e) + math.log(1e3 * amplitude)) / attraction
+    middle = 0.5 * (t_start + t_end)
+    if t0_layer > middle:
+        messages.append(f"note: t₀ capped at the middle of the span ({middle:.3g}) from {t0_layer:.3g}; "
+                        "the largest ε may still be inside its initial layer.")
+        t0_layer = middle
+    return t0_layer
+
+
+def _distances(system, P: int, span, x0, y0, ts, window, options, manifold, order: int, red, scale) -> dict:
+    """One full solve at ε = 1/P and its three distances over the window (NaN when the solve failed)."""
+    e = 1.0 / P
+    traj = simulate_checked(system.with_P(P), span, x0, y0, ts=ts, options=options)
+    run = {"stats": {"P": P, "status": int(traj.status), "message": traj.message,
+                     "num_steps": int(np.asarray(traj.stats.get("num_steps", -1))),
+                     "wall_time": float(traj.stats.get("wall_time", float("nan"))),
+                     "route": f"{traj.stats.get('backend')}/{traj.stats.get('method')}",
+                     "escalations": traj.stats.get("escalations", [])},
+           "dist": dict.fromkeys(QUANTITIES, float("nan")), "final": dict.fromkeys(QUANTITIES, float("nan"))}
+    if not traj.success:
+        return run
+    xw, yw = traj.x[window], traj.y[window]
+    T = np.asarray(manifold.terms(yw))                    # (N, k + 1, m)
+    h = np.einsum("j,njm->nm", e ** np.arange(order + 1), T)
+    dx_phi = np.max(np.abs(xw - T[:, 0]), axis=-1)
+    dx_h = np.max(np.abs(xw - h), axis=-1)
+    dy = np.max(np.abs(yw - red.y[window]), axis=-1)
+    for q, dist in zip(QUANTITIES, (dx_phi, dx_h, dy)):
+        run["dist"][q], run["final"][q] = float(dist.max()), float(dist[-1])
+    scale[0] = max(scale[0], float(np.max(np.abs(traj.x))), float(np.max(np.abs(traj.y))))
+    return run
+
+
+def _verdict(fits, dist, final, eps, floor, expected, order: int, messages: list):
+    """The constants C of d ≈ C ε^p (over the window and at t_end), and each failed rate's message."""
+    constants, final_constants, failures = {}, {}, []
     for q in QUANTITIES:
         f, p = fits[q], expected[q]
         last = np.flatnonzero(f.used)
@@ -397,10 +432,4 @@ def convergence_certificate(system, Ps=DEFAULT_PS, *, order: int = 1, t_span=Non
         if f.dropped:
             messages.append(f"note: {q}: left out P = {[r['P'] for r in f.dropped]} "
                             f"({'; '.join(sorted({r['reason'].split(':')[0] for r in f.dropped}))}).")
-    failed_solves = [m for m in messages if not m.startswith("note:")]
-    messages = failures + failed_solves + [m for m in messages if m.startswith("note:")]
-    return ConvergenceCertificate(
-        system=system.name, order=order, Ps=P_arr, eps=eps, t_span=(t_start, t_end), t0_layer=float(t0_layer),
-        distances=dist, final=final, fits=fits, constants=constants, final_constants=final_constants,
-        slope_tol=slope_tol, floor=floor, passed=not failures and not failed_solves, messages=messages,
-        stats=[runs[P]["stats"] for P in P_arr])
+    return constants, final_constants, failures

@@ -44,6 +44,9 @@ from sp_ode.manifolds.critical_manifold import (
     normal_hyperbolicity,
 )
 from sp_ode.manifolds.newton import is_master, system_kernels
+from sp_ode.markov.stationary import stationary_distribution
+from sp_ode.systems.options import SolveOptions
+from sp_ode.systems.simulation import simulate_checked
 
 __all__ = ["visited_region", "VisitedRegion", "MARGIN"]
 
@@ -147,13 +150,16 @@ def _reduced_path(system, t_span, y0, x_start, ts, phi=None):
     from scipy.integrate import solve_ivp
 
 
-    k = system_kernels(system)
+    master = is_master(system)
+    k = None if master else system_kernels(system)
     g, args = _jit_g(system.g), system.args
     state = {"x": np.asarray(x_start, dtype=np.float64)}
 
     def manifold(y):
         if phi is not None:
             return np.asarray(phi(jnp.asarray(y)), dtype=np.float64).reshape(-1)
+        if master:   # φ = p_st(Q(y)) by GTH (T1): no Newton program to compile for a master equation
+            return stationary_distribution(system.check_generator_at(y))
         x, ok, _ = k["newton"](jnp.asarray(state["x"]), jnp.asarray(y), args)
         x = np.asarray(x)
         if not bool(ok) or np.max(np.abs(x - state["x"])) > 0.5 * (1.0 + np.max(np.abs(state["x"]))):
@@ -172,6 +178,14 @@ def _reduced_path(system, t_span, y0, x_start, ts, phi=None):
     event.terminal = True
 
     out_t, out_y = [ts[0]], [y]
+    if master:
+        # φ = p_st is unique on the simplex (T1): no branch to follow between save times, one solve does
+        sol = solve_ivp(rhs, (ts[0], ts[-1]), y, method="RK45", rtol=1e-8, atol=1e-10, events=event, t_eval=ts)
+        t_out, y_out = list(sol.t), list(sol.y.T)
+        if sol.status == 1:
+            return (np.array(t_out + [float(sol.t_events[0][0])]), np.array(y_out + [sol.y_events[0][0]]),
+                    "hyperbolicity")
+        return np.array(t_out), np.array(y_out), None if sol.success else "branch lost"
     for a, b in zip(ts[:-1], ts[1:]):
         try:
             sol = solve_ivp(rhs, (a, b), y, method="RK45", rtol=1e-8, atol=1e-10, events=event)
@@ -191,7 +205,7 @@ def _reduced_path(system, t_span, y0, x_start, ts, phi=None):
 
 @in_float64
 def visited_region(system, t_span, x0, y0, *, phi=None, x_guess=None, num_times: int = 201,
-                   backend: str = "diffrax", rtol: float = 1e-10, atol: float = 1e-12,
+                   backend: str = "auto", rtol: float = 1e-10, atol: float = 1e-12,
                    margin: float = MARGIN) -> VisitedRegion:
     """Judge normal hyperbolicity of φ on the region the full and reduced trajectories visit (module docstring).
 
@@ -210,22 +224,13 @@ def visited_region(system, t_span, x0, y0, *, phi=None, x_guess=None, num_times:
     -------
     VisitedRegion
     """
-    from sp_ode.systems.simulation import simulate
-
     master = is_master(system)
     x0 = np.asarray(x0, dtype=np.float64).reshape(-1)
     y0 = np.asarray(y0, dtype=np.float64).reshape(-1)
     guess = None if master else (x0 if x_guess is None else np.asarray(x_guess, dtype=np.float64).reshape(-1))
     ts = np.linspace(*t_span, num_times)
-    d = y0.size
     notes: list[str] = []
-    if phi is not None and not master:
-        import jax.numpy as jnp
-
-        x_start = np.asarray(phi(jnp.asarray(y0)), dtype=np.float64).reshape(-1)
-    else:
-        x_start = critical_manifold(system, y0, x_guess=guess)
-
+    x_start = _start_point(system, y0, phi, guess, master)
     mr0 = max_real_part(system, x_start, y0)
     if not mr0 < 0:
         # not attracting where it starts (a repelling or saddle branch): nothing to measure
@@ -233,39 +238,13 @@ def visited_region(system, t_span, x0, y0, *, phi=None, x_guess=None, num_times:
                              f"attracting (largest Re λ of D_x f on the fast fibre {mr0:.3g} ≥ 0); the reduction does "
                              "not hold", notes, y0.copy(), y0.copy(), 0.0, None, float(t_span[0]), "not attracting",
                              -mr0, None, None, y0[None], np.array([mr0]))
-    # the reduced path first (cheap, no compilation): if it reaches a loss of hyperbolicity, stop there
+    # the reduced path first (cheap): if it reaches a loss of hyperbolicity, stop there
     path_t, path_y, stop = _reduced_path(system, t_span, y0, x_start, ts, phi=None if master else phi)
     red = SimpleNamespace(t=path_t, y=path_y, stop=stop)
     if stop is not None:
-        end = path_y[-1] + 0.05 * (path_y[-1] - y0) if np.any(path_y[-1] != y0) else path_y[-1] + 1e-3
-        loss = locate_loss_of_hyperbolicity(system, y0, end, x0=x_start)
-        y_star = np.asarray(loss.y if loss.found else path_y[-1], dtype=np.float64).reshape(-1)
-        kind = loss.kind if loss.found else stop
-        t_star = float(path_t[-1])
-        if d == 1 and loss.found:
-            # the last stretch by quadrature along the branch: t* − t_last = ∫ dy / g(φ(y), y), finite at a fold
-            import jax.numpy as jnp
-
-            gfun = _jit_g(system.g)
-            lo_, hi_ = sorted((float(path_y[-1, 0]), float(y_star[0])))
-            br = loss.branch
-            inside = np.flatnonzero(br.converged & (br.y[:, 0] >= lo_) & (br.y[:, 0] <= hi_))
-            nodes = [(float(path_y[-1, 0]), critical_manifold(system, path_y[-1], x_guess=x_start))]
-            nodes += [(float(br.y[i, 0]), br.x[i]) for i in inside]
-            if np.all(np.isfinite(loss.x)):
-                nodes.append((float(y_star[0]), np.asarray(loss.x)))
-            nodes.sort(key=lambda nd: nd[0])
-            yy = np.array([nd[0] for nd in nodes])
-            rate = np.array([float(np.ravel(gfun(0.0, jnp.asarray(xx), jnp.asarray([yv]), system.args))[0])
-                             for yv, xx in nodes])
-            if len(yy) >= 2 and np.all(np.isfinite(rate)) and np.all(rate != 0):
-                t_star += abs(float(np.trapezoid(1.0 / np.abs(rate), yy)))
-        mr = loss.max_real[np.isfinite(loss.max_real)]
-        return VisitedRegion("FAIL", True, _loss_text(kind, y_star, t_star), notes, path_y.min(axis=0),
-                             path_y.max(axis=0), 0.0, y_star, t_star, kind,
-                             float(-mr.max()) if mr.size else float("nan"), red, None,
-                             loss.branch.y[np.isfinite(loss.max_real)], mr)
-    full = simulate(system, t_span, x0, y0, backend=backend, rtol=rtol, atol=atol, ts=ts, throw=False)
+        return _reached_on_the_reduced_path(system, y0, x_start, red, notes)
+    options = SolveOptions.checked(backend, None, rtol, atol)
+    full = simulate_checked(system, (float(t_span[0]), float(t_span[1])), x0, y0, ts=ts, options=options)
     paths = [(path_t, path_y), (full.t, full.y)]
     pts = np.concatenate([y[np.all(np.isfinite(y), axis=1)] for _, y in paths] + [y0[None]])
     lower, upper = pts.min(axis=0), pts.max(axis=0)
@@ -277,68 +256,128 @@ def visited_region(system, t_span, x0, y0, *, phi=None, x_guess=None, num_times:
         return VisitedRegion(status, reached, message, notes, lower, upper, width, y_star, t_star, kind, weakest,
                              red, full, ys, mr)
 
-    if d == 1:
-        L = float(upper[0] - lower[0])
-        width = margin * L
-        weakest, profile_y, profile_mr = np.inf, [], []
-        box = _domain(system)
-        for end in (lower[0] - width, upper[0] + width):
-            if abs(end - y0[0]) <= 1e-12 * max(1.0, abs(y0[0])):
-                continue
-            if box is not None:
-                end = float(np.clip(end, box[0][0], box[1][0]))
-                if end == y0[0]:
-                    continue
-            loss = locate_loss_of_hyperbolicity(system, y0[0], end, x0=x_start)
-            ok = np.isfinite(loss.max_real)
-            profile_y.append(loss.branch.y[ok])
-            profile_mr.append(loss.max_real[ok])
-            if loss.found:
-                y_star = np.asarray(loss.y).reshape(-1)
-                inside = lower[0] <= y_star[0] <= upper[0]
-                t_star = _first_crossing(red.t, red.y[:, 0], y_star[0])
-                if t_star is None:
-                    t_star = _first_crossing(full.t, full.y[:, 0], y_star[0])
-                ys_all = np.concatenate(profile_y)[:, None]
-                mr_all = np.concatenate(profile_mr)
-                if inside:
-                    return result("FAIL", True, _loss_text(loss.kind, y_star, t_star), y_star, t_star, loss.kind,
-                                  float(-np.nanmax(mr_all)), ys_all, mr_all, width)
-                gap = min(abs(y_star[0] - lower[0]), abs(y_star[0] - upper[0]))
-                return result("FAIL", False,
-                              f"normal hyperbolicity: the critical manifold loses normal hyperbolicity "
-                              f"({loss.kind}) at y* = {y_star[0]:.6g}, within the {margin:.0%} margin of the "
-                              f"visited range [{lower[0]:.4g}, {upper[0]:.4g}] (distance {gap:.3g}); the "
-                              "rates cannot be uniform so close to it",
-                              y_star, None, loss.kind, float(-np.nanmax(mr_all)), ys_all, mr_all, width)
-            if not loss.found and loss.bracket is not None:
-                notes.append(f"continuation toward y = {end:.4g}: {loss.message}")
-            if ok.any():
-                weakest = min(weakest, float(-np.max(loss.max_real[ok])))
-            # a note on what lies beyond the margin
-            far = end + _BEYOND * (end - y0[0]) if L > 0 else end
-            if box is not None:
-                far = float(np.clip(far, box[0][0], box[1][0]))
-            if far != end and loss.branch.status == 0:
-                beyond = locate_loss_of_hyperbolicity(system, end, far, x0=loss.branch.x[-1])
-                if beyond.found:
-                    ystar = float(np.ravel(beyond.y)[0])
-                    notes.append(f"{beyond.kind} at y = {ystar:.6g}, outside the visited range "
-                                 f"[{lower[0]:.4g}, {upper[0]:.4g}] plus margin: not reached (a note, not a failure)")
-        ys_all = np.concatenate(profile_y)[:, None] if profile_y else y0[None]
-        mr_all = np.concatenate(profile_mr) if profile_mr else np.array([normal_hyperbolicity(
-            system, None if master else critical_manifold(system, y0, x_guess=x_start), y0).max_real])
-        if not np.isfinite(weakest):
-            weakest = float(-np.nanmax(mr_all))
-        if not weakest > 0:
-            return result("FAIL", False, f"normal hyperbolicity: the branch through φ(y0) is not attracting on the "
-                          f"visited range (largest Re λ of D_x f on the fast fibre {-weakest:.3g} ≥ 0)",
-                          weakest=weakest, ys=ys_all, mr=mr_all, width=width)
-        return result("ok", False, f"attracting on the visited range [{lower[0]:.4g}, {upper[0]:.4g}] ± "
-                      f"{width:.2g} (weakest rate of attraction −max Re λ = {weakest:.4g})",
-                      weakest=weakest, ys=ys_all, mr=mr_all, width=width)
+    if y0.size == 1:
+        return _judge_interval(system, y0, x_start, lower, upper, margin, red, full, notes, master, result)
+    return _judge_paths(system, paths, x_start, result)
 
-    # d > 1: follow the branch along each path in time order
+
+# --- the stages of visited_region -------------------------------------------------------------
+
+def _start_point(system, y0, phi, guess, master: bool) -> np.ndarray:
+    """φ(y0): the closed form when given (general system), else p_st or Newton from `guess`."""
+    if phi is not None and not master:
+        import jax.numpy as jnp
+
+        return np.asarray(phi(jnp.asarray(y0)), dtype=np.float64).reshape(-1)
+    if master:   # p_st(Q(y0)) by GTH: no program to compile for one point
+        return stationary_distribution(system.check_generator_at(y0))
+    return critical_manifold(system, y0, x_guess=guess)
+
+
+def _reached_on_the_reduced_path(system, y0, x_start, red, notes) -> VisitedRegion:
+    """The reduced path stopped at a loss of hyperbolicity: locate it (y*, and t* by quadrature along the
+    branch for d = 1) and fail at once."""
+    path_t, path_y, stop = red.t, red.y, red.stop
+    d = y0.size
+    end = path_y[-1] + 0.05 * (path_y[-1] - y0) if np.any(path_y[-1] != y0) else path_y[-1] + 1e-3
+    loss = locate_loss_of_hyperbolicity(system, y0, end, x0=x_start)
+    y_star = np.asarray(loss.y if loss.found else path_y[-1], dtype=np.float64).reshape(-1)
+    kind = loss.kind if loss.found else stop
+    t_star = float(path_t[-1])
+    if d == 1 and loss.found:
+        # the last stretch by quadrature along the branch: t* − t_last = ∫ dy / g(φ(y), y), finite at a fold
+        import jax.numpy as jnp
+
+        gfun = _jit_g(system.g)
+        lo_, hi_ = sorted((float(path_y[-1, 0]), float(y_star[0])))
+        br = loss.branch
+        inside = np.flatnonzero(br.converged & (br.y[:, 0] >= lo_) & (br.y[:, 0] <= hi_))
+        nodes = [(float(path_y[-1, 0]), critical_manifold(system, path_y[-1], x_guess=x_start))]
+        nodes += [(float(br.y[i, 0]), br.x[i]) for i in inside]
+        if np.all(np.isfinite(loss.x)):
+            nodes.append((float(y_star[0]), np.asarray(loss.x)))
+        nodes.sort(key=lambda nd: nd[0])
+        yy = np.array([nd[0] for nd in nodes])
+        rate = np.array([float(np.ravel(gfun(0.0, jnp.asarray(xx), jnp.asarray([yv]), system.args))[0])
+                         for yv, xx in nodes])
+        if len(yy) >= 2 and np.all(np.isfinite(rate)) and np.all(rate != 0):
+            t_star += abs(float(np.trapezoid(1.0 / np.abs(rate), yy)))
+    mr = loss.max_real[np.isfinite(loss.max_real)]
+    return VisitedRegion("FAIL", True, _loss_text(kind, y_star, t_star), notes, path_y.min(axis=0),
+                         path_y.max(axis=0), 0.0, y_star, t_star, kind,
+                         float(-mr.max()) if mr.size else float("nan"), red, None,
+                         loss.branch.y[np.isfinite(loss.max_real)], mr)
+
+
+def _judge_interval(system, y0, x_start, lower, upper, margin, red, full, notes, master, result) -> VisitedRegion:
+    """d = 1: continue the branch from y0 to both ends of the visited range plus the margin; a fold or gap
+    closing inside fails, within the margin fails, beyond it is a note."""
+    L = float(upper[0] - lower[0])
+    width = margin * L
+    weakest, profile_y, profile_mr = np.inf, [], []
+    box = _domain(system)
+    for end in (lower[0] - width, upper[0] + width):
+        if abs(end - y0[0]) <= 1e-12 * max(1.0, abs(y0[0])):
+            continue
+        if box is not None:
+            end = float(np.clip(end, box[0][0], box[1][0]))
+            if end == y0[0]:
+                continue
+        loss = locate_loss_of_hyperbolicity(system, y0[0], end, x0=x_start)
+        ok = np.isfinite(loss.max_real)
+        profile_y.append(loss.branch.y[ok])
+        profile_mr.append(loss.max_real[ok])
+        if loss.found:
+            y_star = np.asarray(loss.y).reshape(-1)
+            inside = lower[0] <= y_star[0] <= upper[0]
+            t_star = _first_crossing(red.t, red.y[:, 0], y_star[0])
+            if t_star is None:
+                t_star = _first_crossing(full.t, full.y[:, 0], y_star[0])
+            ys_all = np.concatenate(profile_y)[:, None]
+            mr_all = np.concatenate(profile_mr)
+            if inside:
+                return result("FAIL", True, _loss_text(loss.kind, y_star, t_star), y_star, t_star, loss.kind,
+                              float(-np.nanmax(mr_all)), ys_all, mr_all, width)
+            gap = min(abs(y_star[0] - lower[0]), abs(y_star[0] - upper[0]))
+            return result("FAIL", False,
+                          f"normal hyperbolicity: the critical manifold loses normal hyperbolicity "
+                          f"({loss.kind}) at y* = {y_star[0]:.6g}, within the {margin:.0%} margin of the "
+                          f"visited range [{lower[0]:.4g}, {upper[0]:.4g}] (distance {gap:.3g}); the "
+                          "rates cannot be uniform so close to it",
+                          y_star, None, loss.kind, float(-np.nanmax(mr_all)), ys_all, mr_all, width)
+        if not loss.found and loss.bracket is not None:
+            notes.append(f"continuation toward y = {end:.4g}: {loss.message}")
+        if ok.any():
+            weakest = min(weakest, float(-np.max(loss.max_real[ok])))
+        # a note on what lies beyond the margin
+        far = end + _BEYOND * (end - y0[0]) if L > 0 else end
+        if box is not None:
+            far = float(np.clip(far, box[0][0], box[1][0]))
+        if far != end and loss.branch.status == 0:
+            beyond = locate_loss_of_hyperbolicity(system, end, far, x0=loss.branch.x[-1])
+            if beyond.found:
+                ystar = float(np.ravel(beyond.y)[0])
+                notes.append(f"{beyond.kind} at y = {ystar:.6g}, outside the visited range "
+                             f"[{lower[0]:.4g}, {upper[0]:.4g}] plus margin: not reached (a note, not a failure)")
+    ys_all = np.concatenate(profile_y)[:, None] if profile_y else y0[None]
+    mr_all = np.concatenate(profile_mr) if profile_mr else np.array([normal_hyperbolicity(
+        system, None if master else critical_manifold(system, y0, x_guess=x_start), y0).max_real])
+    if not np.isfinite(weakest):
+        weakest = float(-np.nanmax(mr_all))
+    if not weakest > 0:
+        return result("FAIL", False, f"normal hyperbolicity: the branch through φ(y0) is not attracting on the "
+                      f"visited range (largest Re λ of D_x f on the fast fibre {-weakest:.3g} ≥ 0)",
+                      weakest=weakest, ys=ys_all, mr=mr_all, width=width)
+    return result("ok", False, f"attracting on the visited range [{lower[0]:.4g}, {upper[0]:.4g}] ± "
+                  f"{width:.2g} (weakest rate of attraction −max Re λ = {weakest:.4g})",
+                  weakest=weakest, ys=ys_all, mr=mr_all, width=width)
+
+
+
+def _judge_paths(system, paths, x_start, result) -> VisitedRegion:
+    """d > 1: follow the branch along each path in time order; the first point where it is lost or stops
+    attracting fails, located between the last good save time and that one."""
+    d = paths[0][1].shape[1]
     weakest = np.inf
     all_y, all_mr = [], []
     for t, y in paths:

@@ -59,7 +59,7 @@ SMOKE_NUM = 9
 NETWORK_T_SPAN = (0.0, 2.0)   # a catalogue network's default time span (slow clock)
 NETWORK_EPS = 1e-2            # a catalogue network's ε (the corrected path of step 1)
 CHECKS = ("hyperbolicity", "identity", "certificate")
-BACKENDS = ("diffrax", "scipy")
+BACKENDS = ("auto", "diffrax", "scipy")
 
 
 # --- the report -----------------------------------------------------------------------------------------
@@ -272,7 +272,7 @@ def identity_grid(case: Case, region, num: int) -> np.ndarray:
 
 # --- the verdict ----------------------------------------------------------------------------------------
 
-def verify(system, *, t_span=None, x0=None, y0=None, phi=None, Ps=None, order: int = 1, backend: str = "diffrax",
+def verify(system, *, t_span=None, x0=None, y0=None, phi=None, Ps=None, order: int = 1, backend: str = "auto",
            num: int | None = None, smoke: bool = False, out=None, overwrite: bool = False,
            show_progress: bool = False, description: str | None = None) -> VerifyReport:
     """Verify the reduction of `system` where it actually goes (module docstring).
@@ -288,7 +288,7 @@ def verify(system, *, t_span=None, x0=None, y0=None, phi=None, Ps=None, order: i
     Ps : sequence of int, optional — block sizes P (ε = 1/P) of the certificate, at least 4
         (networks: at least 5); default 4, 8, …, 4096 (networks: ε = 10^-1.5 … 10^-3.5).
     order : int — k of the slow manifold h_ε (default 1).
-    backend : {"diffrax", "scipy"} — the integrator of the full solves.
+    backend : {"auto", "diffrax", "scipy"} — the integrator of the full solves (`sp_ode.simulate`).
     num : int, optional — grid points in y of the identity check (default 41; networks 5).
     smoke : bool — a small, fast version (6 values of P, 9 grid points, smaller network projections
         are the caller's choice).

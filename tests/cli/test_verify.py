@@ -165,3 +165,15 @@ def test_a_grid_too_large_for_memory_is_refused_before_any_work(tmp_path, capsys
     err = capsys.readouterr().err.strip()
     assert err.startswith("sp-ode verify: error: the identity check on 1000000000000 grid points") and "\n" not in err
     assert "needs an estimated" in err and "--num" in err
+
+
+def test_fitzhugh_nagumo_passes_down_to_p_4096(tmp_path, capsys):
+    # The full solve at P = 4096 (ε = 2.4e-4) ran out of its 50 000 steps at t = 15.8 on the old default route
+    # and failed the whole certificate; now every point is solved and the rates are measured
+    rc = main(["verify", "--system", "fitzhugh_nagumo", "--Ps", "512", "1024", "2048", "4096", "--num", "9",
+               "--json", "--out", str(tmp_path)])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["passed"], out["failure"]
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert all(s["status"] == 0 for s in report["certificate"]["solver_stats"])
+    assert 4096 in report["certificate"]["Ps"]

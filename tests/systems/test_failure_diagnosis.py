@@ -42,9 +42,12 @@ def test_nan_from_f_is_named_not_blamed_on_the_step_budget(backend):
 
 
 def test_a_true_step_budget_failure_keeps_its_advice():
-    # Negative control: nothing is wrong with f; the budget is just too small.
-    traj = simulate(SQRT, (0.0, 0.1), [1.0], [1.0], max_steps=3, throw=False)
+    # Negative control: nothing is wrong with f; the budget is just too small (a hard limit: no escalation) ...
+    traj = simulate(SQRT, (0.0, 0.1), [1.0], [1.0], max_steps=3, throw=False, escalate=False)
     assert traj.status == 1 and "raise max_steps" in traj.message
+    # ... and by default the budget grows instead: the answer comes back, the escalation recorded
+    grown = simulate(SQRT, (0.0, 0.1), [1.0], [1.0], max_steps=3, throw=False)
+    assert grown.success and grown.stats["escalations"][0]["reason"].startswith("The maximum number")
 
 
 def _huge_f(t, x, y, args):

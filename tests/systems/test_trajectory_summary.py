@@ -68,7 +68,7 @@ def test_simulated_trajectory_and_batch():
     ts = np.linspace(0.0, 2.0, 5)
     traj = sp_ode.simulate(toy, (0.0, 2.0), [0.0], [1.0], ts=ts)
     text = repr(traj)
-    assert "diffrax/Kvaerno5, success" in text and "5 saved times" in text
+    assert "scipy/LSODA, success" in text and "5 saved times" in text   # the auto route of one small solve
     assert f"{traj.stats['num_steps']} accepted" in text
     assert f"y(t=2) = [{traj.y[-1, 0]:.6f}" in text
     batch = sp_ode.simulate(toy, (0.0, 2.0), [0.0], [[1.0], [0.5], [0.25]])
@@ -85,7 +85,7 @@ def test_reduced_trajectory_has_the_same_summary_and_its_name():
     red = sp_ode.simulate_reduced(toy, (0.0, 2.0), [1.0], ts=np.linspace(0.0, 2.0, 3))
     text = repr(red)
     assert isinstance(red, Trajectory)
-    assert text.startswith("Trajectory(toy/reduced, diffrax/Kvaerno5, success)")
+    assert text.startswith("Trajectory(toy/reduced, scipy/LSODA, success)")
     # reduced flow y' = −y² from y = 1: y(2) = 1/3 (docs/theory.md §6)
     assert "y(t=2) = [0.333333]" in text
 
