@@ -7,7 +7,9 @@ Every route costs its compilation plus its solves.  With N points in chunks of B
   registry), t_F its solve time per point.  Its answers are kept — pricing costs nothing extra.
 * **reduced k** (the pair [y_k, y_{k+1}] that is the path and its estimate): C_R(k) + |S_k|·t_R(k).
   C_R(k) is known when compiled before in this process, else predicted as C_F·``COMPILE_RATIO[k]``
-  (the ratios measured on this machine, `bench/bench_sweep.py --calibrate`, docs/bench/sweep.md);
+  (ratios measured on this machine, docs/bench/sweep.md: Michaelis–Menten, whose terms come from the
+  series, 6×, 24× and 150× for k = 0, 1, 2; the 20-state ring, closed form for k ≤ 1, 1.5–2× for k = 0;
+  the larger, so a prediction errs towards not compiling);
   each Dask worker compiles too, so it is multiplied by the number of processes that will.
   t_R(k) and S_k come from a **probe**: the pair solved at ``PROBE`` points of the remaining ones
   (at their ε quantiles), padded to the chunks' stack size.
@@ -39,8 +41,8 @@ from sp_ode.sweeps._reasons import Reason
 
 PROBE = 8
 MARGIN = 2.0
-# compilation of the pair [y_k, y_{k+1}] relative to the full route's (f and its Jacobian), measured
-# on Michaelis–Menten and the 20-state ring (docs/bench/sweep.md): the order-2 terms nest derivatives
+# compilation of the pair [y_k, y_{k+1}] relative to the full route's (f and its Jacobian): the larger of the
+# ratios measured on Michaelis–Menten and the 20-state ring (module docstring); the order-2 terms nest derivatives
 COMPILE_RATIO = {0: 6.0, 1: 24.0, 2: 150.0, 3: 600.0, 4: 2000.0}
 
 

@@ -50,9 +50,10 @@ FULL_TOL_FACTOR = 1e-2
 FULL_GLOBAL_FACTOR = 10.0
 REFERENCE_TOL_FACTOR = 1e-3      # BDF at 1e-9 for tol 1e-6: within 5e-10 of Radau at 1e-13 (cascade, n = 64)
 ATOL_OF_X = 1e-4          # atol of the fast components relative to rtol: probabilities are ≪ 1
-TABLE_TOL = 1e-12
+TABLE_TOL = 1e-12        # the floor of a table's tolerance; a sweep asks REDUCED_TOL_FACTOR·tol (`table_tol`)
 MAX_NODES = 257
 MAX_REBUILDS = 4
+FULL_NODES_BOUND = 2     # a full sparse solve costs at least this many table nodes (a lower bound, decide)
 
 
 # --- input ---------------------------------------------------------------------------------------
@@ -283,6 +284,12 @@ def build_table(system: NetworkSystem, interval, *, tol: float = TABLE_TOL, max_
     return Table(a, b, np.concatenate([coef, cw], axis=1), K, stats)
 
 
+def table_tol(plan) -> float:
+    """The change at new nodes a sweep's tables stop at: the reduced solves' own tolerance, 1e-3·tol (relative
+    to max(1, |m|)), never below ``TABLE_TOL``: a finer table than the paths' solver cannot show."""
+    return max(TABLE_TOL, REDUCED_TOL_FACTOR * plan.tol)
+
+
 def _coarse_range(plan: NetworkPlan, system: NetworkSystem, y0s: np.ndarray, params: dict | None) -> tuple:
     """A padded interval covering coarse order-0 paths (RK23, rtol 1e-3) from the extreme y0 of a group."""
     ws = system.stationary_solver()
@@ -342,7 +349,7 @@ def _table_for(plan: NetworkPlan, key, system, y0s, params, stats) -> Table:
     table = plan.tables.get(key)
     if table is None:
         start = time.perf_counter()
-        table = build_table(system, _coarse_range(plan, system, y0s, params))
+        table = build_table(system, _coarse_range(plan, system, y0s, params), tol=table_tol(plan))
         stats["tables"] = stats.get("tables", 0) + 1
         stats["table_seconds"] = stats.get("table_seconds", 0.0) + time.perf_counter() - start
     return table
@@ -361,7 +368,7 @@ def solve_on_table(plan, key, system, y0, eps, params, stats):
         if lo > 0:       # rates are usually valid for y of one sign: never across 0
             interval = (max(interval[0], 0.5 * lo), interval[1])
         start = time.perf_counter()
-        table = build_table(system, interval)
+        table = build_table(system, interval, tol=table_tol(plan))
         stats["tables"] = stats.get("tables", 0) + 1
         stats["table_seconds"] = stats.get("table_seconds", 0.0) + time.perf_counter() - start
     return table, None
@@ -437,19 +444,30 @@ def decide(plan: NetworkPlan, first, values: dict, x0, y0: np.ndarray, remaining
         dec.seconds = time.perf_counter() - start
         return dec
     plan.tables[key] = table
-    t0 = time.perf_counter()
-    full_solve(plan, system, y0[i_med], float(eps[i_med]), FULL_TOL_FACTOR)
-    dec.t_full = time.perf_counter() - t0
     sizes = np.array([len(v) for v in groups.values()])
     cost_table = (0.0 if not rate else dec.t_table * (len(groups) - 1)) + N * dec.t_path   # this table is paid
-    cost_full = N * dec.t_full
+    # a full stiff solve factorises its (n + d)-Jacobian more than twice: at least 2 table nodes' worth (each
+    # node one factorisation of the pinned system and 4 solves) — when even that loses, do not run one to see
+    node = table.stats["seconds"] / (2 * table.stats["nodes"])
+    if cost_table < N * FULL_NODES_BOUND * node:
+        dec.t_full = math.nan
+        cost_full = N * FULL_NODES_BOUND * node
+        dec.notes.append(f"a full sparse solve costs at least {FULL_NODES_BOUND} table nodes ({cost_full / N:.3g} s "
+                         "per point): not probed")
+    else:
+        t0 = time.perf_counter()
+        full_solve(plan, system, y0[i_med], float(eps[i_med]), FULL_TOL_FACTOR)
+        dec.t_full = time.perf_counter() - t0
+        cost_full = N * dec.t_full
     dec.table = bool(cost_table < cost_full)
     kind = (f"one table for every point ({'ε' if not plan.slow_names() else 'ε and slow parameters'} swept)"
             if not rate else f"one table per group of equal rate constants ({len(groups)} groups, "
                               f"{sizes.mean():.3g} points each)")
-    dec.notes.append(f"{kind}: a table {dec.t_table:.3g} s ({table.stats['nodes']} nodes), paths "
-                     f"{dec.t_path:.3g} s per point; full sparse solve {dec.t_full:.3g} s per point → predicted "
-                     f"{cost_table:.3g} s against {cost_full:.3g} s all full")
+    full_text = (f"full sparse solve {dec.t_full:.3g} s per point" if math.isfinite(dec.t_full)
+                 else "full sparse solve ≥ its bound")
+    dec.notes.insert(0, f"{kind}: a table {dec.t_table:.3g} s ({table.stats['nodes']} nodes), paths "
+                        f"{dec.t_path:.3g} s per point; {full_text} → predicted {cost_table:.3g} s against "
+                        f"{'≥ ' if not math.isfinite(dec.t_full) else ''}{cost_full:.3g} s all full")
     dec.rest = int(Reason.FULL_DEARER)
     dec.seconds = time.perf_counter() - start
     return dec

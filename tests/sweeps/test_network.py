@@ -64,7 +64,7 @@ def test_the_order_two_table_term_is_the_next_term(system):
     ref = _radau(system, 0.2, eps)[:, 0]
     e1, e2 = np.abs(Y[1, 0] - ref).max(), np.abs(Y[2, 0] - ref).max()
     assert e1 > 1e-8 and e2 < e1 / 20
-    assert table.stats["error_estimate"] <= _network.TABLE_TOL
+    assert table.stats["error_estimate"] <= _network.table_tol(plan) == 1e-3 * TOL
 
 
 def test_rate_constant_sweep_is_routed_and_meets_tol(system):
