@@ -50,8 +50,10 @@ def test_eps_and_slow_parameter_sweep_uses_one_table_and_meets_tol(system):
     for i in (0, n - 1):
         ref = _radau(system, 0.2, float(params["eps"][i]), r=float(params["r"][i]))
         assert np.max(np.abs(ref - r.y[i])) <= TOL
-    big = r.true_error > 1e-2 * TOL
+    big = (r.path_first >= 0) & (r.true_error > 1e-2 * TOL)
     assert big.sum() >= 3 and np.all((r.ratio[big] > 0.5) & (r.ratio[big] < 2.0))
+    full = r.path_first == PATH_FULL
+    assert np.all(r.true_error[full] <= r.estimate[full])        # the full route's estimate holds too
     assert r.reasons()["reduced1"] == {TEXT[Reason.REDUCED_OK]: int(np.sum(r.path == 1))}
 
 
