@@ -1,87 +1,146 @@
-"""Parameter sweep (issue 16): `sp_ode.sweep` against vmap of full Kvaerno5 and a scipy loop.
+"""Sweeps that count their own cost: `sp_ode.sweep` beside its baselines, each in a fresh process.
 
-N parameter points with ε log-uniform in [1e-6, 1e-2] and a second parameter uniform
-over a range where the manifold attracts (κ ∈ [0.5, 2] for Michaelis–Menten, the
-coupling c ∈ [0.5, 2] for `me20`, the 20-state ring master equation), x0 on the
-first-order slow manifold h⁽¹⁾(y0) (T3, docs/theory.md §3.3), y at 4 save times in
-[0, 2], tol = 1e-6 on y.
+Cases: a system (``mm`` Michaelis–Menten, ``me20`` the 20-state ring master equation, ``me6`` the
+6-state birth–death ladder of bench/bench_first_answer.py), N points, and an ε range — ``all``:
+ε log-uniform in [1e-6, 1e-2], ``small``: in [1e-6, 1e-5] — with a second parameter uniform in
+[0.5, 2] (κ, c, c), x0 = h⁽¹⁾(y0) per point (the sweep's own ``x0="manifold"`` start, computed
+here once and handed to every contender), y at t = 0.5, 1, 1.5, 2, tol = 1e-6 on y.
 
-**Equal accuracy.**  A tight reference (scipy Radau, rtol 1e-12, atol 1e-14, one
-point at a time) on ``--ref-count`` random points.  The sweep's max error there is
-measured; the full vmapped Kvaerno5 solve and each scipy method (LSODA, BDF, Radau) run at
-the loosest rtol on the ladder 1e-6 … 1e-10 (atol = 1e-2·rtol) whose max error on the
-same points is ≤ tol.  Per-point ε in one vmapped full solve needs ε as data per lane:
-f(x, y, p)/ε with ε in ``args`` (a system built here, as a user would).
+**Contenders**, each a fresh Python process (``python -c``) whose wall time from its start to its
+exit is measured here; each also reports its *work* — everything after ``import sp_ode`` and the
+model's construction, compilation included:
 
-Times: the sweep (best of ``--repeat``, compiled before), the vmapped full solve on all
-N, the scipy loop on ``--scipy-subset`` points extrapolated ×N/k (said so).  With
-``--dask``: the same sweep on a `LocalCluster` of 1 and of 2 single-threaded worker
-processes (workers warmed by one sweep first), and the Dask overhead per task,
-(t_dask(1 worker) − t_in_process)/tasks, for several chunk sizes.
+* ``sweep``: ``sp_ode.sweep(...)`` with its defaults (cost model, 1 % validated);
+* ``sweep_full``: the same with ``route="full"`` (its own all-full route: stacked LSODA), for reference;
+* ``vmap``: all-full vmapped Kvaerno5, one ``sp_ode.simulate`` of the whole batch with ε as data;
+* ``scipy_<M>``: a loop of ``sp_ode.simulate(..., backend="scipy", method=M)`` over the points, M ∈
+  {LSODA, BDF, Radau};
+* ``numpy_LSODA``: the model written in NumPy and ``scipy.integrate.solve_ivp(method="LSODA")`` in a
+  loop — what a scipy user writes, no JAX at all.
 
-    python bench/bench_sweep.py --system mm --n 1000 --dask --json --out docs/bench/sweep_mm.json
+With ``--extrapolate-above`` points or more, the loops run on ``--subset`` points and are
+extrapolated: total = measured − loop + loop × N/subset (said so in the record); vmapped Kvaerno5
+above ``--vmap-cap`` lanes the same way, linearly in the lanes past its compilation.
+
+**Equal accuracy.**  A tight reference (scipy Radau, rtol 1e-12, atol 1e-14, point by point) on
+``--ref-count`` random points; each baseline runs at the loosest rtol of 1e-6 … 1e-10 (atol =
+1e-2·rtol) whose max error there is ≤ tol, chosen here before any timing; the sweep's own max
+error on the same points is printed beside it.  Targets: sweep ≤ 1.5× the faster of
+(vmap, fastest scipy loop) — compared on the *work* seconds (the common import is the same for
+all, its seconds are printed too); for the ``small`` range, faster than both; validation ≤ 20 % of the sweep.
+
+    python bench/bench_sweep.py --systems mm,me20,me6 --n 60 --out docs/bench/sweep_n60.json
+    python bench/bench_sweep.py --systems mm,me20 --n 10000 --out docs/bench/sweep_n1e4.json
     python bench/bench_sweep.py --smoke          # tiny, run by the tests
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
+import subprocess
 import sys
+import tempfile
+import textwrap
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(BENCH))
 
-from sp_ode.core.cpu_pool import cores_before_pinning, pin_to_one_core  # noqa: E402
-from sp_ode.sweeps._dask import pin_workers  # noqa: E402
-
-# one core, before the first JAX computation: jaxlib 0.10.2's batched LAPACK kernels can deadlock
-# a multi-threaded XLA pool (sp_ode/core/cpu_pool.py); the Dask workers below get a core each
-PINNED_CORE = pin_to_one_core(0)
-
-import jax  # noqa: E402
 import numpy as np  # noqa: E402
-from _equal_accuracy import loosest_rtol  # noqa: E402
-
-import sp_ode  # noqa: E402
-from sp_ode.core.files import dumps, write_json  # noqa: E402
-from sp_ode.systems.catalogue import master_equation_entry  # noqa: E402
 
 TS = np.array([0.5, 1.0, 1.5, 2.0])
 TOL = 1e-6
 LADDER = (1e-6, 1e-7, 1e-8, 1e-9, 1e-10)
+RANGES = {"all": (1e-6, 1e-2), "small": (1e-6, 1e-5)}
+PARAM = {"mm": "kappa", "me20": "c", "me6": "c"}
 
 
 def log(*a):
     print(*a, file=sys.stderr, flush=True)
 
 
+# --- the models (importable by the children: no JAX work at import) ----------------------------------
+
+ME6 = textwrap.dedent('''
+    import jax.numpy as jnp
+    import numpy as np
+    N = 6
+    W = np.linspace(0.0, 1.0, N)
+    UP = np.arange(N - 1); DOWN = np.arange(1, N)
+    def Q_of_y(y):
+        lam = 2.0 * jnp.exp(y[0]); mu = 1.0 + 0.5 * np.arange(1, N)
+        R = jnp.zeros((N, N)).at[UP, UP + 1].set(lam).at[DOWN, DOWN - 1].set(mu)
+        return R - jnp.diag(R.sum(axis=1))
+    def g(t, x, y, args):
+        return jnp.array([args["c"] * (jnp.dot(W, x) - y[0])])
+''')
+
+
 def build(name: str):
-    """(system, swept name, y0) for "mm" or "me20"."""
+    """(system, swept name, y0) — the model as sp_ode sees it."""
+    import sp_ode
+    from sp_ode.systems.catalogue import master_equation_entry
+
     if name == "mm":
-        e = sp_ode.get_system("michaelis_menten")
-        return e.system, "kappa", np.array([1.0])
-    e = master_equation_entry("ring20", "me20")
-    return e.system, "c", np.array([0.5])
+        return sp_ode.get_system("michaelis_menten").system, "kappa", np.array([1.0])
+    if name == "me20":
+        return master_equation_entry("ring20", "me20").system, "c", np.array([0.5])
+    namespace: dict = {}
+    exec(compile(ME6, "me6_model", "exec"), namespace)   # the bench's own model text, as in bench_first_answer
+    system = sp_ode.MasterEquationSystem(namespace["Q_of_y"], namespace["g"], eps=1e-4, n=6, d=1,
+                                         args={"c": 1.0}, name="me6")
+    return system, "c", np.array([0.2])
 
 
-def first_order_x0(system, eps, values, name, y0):
-    """h⁽¹⁾(y0) = φ + εh₁ per point (closed form T3 for a master equation, else the series)."""
-    method = "closed_form" if isinstance(system, sp_ode.MasterEquationSystem) else "series"
-    out = []
-    for e, v in zip(eps, values):
-        s = system.with_eps(float(e)).with_args({**system.args, name: np.asarray(v)})
-        out.append(sp_ode.slow_manifold(s, order=1, method=method)(y0))
-    return np.array(out)
+def numpy_model(name: str, system):
+    """rhs(t, z, eps, value) of the same model in NumPy (what a scipy user writes)."""
+    if name == "mm":
+        lam = float(system.args["lam"])
+
+        def rhs(t, z, eps, kappa):
+            x, y = z
+            return np.array([(y - (y + kappa) * x) / eps, -y + (y + kappa - lam) * x])
+        return rhs
+    if name == "me20":
+        n = 20
+        ang = 2 * np.pi * np.arange(n) / n
+        fwd0, bwd0 = 1.0 + 0.5 * np.sin(ang), 1.0 + 0.5 * np.cos(ang)
+        w = np.asarray(system.args["w"], dtype=np.float64)
+        i = np.arange(n)
+
+        def rhs(t, z, eps, c):
+            x, y = z[:n], z[n]
+            R = np.zeros((n, n))
+            R[i, (i + 1) % n] = np.exp(y) * fwd0
+            R[i, (i - 1) % n] += bwd0
+            Q = R - np.diag(R.sum(axis=1))
+            return np.concatenate([Q.T @ x / eps, [c * (w @ x - y)]])
+        return rhs
+    n = 6
+    W, up, down = np.linspace(0.0, 1.0, n), np.arange(n - 1), np.arange(1, n)
+
+    def rhs(t, z, eps, c):
+        x, y = z[:n], z[n]
+        R = np.zeros((n, n))
+        R[up, up + 1] = 2.0 * np.exp(y)
+        R[down, down - 1] = 1.0 + 0.5 * np.arange(1, n)
+        Q = R - np.diag(R.sum(axis=1))
+        return np.concatenate([Q.T @ x / eps, [c * (W @ x - y)]])
+    return rhs
 
 
-_LIFT = {}
+_LIFT: dict = {}
 
 
 def lifted(system):
     """ε moved into args, so one vmapped Kvaerno5 solve carries a different ε per lane."""
+    import sp_ode
+
     if system not in _LIFT:
         f, g = system.f, system.g
         _LIFT[system] = sp_ode.FastSlowSystem(lambda t, x, y, a: f(t, x, y, a["p"]) / a["eps"],
@@ -92,254 +151,267 @@ def lifted(system):
 
 def lane_args(system, eps, values, name):
     n = eps.size
-    p = {k: np.broadcast_to(np.asarray(v), (n,) + np.shape(v)).copy() for k, v in system.args.items()}
+    p = {k: np.broadcast_to(np.asarray(v, dtype=np.float64), (n,) + np.shape(v)).copy()
+         for k, v in system.args.items()}
     p[name] = np.asarray(values, dtype=np.float64)
     return {"eps": np.asarray(eps, dtype=np.float64), "p": p}
 
 
 def one_system(system, e, v, name):
-    return system.with_eps(float(e)).with_args({**system.args, name: np.asarray(v)})
+    return system.with_eps(float(e)).with_args({**system.args, name: np.asarray(v, dtype=np.float64)})
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--system", choices=("mm", "me20"), default="mm")
-    ap.add_argument("--n", type=int, default=1000)
-    ap.add_argument("--ref-count", type=int, default=100)
-    ap.add_argument("--scipy-subset", type=int, default=20)
-    ap.add_argument("--chunk-size", type=int, default=256)
-    ap.add_argument("--max-order", type=int, default=2)
-    ap.add_argument("--repeat", type=int, default=2)
-    ap.add_argument("--dask", action="store_true", help="also time Dask with 1 and 2 workers")
-    ap.add_argument("--dask-only", action="store_true",
-                    help="only the in-process sweep (with and without validation) and the Dask timings")
-    ap.add_argument("--overhead-chunks", default="16,64",
-                    help="chunk sizes of the Dask overhead measurement (besides --chunk-size)")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--smoke", action="store_true")
-    ap.add_argument("--json", action="store_true")
-    ap.add_argument("--out", default=None)
-    args = ap.parse_args(argv)
-    args.overhead_chunks = sorted({int(c) for c in args.overhead_chunks.split(",") if c} | {args.chunk_size})
-    if args.smoke:
-        args.n, args.ref_count, args.scipy_subset, args.chunk_size, args.repeat = 8, 3, 2, 8, 1
-        args.max_order = 0
+# --- the children ---------------------------------------------------------------------------------------
 
-    with jax.enable_x64(True):
-        record = run(args)
-    text = dumps(record, indent=2)
-    if args.out:
-        write_json(args.out, record)
-    print(text if args.json else "\n".join(f"{k}: {v}" for k, v in record.items() if k != "environment"))
-    return 0
+CHILD = '''
+import sys, time, json
+T0 = time.perf_counter()
+sys.path.insert(0, {root!r}); sys.path.insert(0, {bench!r})
+from sp_ode.core.cpu_pool import pin_to_one_core
+pin_to_one_core(0)
+import numpy as np
+import sp_ode
+import bench_sweep as B
+mode, rtol = {mode!r}, {rtol!r}
+system, name, y0 = B.build({system!r})
+if mode == "numpy_LSODA":          # the NumPy model takes its constants from sp_ode's: built before the clock
+    import scipy.integrate
+    rhs = B.numpy_model({system!r}, system)
+t_import = time.perf_counter() - T0
+d = np.load({data!r})
+eps, vals, x0, idx = d["eps"], d["vals"], d["x0"], d["idx"]
+out = {{}}
+t = time.perf_counter()
+if mode in ("sweep", "sweep_full"):
+    r = sp_ode.sweep(system, {{"eps": eps, name: vals}}, (0.0, 2.0), x0, y0, ts=B.TS, tol=B.TOL,
+                     progress_bar=False, route="auto" if mode == "sweep" else "full")
+    y = r.y
+    out["summary"] = r.summary()
+elif mode == "vmap":
+    n = idx.size
+    tr = sp_ode.simulate(B.lifted(system), (0.0, 2.0), x0[idx], np.broadcast_to(y0, (n, y0.size)), ts=B.TS,
+                         rtol=rtol, atol=1e-2 * rtol, throw=False, args=B.lane_args(system, eps[idx], vals[idx], name),
+                         batch_args=True)
+    y = np.asarray(tr.y)
+    out["compile_s"] = float(tr.stats.get("compile_time", 0.0))
+    out["failed"] = int(np.sum(np.asarray(tr.status) != 0))
+elif mode.startswith("scipy_"):
+    ys = []
+    for i in idx:
+        tr = sp_ode.simulate(B.one_system(system, eps[i], vals[i], name), (0.0, 2.0), x0[i], y0, backend="scipy",
+                             method=mode.split("_")[1], rtol=rtol, atol=1e-2 * rtol, ts=B.TS, throw=False)
+        ys.append(np.asarray(tr.y))
+    y = np.array(ys)
+else:
+    ys = []
+    for i in idx:
+        sol = scipy.integrate.solve_ivp(lambda tt, z: rhs(tt, z, eps[i], vals[i]), (0.0, 2.0),
+                                        np.concatenate([x0[i], y0]), method="LSODA", t_eval=B.TS, rtol=rtol,
+                                        atol=1e-2 * rtol)
+        ys.append(sol.y[-y0.size:].T)
+    y = np.array(ys)
+out["work_s"] = time.perf_counter() - t
+out["import_s"] = t_import
+np.save({yout!r}, y)
+print(json.dumps(out, default=float))
+'''
 
 
-def run(args) -> dict:
-    system, name, y0 = build(args.system)
+def run_child(system: str, mode: str, data: Path, yout: Path, rtol=None) -> dict:
+    code = CHILD.format(root=str(ROOT), bench=str(BENCH), mode=mode, rtol=rtol, system=system, data=str(data),
+                        yout=str(yout))
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+           "SP_ODE_NO_COMPILE_CACHE": "1"}
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=7200)
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise RuntimeError(f"child {system}/{mode} failed:\n{proc.stderr[-3000:]}")
+    rec = json.loads(proc.stdout.strip().splitlines()[-1])
+    rec["process_s"] = wall
+    rec["y"] = np.load(yout)
+    return rec
+
+
+# --- one case ------------------------------------------------------------------------------------------
+
+def case(system_name: str, N: int, range_name: str, args, tmp: Path) -> dict:
+    from _equal_accuracy import loosest_rtol
+
+    import sp_ode
+    from sp_ode.core.precision import in_float64
+    from sp_ode.sweeps import _paths
+
+    system, name, y0 = build(system_name)
+    lo, hi = RANGES[range_name]
     rng = np.random.default_rng(args.seed)
-    N = args.n
-    eps = np.exp(rng.uniform(np.log(1e-6), np.log(1e-2), N))
+    eps = np.exp(rng.uniform(np.log(lo), np.log(hi), N))
     vals = rng.uniform(0.5, 2.0, N)
-    log(f"bench_sweep: {system.name}, N = {N}, tol = {TOL:g}, threads OMP={os.environ.get('OMP_NUM_THREADS')}, "
-        f"load {os.getloadavg()[0]:.1f}")
-    t = time.perf_counter()
-    x0 = first_order_x0(system, eps, vals, name, y0)
-    log(f"  x0 = h1(y0) per point: {time.perf_counter() - t:.1f} s")
-    params = {"eps": eps, name: vals}
-    kw = dict(ts=TS, tol=TOL, chunk_size=args.chunk_size, max_order=args.max_order, progress_bar=False)
-
-    # compile first (a sweep over one chunk's worth), then time
-    t = time.perf_counter()
-    sp_ode.sweep(system, {k: v[:args.chunk_size] for k, v in params.items()}, (0.0, 2.0), x0[:args.chunk_size],
-                 y0, validate_fraction=1.0, **kw)
-    compile_s = time.perf_counter() - t
-    times = []
-    for _ in range(args.repeat):
-        t = time.perf_counter()
-        res = sp_ode.sweep(system, params, (0.0, 2.0), x0, y0, validate_fraction=0.01, seed=args.seed, **kw)
-        times.append(time.perf_counter() - t)
-    sweep_s = min(times)
-    summ = res.summary()
-    log(f"  sweep: {sweep_s:.2f} s (compile+first chunk {compile_s:.1f} s); {summ}")
-    if args.dask_only:
-        t = time.perf_counter()
-        sp_ode.sweep(system, params, (0.0, 2.0), x0, y0, validate_fraction=0.0, **kw)
-        no_validation = time.perf_counter() - t
-        log(f"  sweep without validation: {no_validation:.2f} s")
-        return {"issue": 16, "system": system.name, "points": N, "tol": TOL, "max_order": args.max_order,
-                "chunk_size": args.chunk_size,
-                "sweep": {"seconds": sweep_s, "seconds_all_repeats": times, "compile_and_first_chunk_seconds":
-                          compile_s, "seconds_without_validation": no_validation, "summary": summ},
-                "dask": dask_scaling(system, params, x0, y0, kw, args),
-                "environment": {"python": platform.python_version(), "jax": jax.__version__, "cpus": os.cpu_count(),
-                                "load_avg_end": os.getloadavg(), "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),
-                                "XLA_FLAGS": os.environ.get("XLA_FLAGS"), "pinned_core": PINNED_CORE}}
-
-    # reference on random points
+    # x0 = h⁽¹⁾(y0) per point: the sweep's own manifold start (vmapped), handed to every contender
+    plan = _paths.SweepPlan(system, dict(system.args), (name,), (0.0, 2.0), TS, TOL, 1,
+                            sizes=(min(N, 512),))
+    x0 = in_float64(_paths.manifold_start)(plan, np.broadcast_to(y0, (N, y0.size)).copy(),
+                                           _paths.lanes_of(plan, eps, {name: vals}, np.arange(N)))
     ref_idx = np.sort(rng.choice(N, size=min(args.ref_count, N), replace=False))
     t = time.perf_counter()
     ref = np.array([sp_ode.simulate(one_system(system, eps[i], vals[i], name), (0.0, 2.0), x0[i], y0,
                                     backend="scipy", method="Radau", rtol=1e-12, atol=1e-14, ts=TS).y
                     for i in ref_idx])
-    log(f"  reference ({ref_idx.size} points, Radau 1e-12): {time.perf_counter() - t:.1f} s")
-    sweep_err = np.abs(res.y[ref_idx] - ref).reshape(ref_idx.size, -1).max(axis=1)
+    log(f"  reference: {ref_idx.size} points, scipy Radau rtol 1e-12, {time.perf_counter() - t:.1f} s")
 
-    # full vmap Kvaerno5 at equal accuracy
-    L = lifted(system)
+    def err_on_ref(y_all, idx_run):
+        pos = {int(i): k for k, i in enumerate(idx_run)}
+        have = [k for k, i in enumerate(ref_idx) if int(i) in pos]
+        rows = [pos[int(ref_idx[k])] for k in have]
+        return float(np.max(np.abs(y_all[rows] - ref[have]))) if have else float("nan")
 
-    def vmap_solve(idx, rtol):
-        return sp_ode.simulate(L, (0.0, 2.0), x0[idx], np.broadcast_to(y0, (idx.size, y0.size)), ts=TS,
-                               rtol=rtol, atol=1e-2 * rtol, throw=False,
-                               args=lane_args(system, eps[idx], vals[idx], name), batch_args=True)
+    # equal accuracy: the loosest ladder rtol of each baseline on the reference points (not timed)
+    choices = {}
+    sub_ref = ref_idx[:args.ladder_points]
 
-    def err_of(traj):
-        return float(np.abs(traj.y - ref).max())
+    class Stack:
+        def __init__(self, y, ok):
+            self.y, self.success = y, ok
 
-    choice = loosest_rtol(lambda r: vmap_solve(ref_idx, r), err_of, TOL, LADDER)
-    all_idx = np.arange(N)
-    vmap_s = None
-    if choice["reached"]:
-        vmap_solve(all_idx, choice["rtol"])   # compile at shape N
-        ts_ = []
-        for _ in range(args.repeat):
-            t = time.perf_counter()
-            tr = vmap_solve(all_idx, choice["rtol"])
-            ts_.append(time.perf_counter() - t)
-        vmap_s = min(ts_)
-        log(f"  vmap Kvaerno5 rtol {choice['rtol']:g}: {vmap_s:.2f} s, error {choice['error']:.2e}, "
-            f"failed {int(np.sum(np.asarray(tr.status) != 0))}")
+    def vmap_ref(rtol):
+        n = ref_idx.size
+        tr = sp_ode.simulate(lifted(system), (0.0, 2.0), x0[ref_idx], np.broadcast_to(y0, (n, y0.size)), ts=TS,
+                             rtol=rtol, atol=1e-2 * rtol, throw=False,
+                             args=lane_args(system, eps[ref_idx], vals[ref_idx], name), batch_args=True)
+        return Stack(np.asarray(tr.y), bool(np.all(np.asarray(tr.status) == 0)))
 
-    # cost against ε at the same rtol: does the baseline's cost grow as ε → 0?
-    by_eps = eps_cost(system, eps, x0, y0, params, kw, vmap_solve, choice["rtol"], args) if choice["reached"] else None
-
-    # scipy loop at equal accuracy, on a subset, extrapolated
-    sub = ref_idx[:args.scipy_subset]
-    scipy = {}
-    for method in ("LSODA", "BDF", "Radau"):
-        def solve_sub(rtol, method=method):
+    modes = args.contenders.split(",")
+    if "vmap" in modes:
+        choices["vmap"] = loosest_rtol(vmap_ref, lambda s: float(np.abs(s.y - ref).max()), TOL, LADDER)
+    for method in [m.split("_")[1] for m in modes if m.startswith("scipy_")]:
+        def loop(rtol, method=method):
             ys, ok = [], True
-            for i in sub:
+            for i in sub_ref:
                 tr = sp_ode.simulate(one_system(system, eps[i], vals[i], name), (0.0, 2.0), x0[i], y0,
-                                     backend="scipy", method=method, rtol=rtol, atol=1e-2 * rtol, ts=TS,
-                                     throw=False)
+                                     backend="scipy", method=method, rtol=rtol, atol=1e-2 * rtol, ts=TS, throw=False)
                 ok &= tr.success
                 ys.append(tr.y)
-            return _Stack(np.array(ys), ok)
-        pick = loosest_rtol(solve_sub, lambda s: float(np.abs(s.y - ref[:sub.size]).max()), TOL, LADDER)
-        if not pick["reached"]:
-            scipy[method] = {"reached": False, "tried": pick["tried"]}
-            continue
-        t = time.perf_counter()
-        solve_sub(pick["rtol"])
-        per_point = (time.perf_counter() - t) / sub.size
-        scipy[method] = {"reached": True, "rtol": pick["rtol"], "error": pick["error"],
-                         "seconds_per_point": per_point, "extrapolated_seconds": per_point * N}
-        log(f"  scipy {method} rtol {pick['rtol']:g}: {per_point * 1e3:.1f} ms/point, error {pick['error']:.2e}")
-    fastest = min((v["extrapolated_seconds"], k) for k, v in scipy.items() if v["reached"]) if any(
-        v["reached"] for v in scipy.values()) else (None, None)
+            return Stack(np.array(ys), ok)
+        choices[f"scipy_{method}"] = loosest_rtol(loop, lambda s: float(np.abs(s.y - ref[:sub_ref.size]).max()),
+                                                  TOL, LADDER)
+    import scipy.integrate
 
-    record = {
-        "issue": 16, "system": system.name, "points": N, "tol": TOL, "ts": TS, "max_order": args.max_order,
-        "chunk_size": args.chunk_size, "seed": args.seed,
-        "sweep": {"seconds": sweep_s, "seconds_all_repeats": times, "compile_and_first_chunk_seconds": compile_s,
-                  "summary": summ, "max_error_on_reference_points": float(sweep_err.max()),
-                  "fraction_within_tol_on_reference_points": float(np.mean(sweep_err <= TOL))},
-        "vmap_kvaerno5": {"rtol": choice["rtol"], "error": choice["error"], "tried": choice["tried"],
-                          "seconds": vmap_s, "speedup_of_sweep": None if vmap_s is None else vmap_s / sweep_s},
-        "scipy_loop": scipy, "scipy_subset": int(sub.size),
-        "fastest_scipy": fastest[1],
-        "speedup_vs_fastest_scipy": None if fastest[0] is None else fastest[0] / sweep_s,
-        "reference": {"points": int(ref_idx.size), "method": "scipy Radau rtol 1e-12 atol 1e-14"},
-        "cost_by_eps_decade": by_eps,
+    rhs = numpy_model(system_name, system)
+
+    def numpy_loop(rtol):
+        ys, ok = [], True
+        for i in sub_ref:
+            sol = scipy.integrate.solve_ivp(lambda tt, z, i=i: rhs(tt, z, eps[i], vals[i]), (0.0, 2.0),
+                                            np.concatenate([x0[i], y0]), method="LSODA", t_eval=TS, rtol=rtol,
+                                            atol=1e-2 * rtol)
+            ok &= sol.success
+            ys.append(sol.y[-y0.size:].T)
+        return Stack(np.array(ys), ok)
+    choices["numpy_LSODA"] = loosest_rtol(numpy_loop, lambda s: float(np.abs(s.y - ref[:sub_ref.size]).max()),
+                                          TOL, LADDER)
+    for k, v in choices.items():
+        log(f"  {k}: rtol {v['rtol']} (error {v['error']})")
+
+    # the children
+    loops_sub = N if N < args.extrapolate_above else args.subset
+    data = tmp / f"{system_name}_{N}_{range_name}.npz"
+    loop_idx = np.sort(rng.choice(N, size=min(loops_sub, N), replace=False))
+    vmap_lanes = N if system_name != "me20" or N <= args.vmap_cap else args.vmap_cap
+    contenders = {}
+    for mode in modes:
+        if mode not in ("sweep", "sweep_full") and not choices[mode]["reached"]:
+            contenders[mode] = {"reached": False, "tried": choices[mode]["tried"]}
+            continue
+        idx = np.arange(N) if mode in ("sweep", "sweep_full") else \
+            (np.arange(vmap_lanes) if mode == "vmap" else loop_idx)
+        np.savez(data, eps=eps, vals=vals, x0=x0, idx=idx)
+        rtol = choices[mode]["rtol"] if mode in choices else None
+        rec = run_child(system_name, mode, data, tmp / "y.npy", rtol)
+        y_all = rec.pop("y")
+        rec["max_error_on_reference"] = err_on_ref(y_all, idx)
+        rec["points_run"] = int(idx.size)
+        rec["rtol"] = rtol
+        scale = N / idx.size
+        if scale > 1:
+            fixed = rec.get("compile_s", 0.0) if mode == "vmap" else 0.0
+            loop = rec["work_s"] - fixed
+            rec["extrapolated"] = f"×{scale:.4g}: measured on {idx.size} of {N} points"
+            rec["work_s_measured"], rec["process_s_measured"] = rec["work_s"], rec["process_s"]
+            rec["work_s"] = fixed + loop * scale
+            rec["process_s"] = rec["process_s_measured"] - rec["work_s_measured"] + rec["work_s"]
+        contenders[mode] = rec
+        log(f"  {mode:<12} work {rec['work_s']:8.2f} s (process {rec['process_s']:.2f} s, import "
+            f"{rec['import_s']:.2f} s){' extrapolated ' + rec['extrapolated'] if 'extrapolated' in rec else ''}; "
+            f"error {rec['max_error_on_reference']:.2e}")
+    scipy_keys = [k for k in contenders if (k.startswith("scipy_") or k == "numpy_LSODA") and "work_s" in contenders[k]]
+    fastest_scipy = min(scipy_keys, key=lambda k: contenders[k]["work_s"]) if scipy_keys else None
+    base = {k: contenders[k]["work_s"] for k in ("vmap", fastest_scipy) if k and "work_s" in contenders.get(k, {})}
+    best = min(base, key=base.get) if base else None
+    sw = contenders["sweep"]
+    summ = sw["summary"]
+    verdict = {
+        "fastest_scipy_loop": fastest_scipy, "faster_baseline": best,
+        "ratio_sweep_to_faster_baseline": sw["work_s"] / base[best] if best else None,
+        "ratio_target": 1.0 if range_name == "small" else 1.5,
+        "validation_share": summ.get("validation_share"),
+        "sweep_within_tol_on_reference": sw["max_error_on_reference"] <= TOL,
     }
-    if args.dask:
-        record["dask"] = dask_scaling(system, params, x0, y0, kw, args)
-    record["environment"] = {"python": platform.python_version(), "jax": jax.__version__,
-                             "cpus": os.cpu_count(), "load_avg_end": os.getloadavg(),
-                             "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),
-                             "XLA_FLAGS": os.environ.get("XLA_FLAGS"), "pinned_core": PINNED_CORE}
-    return record
+    ratio = verdict["ratio_sweep_to_faster_baseline"]
+    speed = ratio is not None and (ratio < 1.0 if range_name == "small" else ratio <= 1.5)
+    verdict["met"] = bool(speed and verdict["sweep_within_tol_on_reference"]
+                          and (summ.get("validation_share") or 0.0) <= 0.2)
+    log(f"  → sweep / {best} = {verdict['ratio_sweep_to_faster_baseline']:.3g} (target ≤ {verdict['ratio_target']}), "
+        f"validation {100 * (summ.get('validation_share') or 0):.0f} %, paths {summ['paths']}")
+    return {"system": system.name, "points": N, "eps_range": list(RANGES[range_name]), "range": range_name,
+            "swept": name, "ref_points": int(ref_idx.size), "choices": choices, "contenders": contenders,
+            "verdict": verdict}
 
 
-def eps_cost(system, eps, x0, y0, params, kw, vmap_solve, rtol, args) -> list:
-    """Per ε decade (the same number of points in each): vmapped full Kvaerno5 at the equal-accuracy
-    rtol, and the sweep without validation, in ms per point.  The theory's lever (docs/theory.md §7.5)
-    is a full-solve cost that grows as ε → 0 while the reduced path's does not."""
-    edges = np.arange(-6, -1)
-    decade = np.floor(np.log10(eps)).astype(int)
-    m = min(int(np.sum(decade == e)) for e in edges[:-1])
-    m = min(m, 4 * args.chunk_size)
-    rows = []
-    for lo in edges[:-1]:
-        idx = np.flatnonzero(decade == lo)[:m]
-        if idx.size == 0:
-            continue
-        vmap_solve(idx, rtol)                                           # compile at this shape
-        sub = {k: v[idx] for k, v in params.items()}
-        sp_ode.sweep(system, sub, (0.0, 2.0), x0[idx], y0, validate_fraction=0.0, **kw)
-        tv, tsw = [], []
-        for _ in range(args.repeat):
-            t = time.perf_counter()
-            vmap_solve(idx, rtol)
-            tv.append(time.perf_counter() - t)
-            t = time.perf_counter()
-            r = sp_ode.sweep(system, sub, (0.0, 2.0), x0[idx], y0, validate_fraction=0.0, **kw)
-            tsw.append(time.perf_counter() - t)
-        row = {"eps_decade": [10.0 ** lo, 10.0 ** (lo + 1)], "points": int(idx.size),
-               "vmap_ms_per_point": 1e3 * min(tv) / idx.size, "sweep_ms_per_point": 1e3 * min(tsw) / idx.size,
-               "paths": r.summary()["paths"]}
-        rows.append(row)
-        log(f"  eps in [1e{lo}, 1e{lo + 1}): vmap {row['vmap_ms_per_point']:.3f} ms/pt, "
-            f"sweep {row['sweep_ms_per_point']:.3f} ms/pt, paths {row['paths']}")
-    return rows
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--systems", default="mm,me20,me6")
+    ap.add_argument("--n", type=int, default=60)
+    ap.add_argument("--ranges", default="all,small")
+    ap.add_argument("--ref-count", type=int, default=40)
+    ap.add_argument("--ladder-points", type=int, default=10, help="reference points the loops' ladders run on")
+    ap.add_argument("--subset", type=int, default=40, help="points the loops run on above --extrapolate-above")
+    ap.add_argument("--extrapolate-above", type=int, default=1000)
+    ap.add_argument("--vmap-cap", type=int, default=2048, help="me20: vmapped lanes run (extrapolated above)")
+    ap.add_argument("--contenders", default="sweep,sweep_full,vmap,scipy_LSODA,scipy_BDF,scipy_Radau,numpy_LSODA")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--smoke", action="store_true")
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args(argv)
+    if args.smoke:
+        args.systems, args.n, args.ranges, args.ref_count, args.ladder_points = "mm", 8, "all", 3, 2
+        args.contenders = "sweep,scipy_LSODA,numpy_LSODA"
+    from sp_ode.core.cpu_pool import pin_to_one_core
+    from sp_ode.core.files import dumps, write_json
 
+    core = pin_to_one_core(0)
+    import jax
 
-class _Stack:
-    def __init__(self, y, ok):
-        self.y, self.success = y, ok
-
-
-def dask_scaling(system, params, x0, y0, kw, args) -> dict:
-    """1 vs 2 worker processes (side by side, repeated), and overhead per task vs chunk size."""
-    from dask.distributed import Client, LocalCluster
-
-    out = {}
-    for workers in (1, 2):
-        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                          dashboard_address=None) as cluster, Client(cluster) as client:
-            pin_workers(client, cores_before_pinning())
-            sp_ode.sweep(system, params, (0.0, 2.0), x0, y0, validate_fraction=0.01, client=client, **kw)  # warm
-            times = []
-            for _ in range(args.repeat):
-                t = time.perf_counter()
-                sp_ode.sweep(system, params, (0.0, 2.0), x0, y0, validate_fraction=0.01, client=client, **kw)
-                times.append(time.perf_counter() - t)
-            out[f"workers_{workers}"] = {"seconds": min(times), "all": times}
-            log(f"  dask {workers} worker(s): {min(times):.2f} s {times}")
-            if workers == 1:
-                overhead = {}
-                for cs in args.overhead_chunks:
-                    kwc = {**kw, "chunk_size": cs}
-                    sp_ode.sweep(system, params, (0.0, 2.0), x0, y0, validate_fraction=0.0, client=client, **kwc)
-                    sp_ode.sweep(system, params, (0.0, 2.0), x0, y0, validate_fraction=0.0, **kwc)
-                    t = time.perf_counter()
-                    rd = sp_ode.sweep(system, params, (0.0, 2.0), x0, y0, validate_fraction=0.0, client=client, **kwc)
-                    td = time.perf_counter() - t
-                    t = time.perf_counter()
-                    rl = sp_ode.sweep(system, params, (0.0, 2.0), x0, y0, validate_fraction=0.0, **kwc)
-                    tl = time.perf_counter() - t
-                    tasks = -(-params["eps"].size // cs)
-                    # time inside the chunks (on the worker / in this process): tells compute from transport
-                    inside_d, inside_l = sum(rd.stage_seconds.values()), sum(rl.stage_seconds.values())
-                    overhead[cs] = {"dask_seconds": td, "in_process_seconds": tl, "tasks": tasks,
-                                    "overhead_per_task_s": (td - tl) / tasks, "overhead_fraction": (td - tl) / tl,
-                                    "inside_chunks_dask_s": inside_d, "inside_chunks_in_process_s": inside_l,
-                                    "stage_seconds_dask": rd.stage_seconds, "stage_seconds_in_process": rl.stage_seconds}
-                    log(f"  chunk {cs}: dask {td:.2f} s (inside chunks {inside_d:.2f}), in-process {tl:.2f} s "
-                        f"(inside {inside_l:.2f}), {tasks} tasks")
-                out["overhead_vs_chunk_size"] = overhead
-    out["speedup_2_vs_1"] = out["workers_1"]["seconds"] / out["workers_2"]["seconds"]
-    return out
+    record = {"tol": TOL, "ts": TS, "cases": [], "command": " ".join(sys.argv)}
+    with tempfile.TemporaryDirectory() as tmp, jax.enable_x64(True):
+        for system_name in args.systems.split(","):
+            for range_name in args.ranges.split(","):
+                log(f"bench_sweep: {system_name}, N = {args.n}, ε {range_name} {RANGES[range_name]}, "
+                    f"load {os.getloadavg()[0]:.1f}")
+                record["cases"].append(case(system_name, args.n, range_name, args, Path(tmp)))
+                if args.out:
+                    write_json(args.out, record)    # written as each case finishes
+    record["environment"] = {"python": platform.python_version(), "jax": jax.__version__, "cpus": os.cpu_count(),
+                             "load_avg_end": os.getloadavg(), "OMP_NUM_THREADS": "1 (children)",
+                             "pinned_core": core}
+    if args.out:
+        write_json(args.out, record)
+    text = dumps(record, indent=2)
+    print(text if args.json else "\n".join(
+        f"{c['system']} N={c['points']} {c['range']}: sweep {c['contenders']['sweep']['work_s']:.2f} s vs "
+        f"{c['verdict']['faster_baseline']} → {c['verdict']['ratio_sweep_to_faster_baseline']:.3g}"
+        for c in record["cases"]))
+    return 0
 
 
 if __name__ == "__main__":

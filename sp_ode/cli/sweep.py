@@ -1,32 +1,16 @@
-"""`sp-ode sweep CONFIG`: a parameter sweep, each point by its cheapest certified path (docs/theory.md §7.5).
+"""`sp-ode sweep CONFIG`: a parameter sweep, each point by its cheapest certified path (docs/guide/sweeps.md).
 
-CONFIG is a JSON or TOML file:
-
-    system = "michaelis_menten"          # catalogue name, "family:ring20", or "path/file.py:OBJECT"
-    t_span = [0.0, 2.0]
-    ts = [0.5, 1.0, 1.5, 2.0]
-    x0 = "manifold"                      # or a list (m,); default: the catalogue entry's x0
-    y0 = [1.0]                           # default: the catalogue entry's y0
-    tol = 1e-6
-    out = "out/sweep"                    # chunks + manifest (resumable), report.json
-    seed = 0                             # chooses random parameter draws and the validated subset
-    # optional: chunk_size, validate_fraction, max_order, safety, client ("local" | "tcp://…")
-
-    [params]                             # equal lengths; each a list or a spec
-    eps = {loguniform = [1e-6, 1e-2, 1000]}
-    kappa = {uniform = [0.5, 2.0, 1000]}
-
-Specs: `{linspace = [a, b, n]}`, `{logspace = [a, b, n]}` (values 10^a … 10^b),
-`{uniform = [lo, hi, n]}`, `{loguniform = [lo, hi, n]}` (random, from `seed`).
-A value in a list or a spec bound may be a number or a string holding a closed
-arithmetic expression (`"1/4096"`, `"2^-12"`), read by the grammar of
-`sp_ode.core.expressions` — parsed, never evaluated (docs/theory.md §9).
-Prints a short table (paths taken, validation, worst true/estimated error ratio),
-writes `report.json` and `result.npz` under `out`.  Exit 0 every point within
-tol (after re-solves); 1 some full solve failed; 2 bad config; 3 runtime error.
+The command reads a TOML or JSON config (the format is `FORMAT`, printed by
+`sp-ode sweep --help`), runs `sp_ode.sweep`, prints `SweepResult.report` (paths taken and why,
+worst estimate, validation, where the time went) and writes `report.json` and `result.npz`
+under `out`.  Numbers in a config may be strings holding closed arithmetic expressions, read
+by the grammar of `sp_ode.core.expressions` — parsed, never evaluated (docs/theory.md §9).
+Exit 0 every point within tol (after re-solves); 1 some full solve failed; 2 bad config (also: `out`
+holds another sweep); 3 runtime error (also: the Dask scheduler did not answer in time).
 """
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 from pathlib import Path
@@ -35,24 +19,63 @@ import numpy as np
 
 from sp_ode.cli.common import BUILTIN_HELP, EXIT_FAILED, EXIT_OK, UsageError, default_out
 from sp_ode.core.expressions import ExpressionSyntaxError, parse_number
-from sp_ode.core.files import load_object, write_json
+from sp_ode.core.files import dumps, load_object, write_json
 from sp_ode.core.memory import check_memory
+from sp_ode.networks.models import NETWORK_MODELS, NetworkModel
+from sp_ode.networks.system import NetworkSystem
 from sp_ode.sweeps.sweep import STATUS_FAILED, sweep
 from sp_ode.systems.catalogue import SYSTEMS, get_system, master_equation_entry
 from sp_ode.systems.system import FastSlowSystem
 
 HELP = BUILTIN_HELP["sweep"]
 
-KEYS = {"system", "params", "t_span", "ts", "x0", "y0", "tol", "out", "seed", "chunk_size", "validate_fraction",
-        "max_order", "safety", "client"}
+FORMAT = """\
+CONFIG (TOML or JSON) — a complete example:
+
+    system = "michaelis_menten"   # a catalogue name, "family:ring20", "network:cascade",
+                                  # or "path/to/model.py:OBJECT" (relative to this file)
+    t_span = [0.0, 2.0]
+    ts = [0.5, 1.0, 1.5, 2.0]     # y is returned, and tol applies, at these times
+    tol = 1e-6                    # max-norm error of y over ts, per point
+    x0 = "manifold"               # or a list (m,); default: the catalogue entry's
+    y0 = [1.0]                    # default: the catalogue entry's
+    out = "out/sweep"             # chunks + manifest (resumable), report.json, result.npz
+    seed = 0                      # random draws of the specs below, and the validated points
+
+    [params]                      # zipped: equal lengths, point i takes entry i of each
+    eps = {loguniform = [1e-6, 1e-2, 40]}
+    kappa = {uniform = [0.5, 2.0, 40]}
+
+    [grid]                        # Cartesian product: every combination of the axes
+    lam = [0.3, 0.5]              # (with [params] too: every grid point with every params row)
+
+  Values: a list, or one of {linspace = [a, b, n]}, {logspace = [a, b, n]} (10^a … 10^b),
+  {uniform = [lo, hi, n]}, {loguniform = [lo, hi, n]} (random, from seed).  A number may be
+  written as a string holding an expression: "1/4096", "2^-12".  Names are eps and the
+  system's parameters (its args; for a network, its rate constants and slow-equation
+  parameters).
+  Optional: validate_fraction (0.01), max_order (2; networks 1), safety (0.5),
+  route ("auto" | "full" | "reduced"), chunk_size (default: automatic, every Dask worker
+  gets at least 2 tasks), client ("local" | "tcp://HOST:PORT"), connect_timeout (10 s).
+"""
+
+KEYS = {"system", "params", "grid", "t_span", "ts", "x0", "y0", "tol", "out", "seed", "chunk_size",
+        "validate_fraction", "max_order", "safety", "route", "client", "connect_timeout"}
 SPECS = ("linspace", "logspace", "uniform", "loguniform")
+NETWORK_PREFIX = "network:"
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("config", help="sweep configuration (.json or .toml)")
+    import argparse
+
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = FORMAT
+    parser.add_argument("config", help="sweep configuration (.json or .toml; format below)")
     parser.add_argument("--out", default=None, help="output folder (overrides the config; default out/sweep)")
     parser.add_argument("--client", default=None, help="'local' or a Dask scheduler address (overrides the config)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    parser.add_argument("--connect-timeout", type=float, default=None,
+                        help="seconds any wait for the Dask scheduler may take (default 10)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
 
 
 def load_config(path) -> dict:
@@ -76,10 +99,12 @@ def load_config(path) -> dict:
         raise UsageError(f"`CONFIG` {str(path)!r} must hold a table/object.")
     unknown = sorted(set(config) - KEYS)
     if unknown:
-        raise UsageError(f"`CONFIG` has unknown keys {unknown}; allowed: {sorted(KEYS)}.")
-    for key in ("system", "params", "t_span", "ts", "tol"):
+        raise UsageError(f"`CONFIG` has unknown keys {unknown}; allowed: {sorted(KEYS)} (sp-ode sweep --help).")
+    for key in ("system", "t_span", "ts", "tol"):
         if key not in config:
-            raise UsageError(f"`CONFIG` must set `{key}`.")
+            raise UsageError(f"`CONFIG` must set `{key}` (sp-ode sweep --help shows a complete example).")
+    if "params" not in config and "grid" not in config:
+        raise UsageError("`CONFIG` must set `[params]` (zipped lists) or `[grid]` (a Cartesian product), or both.")
     return config
 
 
@@ -97,18 +122,18 @@ def _numbers(field: str, value):
     return value
 
 
-def param_values(name: str, spec, rng) -> np.ndarray:
+def param_values(name: str, spec, rng, table: str = "params") -> np.ndarray:
     """A list, or one of the specs of SPECS, as a float64 array (strings read by `_numbers`)."""
+    where = f"{table}.{name}"
     if isinstance(spec, dict):
         if len(spec) != 1 or next(iter(spec)) not in SPECS:
-            raise UsageError(f"`params.{name}` must be a list or one of {{{' | '.join(SPECS)} = [a, b, n]}}; "
-                             f"got {spec!r}.")
+            raise UsageError(f"`{where}` must be a list or one of {{{' | '.join(SPECS)} = [a, b, n]}}; got {spec!r}.")
         kind, triple = next(iter(spec.items()))
         if not (isinstance(triple, list) and len(triple) == 3 and isinstance(triple[2], int) and triple[2] > 0):
-            raise UsageError(f"`params.{name}.{kind}` must be [a, b, n] with an integer n > 0; got {triple!r}.")
-        a, b = (float(v) for v in _numbers(f"params.{name}.{kind}", triple[:2]))
+            raise UsageError(f"`{where}.{kind}` must be [a, b, n] with an integer n > 0; got {triple!r}.")
+        a, b = (float(v) for v in _numbers(f"{where}.{kind}", triple[:2]))
         n = triple[2]
-        check_memory(8 * n, what=f"`params.{name}.{kind}` ({n} values)", remedy="Lower n.")
+        check_memory(8 * n, what=f"`{where}.{kind}` ({n} values)", remedy="Lower n.")
         if kind == "linspace":
             return np.linspace(a, b, n)
         if kind == "logspace":
@@ -116,79 +141,109 @@ def param_values(name: str, spec, rng) -> np.ndarray:
         if kind == "uniform":
             return rng.uniform(a, b, n)
         if a <= 0 or b <= 0:
-            raise UsageError(f"`params.{name}.loguniform` needs bounds > 0; got [{a}, {b}].")
+            raise UsageError(f"`{where}.loguniform` needs bounds > 0; got [{a}, {b}].")
         return np.exp(rng.uniform(np.log(a), np.log(b), n))
     if isinstance(spec, list):
-        spec = _numbers(f"params.{name}", spec)
+        spec = _numbers(where, spec)
         try:
             return np.asarray(spec, dtype=np.float64)
         except (TypeError, ValueError):
-            raise UsageError(f"`params.{name}` must hold numbers; got {spec!r}.") from None
-    raise UsageError(f"`params.{name}` must be a list or a spec; got {type(spec).__name__}.")
+            raise UsageError(f"`{where}` must hold numbers; got {spec!r}.") from None
+    raise UsageError(f"`{where}` must be a list or a spec; got {type(spec).__name__}.")
 
 
-def resolve_system(spec: str):
-    """(system, entry or None) from a catalogue name, "family:NAME" or "file.py:OBJECT"."""
+def points(config: dict, rng) -> dict:
+    """The sweep's points: the zipped `[params]` rows, times the Cartesian product of the `[grid]` axes."""
+    params, grid = config.get("params", {}), config.get("grid", {})
+    for table, value in (("params", params), ("grid", grid)):
+        if not isinstance(value, dict) or (table in config and not value):
+            raise UsageError(f"`{table}` must be a non-empty table of name = list | spec.")
+    zipped = {name: param_values(name, spec, rng) for name, spec in params.items()}
+    lengths = {name: v.shape[0] for name, v in zipped.items()}
+    if len(set(lengths.values())) > 1:
+        raise UsageError(f"`params` lists must have equal lengths (one entry per point); got {lengths}.")
+    axes = {name: param_values(name, spec, rng, table="grid") for name, spec in grid.items()}
+    both = sorted(set(zipped) & set(axes))
+    if both:
+        raise UsageError(f"{both} are both in `params` and in `grid`; give each name once.")
+    rows = next(iter(lengths.values())) if zipped else 1
+    total = rows * int(np.prod([v.size for v in axes.values()], dtype=np.int64)) if axes else rows
+    check_memory(8 * total * (len(zipped) + len(axes)), what=f"a sweep of {total} points", remedy="Fewer values.")
+    combos = list(itertools.product(*(range(v.size) for v in axes.values()))) if axes else [()]
+    out = {name: np.repeat(v, len(combos)) for name, v in zipped.items()} if zipped else {}
+    for k, (name, v) in enumerate(axes.items()):
+        out[name] = np.tile(np.array([v[c[k]] for c in combos]), rows)
+    return out
 
+
+def resolve_system(spec: str, base: Path | None = None):
+    """(system, entry or None) from a catalogue name, "family:NAME", "network:NAME" or "file.py:OBJECT"
+    (a relative file is looked for next to the config first)."""
     if not isinstance(spec, str) or not spec:
-        raise UsageError(f"`system` must be a catalogue name, 'family:NAME' or path/file.py:OBJECT; got {spec!r}.")
+        raise UsageError(f"`system` must be a catalogue name, 'family:NAME', 'network:NAME' or path/file.py:OBJECT; "
+                         f"got {spec!r}.")
     if spec.startswith("family:"):
         family = spec.split(":", 1)[1]
         obj = master_equation_entry(family, f"me_{family}")
+    elif spec.startswith(NETWORK_PREFIX):
+        key = spec[len(NETWORK_PREFIX):]
+        if key not in NETWORK_MODELS:
+            raise UsageError(f"`system` {spec!r}: unknown network model; use one of "
+                             f"{tuple(NETWORK_PREFIX + k for k in NETWORK_MODELS)}.")
+        obj = NETWORK_MODELS[key]()
     elif ":" in spec:
+        file, _, attr = spec.rpartition(":")
+        if base is not None and not Path(file).is_absolute() and (base / file).is_file():
+            spec = f"{base / file}:{attr}"
         obj = load_object(spec, name="system")
-        if callable(obj) and not isinstance(obj, FastSlowSystem) and not hasattr(obj, "system"):
+        if callable(obj) and not isinstance(obj, (FastSlowSystem, NetworkSystem, NetworkModel)) \
+                and not hasattr(obj, "system"):
             obj = obj()
     elif spec in SYSTEMS:
         obj = get_system(spec)
     else:
-        raise UsageError(f"`system` must be one of {tuple(SYSTEMS)}, 'family:NAME' or path/file.py:OBJECT; "
-                         f"got {spec!r}.")
-    if isinstance(obj, FastSlowSystem):
+        raise UsageError(f"`system` must be one of {tuple(SYSTEMS)}, 'family:NAME', 'network:NAME' or "
+                         f"path/file.py:OBJECT; got {spec!r}.")
+    if isinstance(obj, NetworkModel):
+        return NetworkSystem(obj.network, obj.space(), obj.slow, eps=1e-3, name=obj.name), obj
+    if isinstance(obj, (FastSlowSystem, NetworkSystem)):
         return obj, None
     if isinstance(getattr(obj, "system", None), FastSlowSystem):
         return obj.system, obj
-    raise UsageError(f"`system` {spec!r} must name a FastSlowSystem or a catalogue entry; got {type(obj).__name__}.")
+    raise UsageError(f"`system` {spec!r} must name a FastSlowSystem, a NetworkSystem, a NetworkModel or a catalogue "
+                     f"entry; got {type(obj).__name__}.")
 
 
 def run(args) -> int:
-
     config = load_config(args.config)
     seed = config.get("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise UsageError(f"`seed` must be a non-negative integer; got {seed!r}.")
     rng = np.random.default_rng(seed)
-    if not isinstance(config["params"], dict) or not config["params"]:
-        raise UsageError("`params` must be a non-empty table of name = list | spec.")
-    params = {name: param_values(name, spec, rng) for name, spec in config["params"].items()}
-    system, entry = resolve_system(config["system"])
-    x0 = config.get("x0", getattr(entry, "x0", None))
+    params = points(config, rng)
+    system, entry = resolve_system(config["system"], Path(args.config).resolve().parent)
+    network = isinstance(system, NetworkSystem)
+    x0 = config.get("x0", "manifold" if network else getattr(entry, "x0", None))
     y0 = config.get("y0", getattr(entry, "y0", None))
     if x0 is None or y0 is None:
         raise UsageError(f"system {system.name!r} has no default x0/y0: set `x0` and `y0` in the config.")
     out = Path(args.out or config.get("out") or default_out("sweep"))
     client = args.client if args.client is not None else config.get("client")
-    options = {k: config[k] for k in ("chunk_size", "validate_fraction", "max_order", "safety") if k in config}
+    timeout = args.connect_timeout if args.connect_timeout is not None else config.get("connect_timeout", 10.0)
+    options = {k: config[k] for k in ("chunk_size", "validate_fraction", "max_order", "safety", "route") if k in config}
     result = sweep(system, params, tuple(config["t_span"]), x0, y0, ts=config["ts"], tol=config["tol"],
-                   out=out / "chunks", client=client, seed=seed, **options)
+                   out=out / "chunks", client=client, seed=seed, connect_timeout=timeout, **options)
     summary = {"system": system.name, "config": str(args.config), **result.summary(),
                "chunks_computed": len(result.computed_chunks)}
     np.savez(out / "result.npz", ts=result.ts, y=result.y, path=result.path, path_first=result.path_first,
-             estimate=result.estimate, status=result.status, validated=result.validated,
+             estimate=result.estimate, status=result.status, reason=result.reason, validated=result.validated,
              true_error=result.true_error, ratio=result.ratio,
              **{f"param_{k}": v for k, v in result.params.items()})
     write_json(out / "report.json", summary)
     if args.json:
-        print(json.dumps(summary, default=float))
+        print(dumps(summary))
     else:
-        print(f"sweep of {system.name}: {summary['points']} points, tol {summary['tol']:g}, "
-              f"{summary['seconds']:.2f} s ({summary['chunks_computed']} chunks computed)")
-        for name, n in summary["paths"].items():
-            print(f"  {name:<10} {n:>8}")
-        worst = summary["worst_ratio_reduced"]
-        ratio = (f"worst true/estimated error {worst:.3g} (reduced paths)" if np.isfinite(worst)
-                 else "no validated point took a reduced path")
-        print(f"  validated {summary['validated']} points: {summary['validated_within_tol_first_pass']} within tol "
-              f"on the first pass, {summary['resolved']} re-solved fully; {ratio}")
+        print(f"sweep of {system.name} ({summary['chunks_computed']} chunks computed)")
+        print(result.report())
         print(f"  wrote {out / 'report.json'} and {out / 'result.npz'}", file=sys.stderr)
     return EXIT_FAILED if np.any(result.status == STATUS_FAILED) else EXIT_OK

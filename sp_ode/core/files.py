@@ -1,6 +1,7 @@
 """Files for the command-line jobs: JSON records, atomic writes, loading a user's `file.py:OBJECT`."""
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
@@ -69,8 +70,32 @@ def write_json(path: str | os.PathLike, obj: Any) -> Path:
     return atomic_write_bytes(path, (dumps(obj, indent=2) + "\n").encode())
 
 
+# Modules loaded from users' model files (`load_object`) and the sibling modules those files imported
+# from their own folder: name -> folder.  Nothing can import them by name in another process, so a
+# pickle that must travel (a Dask sweep) carries them by value (sp_ode.sweeps._dask).
+_USER_MODULES: dict[str, str] = {}
+
+
+def user_modules() -> list[str]:
+    """Names of the modules loaded by `load_object` (and their siblings) that are still imported."""
+    return [name for name in _USER_MODULES if name in sys.modules]
+
+
+def _inside(path: str | None, folder: Path) -> bool:
+    if not path:
+        return False
+    try:
+        return Path(path).resolve().is_relative_to(folder)
+    except (OSError, ValueError):
+        return False
+
+
 def load_object(spec: str, *, name: str = "spec") -> Any:
     """Load `path/to/file.py:OBJECT` (a user's system or Q(y) function).
+
+    The file's own folder is put on `sys.path` (first, once) so that the file can import a sibling
+    module, as it would when run as a script.  The file and the siblings it imports are recorded
+    (`user_modules`): a Dask sweep ships them to its workers by value.
 
     Raises
     ------
@@ -84,9 +109,13 @@ def load_object(spec: str, *, name: str = "spec") -> Any:
     path = Path(file)
     if not path.is_file():
         raise ValueError(f"`{name}`: file {file!r} does not exist.")
-    module_name = f"_sp_ode_user_{abs(hash(str(path.resolve())))}"
+    folder = path.resolve().parent
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
+    module_name = f"_sp_ode_user_{hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]}"
     mod_spec = importlib.util.spec_from_file_location(module_name, path)
     module = importlib.util.module_from_spec(mod_spec)
+    before = set(sys.modules)
     sys.modules[module_name] = module
     try:
         mod_spec.loader.exec_module(module)
@@ -98,6 +127,10 @@ def load_object(spec: str, *, name: str = "spec") -> Any:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         raise ValueError(f"`{name}`: importing {file!r} raised {type(exc).__name__}: {first} "
                          "(--debug shows where).") from exc
+    _USER_MODULES[module_name] = str(folder)
+    for new in set(sys.modules) - before:
+        if _inside(getattr(sys.modules[new], "__file__", None), folder):
+            _USER_MODULES[new] = str(folder)
     if not hasattr(module, attr):
         raise ValueError(f"`{name}`: {file!r} has no object named {attr!r}.")
     return getattr(module, attr)

@@ -27,6 +27,7 @@ y − y_corrected = O(ε²) past the initial layer; the benchmark measures the c
 """
 from __future__ import annotations
 
+import copy
 import re
 import time
 from collections.abc import Mapping
@@ -198,6 +199,7 @@ class NetworkSystem:
         m = [sympy.Symbol(f"_m{k}") for k in range(len(observables))]
         rhs = [e.subs({s: (net.symbols.get(str(s), s)) for s in e.free_symbols}) for e in rhs]
         self._rhs_exprs = rhs
+        self._obs_exprs = tuple(obs)
         ys = [net.symbols[v] for v in net.slow]
         ps = [net.symbols[p] for p in net.parameters]
         sargs = [net.symbols[s] for s in net.species]
@@ -211,6 +213,57 @@ class NetworkSystem:
         self._cols = [space_col.astype(np.float64) for space_col in self.space.states.T]
         self._pvals = list(net.parameters.values())
         self._Fcache = None
+
+    # --- parameters (hooks of sp_ode.sweep) ------------------------------------------------------
+    def with_parameters(self, **values) -> NetworkSystem:
+        """A copy with some network parameters replaced, sharing the state space, the generator's pattern
+        and the compiled expressions (a sweep over rate constants builds none of them again).
+
+        Raises
+        ------
+        ValueError
+            A name that is not a parameter of the network (the message lists them).
+        """
+        net = self.network
+        unknown = [k for k in values if k not in net.parameters]
+        if unknown:
+            raise ValueError(f"{unknown} are not parameters of network {net.name!r}; its parameters are "
+                             f"{tuple(net.parameters)}.")
+        new_net = copy.copy(net)
+        new_net.parameters = {**net.parameters, **{k: float(v) for k, v in values.items()}}
+        out = copy.copy(self)
+        out.network = new_net
+        out.gen = copy.copy(self.gen)
+        out.gen.network = new_net
+        out._pvals = list(new_net.parameters.values())
+        out._Fcache = None
+        return out
+
+    def parameter_roles(self) -> dict[str, str]:
+        """Each network parameter's role: `"rate"` when it enters a propensity or an observable E[·]
+        (it changes Q(y) or the moments, hence p_st, h₁ and every table of them), `"slow"` when only the
+        slow ODEs read it (the manifold and its tables do not depend on it), `"unused"` otherwise."""
+        net = self.network
+        fast = set().union(*(e.free_symbols for e in net.propensity_exprs), *(e.free_symbols for e in self._obs_exprs))
+        slow = set().union(*(e.free_symbols for e in self._rhs_exprs))
+        roles = {}
+        for name in net.parameters:
+            sym = net.symbols[name]
+            roles[name] = "rate" if sym in fast else "slow" if sym in slow else "unused"
+        return roles
+
+    def _params(self, params) -> list:
+        if not params:
+            return self._pvals
+        return [params.get(k, v) for k, v in self.network.parameters.items()]
+
+    def slow_rhs(self, moments, y, params: Mapping | None = None) -> np.ndarray:
+        """G(m, y), shape (d, ...): the slow vector field from the moments m = E_x[f_k] (K, ...), y (d, ...),
+        vectorised over trailing axes (many points at once); `params` overrides parameter values (arrays
+        broadcast against the trailing axes: one value per point)."""
+        out = self._G(list(moments), list(y), self._params(params))
+        shape = np.broadcast_shapes(np.shape(y[0]), *(np.shape(v) for v in (params or {}).values()))
+        return np.stack([np.broadcast_to(np.asarray(v, dtype=np.float64), shape) for v in out])
 
     def F(self, y) -> np.ndarray:
         """Observables f_k(state_i, y), shape (K, n)."""

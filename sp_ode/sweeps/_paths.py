@@ -1,49 +1,44 @@
-"""The per-chunk engine of `sp_ode.sweep`: corrected reduced paths, their error estimates, full solves.
+"""The per-chunk engine of `sp_ode.sweep` for a `FastSlowSystem`: routes, error estimates, full solves.
 
-A chunk is a batch of parameter points (ε_b, p_b, x0_b, y0_b).  For each point the
-corrected reduced flow of order k, y' = g(h^{(k)}(y), y) with
-h^{(k)} = φ + εh₁ + … + εᵏh_k (docs/theory.md §3.3 (T3)), is tried for k = 0, 1, …, K,
-and the first k whose estimated y-error is ≤ safety·tol is kept; the rest get the full
-stiff solve.  Everything is `jax.vmap`-ed over the points of one path, with ε and
-the swept parameters as per-lane data (docs/theory.md §7.5).
+A chunk is a batch of parameter points (ε_b, p_b, x0_b, y0_b).  Each point takes one **route**,
+chosen by the cost model (`sp_ode.sweeps._cost`) before the chunks run:
 
-What is estimated.  The error of the order-k reduced path in y at the save times
-t_i, E_k = max_i ‖y(t_i) − y_k(t_i)‖∞, is estimated by
+* `full`: the stiff system, every point of the chunk in one stacked LSODA solve
+  (`sp_ode.sweeps._stacked`) at controller tolerances rtol = atol = `FULL_TOL_FACTOR`·tol;
+* `reduced k`: the corrected reduced flow y' = g(h^{(k)}(y), y), h^{(k)} = φ + εh₁ + … + εᵏh_k
+  (T3, docs/theory.md §3.3), stacked the same way, together with the order-(k+1) flow that
+  estimates its error (one solve of the pair [y_k, y_{k+1}] per point).
 
-    Ê_k = max_i ‖y_{k+1}(t_i) − y_k(t_i)‖∞  +  ε ‖D_x g‖₂ ‖x0 − h^{(K+1)}(y0)‖₂ / γ(y0).
+What is estimated.  The error of the order-k reduced path in y at the save times t_i,
+E_k = max_i ‖y(t_i) − y_k(t_i)‖∞, is estimated by
 
-The first term is the effect on y of the next term ε^{k+1}h_{k+1} of the expansion,
-propagated through the reduced flow (the order-(k+1) path minus the order-k path:
-an embedded estimate, like a Runge–Kutta pair; it is ε^{k+1} times the integral of
-D_x g·h_{k+1} along the reduced trajectory, carried by the linearised flow).  The
-second is the shift of y during the initial layer when x0 is off the slow manifold:
-x − h decays like e^{−γτ} on the fast clock τ = t/ε, so ∫ D_x g (x − h) dt
-≈ ε ‖D_x g‖ ‖x0 − h‖/γ, with γ(y0) the decay rate of the fast Jacobian D_x f at
-(φ(y0), y0) (the spectral gap of Q(y0) for a master equation, docs/theory.md §3.2 (T2),
-§7.4).  It is zero when the sweep starts on the manifold (`x0="manifold"`).
-A third term, 1e-3·tol·(1 + max|y_k|), accounts for the reduced solves' own
-tolerance (below it the difference of two paths is solver noise).  None of the
-terms is a bound: they are leading-order asymptotics (docs/theory.md §7.5), so
-`sp_ode.sweep` validates them against full solves on a random subset.
+    Ê_k = max_i ‖y_{k+1}(t_i) − y_k(t_i)‖∞  +  ε ‖D_x g‖₂ ‖x0 − h^{(k+1)}(y0)‖₂ / γ(y0)  +  floor.
 
-The full path is `sp_ode.simulate` (Kvaerno5, vmapped; scipy Radau for any lane
-Kvaerno5 gives up on) at rtol = atol = tol/100; its "estimate" is that controller
-tolerance atol + rtol·max|y|, also validated.  The reference of the validation is
-the same at rtol = 1e-3·tol, atol = 1e-5·tol (10× tighter than the full path; `simulate`
-runs its controller 100× tighter still).  Measured on Michaelis–Menten, ε ∈ [1e-6, 1e-2]:
-within 1.2e-13 of scipy Radau at rtol 1e-12, as is the old 1e-4·tol reference, which cost
-60× more (its controller at 1e-12·tol made Kvaerno5 give up on ≈ 10 % of the lanes and
-fall back to scipy one lane at a time: 3.9 s against 0.065 s per 16 lanes;
-docs/bench/sweep.md).
+The first term is the effect on y of the next term ε^{k+1}h_{k+1} of the expansion, propagated
+through the reduced flow (an embedded estimate, like a Runge–Kutta pair).  The second is the shift
+of y during the initial layer when x0 is off the manifold: x − h decays like e^{−γτ} on the fast
+clock τ = t/ε, so ∫ D_x g (x − h) dt ≈ ε ‖D_x g‖ ‖x0 − h‖/γ, with γ(y0) the decay rate of D_x f at
+(φ(y0), y0) (the spectral gap of Q(y0) for a master equation, §3.2 (T2), §7.4).  The floor,
+`REDUCED_TOL_FACTOR`·tol·(1 + max|y_k|), is the reduced solves' own tolerance (below it the
+difference of two paths is solver noise).  None of the terms is a bound: they are leading-order
+asymptotics (§7.5), so `sp_ode.sweep` validates them against a tighter full solve on a random
+subset and reports the ratio true/estimated.
 
-Manifold terms: orders ≤ 1 from `sp_ode.slow_manifold` (T3's closed form for a master
-equation), higher orders by one step of the invariance equation each (`_next_term`),
+The full route's estimate is `FULL_GLOBAL_FACTOR` × its controller tolerance atol + rtol·max|y|:
+LSODA's global error in units of the local tolerance it controls, measured 4.4 on the 100-point
+Michaelis–Menten stack (ε ∈ [1e-6, 1e-2], docs/bench/sweep.md), validated like the others.
+
+`x0="manifold"` starts each point on h^{(1)}(y0) = φ(y0) + εh₁(y0): the layer it leaves is O(ε²)
+in x, and its y-shift is in the estimate of every reduced path of order ≥ 1.
+
+Manifold terms: orders ≤ 1 from `sp_ode.slow_manifold` (T3's closed form for a master equation,
+the series otherwise), higher orders by one step of the invariance equation each (`_next_term`),
 cross-checked against `slow_manifold(..., method="series")` in tests/sweeps/test_sweep.py.
 """
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import jax
@@ -52,9 +47,11 @@ import numpy as np
 
 from sp_ode.core.cache import LRUCache
 from sp_ode.core.precision import in_float64
-from sp_ode.manifolds.reduced import ReducedSystem, simulate_reduced
-from sp_ode.manifolds.slow_manifold import slow_manifold, taylor_coefficient
-from sp_ode.systems.simulation import simulate
+from sp_ode.sweeps import _stacked as stacked
+from sp_ode.sweeps._reasons import Reason
+from sp_ode.systems.integration import split_args
+from sp_ode.systems.options import RTOL_FLOOR, SolveOptions
+from sp_ode.systems.simulation import simulate_checked
 from sp_ode.systems.system import FastSlowSystem, MasterEquationSystem
 
 PATH_FULL = -1
@@ -63,18 +60,17 @@ STATUS_OK = 0            # its path's estimate ≤ tol (and, if validated, the t
 STATUS_RESOLVED = 1      # validated error > tol: replaced by the reference full solve
 STATUS_FAILED = 2        # the full solve failed (y holds inf)
 
-# Solver tolerances relative to `tol`: the reduced and full solves must not spend
-# the error budget themselves; the reference must be ≫ more accurate than tol.
+# Controller tolerances relative to `tol`: the reduced and full solves must not spend the error
+# budget themselves; the reference must be ≫ more accurate than tol.
 REDUCED_TOL_FACTOR = 1e-3
 FULL_TOL_FACTOR = 1e-2
-REFERENCE_RTOL_FACTOR = 1e-3
-REFERENCE_ATOL_FACTOR = 1e-5
-MIN_BUCKET = 8
+FULL_GLOBAL_FACTOR = 10.0
+REFERENCE_TOL_FACTOR = 1e-5
+MAX_STEPS = 50_000
+MAX_ORDER = 4        # highest reduced order (its estimate needs order 5: sp_ode.manifolds.slow_manifold.MAX_ORDER)
 
-
-# Manifold terms, lifted systems and kernels per system (keyed on its vector fields), so
-# that repeated sweeps over one system, and every chunk on a Dask worker, reuse one set of
-# function objects and hence one set of compiled solves.
+# Manifold terms, lifted systems and kernels per system (keyed on its vector fields), so that repeated
+# sweeps over one system, and every chunk on a Dask worker, reuse one set of functions and programs.
 _BUILT = LRUCache(16)
 
 
@@ -82,8 +78,10 @@ _BUILT = LRUCache(16)
 class SweepPlan:
     """Everything a worker needs for any chunk of one sweep (sent once per worker).
 
-    `base_args` is the system's args dict; the swept names replace its leaves per
-    point.  `x0` is None for `x0="manifold"` (x0 = h^{(K+1)}(y0) per point).
+    `base_args` is the system's args dict; the swept names replace its leaves per point.
+    `decision` is the cost model's (`sp_ode.sweeps._cost.Decision`): which reduced orders to try
+    at which ε; None tries none (every point full).  `sizes` are the stack sizes programs are
+    compiled for.
     """
 
     system: FastSlowSystem
@@ -94,19 +92,60 @@ class SweepPlan:
     tol: float
     max_order: int
     safety: float = 0.5
-    reduced_method: str = "Tsit5"
-    max_steps: int = 50_000
+    route: str = "auto"
+    sizes: tuple = (8, 64, 512)
+    decision: Any = None
+    max_steps: int = MAX_STEPS
+    y_scale: float = 1.0
+    _split: tuple = field(default=None, repr=False)
 
     def __post_init__(self):
         # numpy leaves: the plan travels to Dask workers by pickle, and a float64 JAX array unpickled
         # outside JAX's float64 scope comes back float32 (see FastSlowSystem.__getstate__)
-        self.base_args = {k: jax.tree_util.tree_map(np.asarray, v) for k, v in self.base_args.items()}
+        self.base_args = {k: jax.tree_util.tree_map(_numeric, v) for k, v in self.base_args.items()}
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_split"] = None
+        return state
+
+    @property
+    def split(self):
+        """(data leaves, static part, static key) of `base_args` (`sp_ode.systems.integration.split_args`)."""
+        if self._split is None:
+            self._split = split_args(self.base_args)
+        return self._split
+
+    @property
+    def system_key(self) -> tuple:
+        s = self.system
+        return (type(s).__name__, s.f, s.g, s.m, s.d, self.split[2])
 
     @property
     def _built(self) -> dict:
         """Functions built for this system in this process (shared by every sweep over it)."""
-        s = self.system
-        return _BUILT.get_or_make((type(s), s.f, s.g, s.m, s.d), dict)
+        return _BUILT.get_or_make(self.system_key, dict)
+
+    @property
+    def m(self) -> int:
+        return int(self.system.m)
+
+    @property
+    def d(self) -> int:
+        return int(self.system.d)
+
+    def size_for(self, b: int) -> int:
+        """The smallest compiled stack size that holds b points (the largest size if none does)."""
+        return next((s for s in self.sizes if s >= b), self.sizes[-1])
+
+
+def _numeric(leaf):
+    """Numbers and arrays as numpy arrays (data to the compiled programs), real floating ones in float64
+    (a float32 constant of a user's script is computed with in float64); anything else kept (static)."""
+    if isinstance(leaf, (jax.Array, np.ndarray, np.generic, int, float)) and not isinstance(leaf, bool):
+        arr = np.asarray(leaf)
+        return arr.astype(np.float64) if np.issubdtype(arr.dtype, np.floating) else arr
+    return leaf
 
 
 @dataclass
@@ -119,38 +158,9 @@ class ChunkInput:
     values: dict               # name -> (B, ...)
     x0: np.ndarray | None      # (B, m), or None for x0 on the manifold
     y0: np.ndarray             # (B, d)
-    validate: np.ndarray       # (B,) bool
 
 
-# Lifted vector fields f(t, x, y, a["args"]) / a["eps"], g(t, x, y, a["args"]): ε becomes a
-# per-lane datum.  One pair per (f, g), so every sweep over a system shares compiled solves.
-_LIFTED = LRUCache()
-
-
-def _lifted(system: FastSlowSystem):
-    f, g = system.f, system.g
-
-    def make():
-        def f_l(t, x, y, a):
-            return f(t, x, y, a["args"]) / a["eps"]
-
-        def g_l(t, x, y, a):
-            return g(t, x, y, a["args"])
-        return f_l, g_l
-    return _LIFTED.get_or_make((f, g), make)
-
-
-_LIFTED_PHI = LRUCache()
-
-
-def _lifted_phi(phi_eps):
-    """h(y, ·, a) = phi_eps(y, a["eps"], a["args"]): the manifold of a lane at its own ε."""
-    def make():
-        def h(y, _eps, a):
-            return phi_eps(y, a["eps"], a["args"])
-        return h
-    return _LIFTED_PHI.get_or_make(phi_eps, make)
-
+# --- manifold terms ---------------------------------------------------------------------------
 
 def _horner(terms, eps):
     """Σ_i εⁱ T_i by Horner's rule (differentiable in ε at 0, unlike ε ** arange)."""
@@ -170,6 +180,8 @@ def _next_term(system: FastSlowSystem, lower, j: int):
     linear solve more than the last instead of nested derivatives through Newton's
     method for φ (what the series differentiates).
     """
+    from sp_ode.manifolds.slow_manifold import taylor_coefficient  # noqa: PLC0415 - only for reduced paths
+
     f, g = system.f, system.g
     master = isinstance(system, MasterEquationSystem)
 
@@ -194,6 +206,9 @@ def _next_term(system: FastSlowSystem, lower, j: int):
 
 def _terms(plan: SweepPlan, order: int):
     """terms(y, args) -> [φ, h₁, …, h_order]: `sp_ode.slow_manifold` up to order 1, then (O_j)."""
+    # imported here: an all-full sweep never needs the manifolds (0.2 s of imports in a fresh process)
+    from sp_ode.manifolds.slow_manifold import slow_manifold  # noqa: PLC0415
+
     key = ("terms", order)
     if key not in plan._built:
         if order <= 1:
@@ -222,46 +237,229 @@ def _manifold(plan: SweepPlan, order: int):
     return plan._built[key]
 
 
-def _reduced(plan: SweepPlan, order: int) -> ReducedSystem:
-    key = ("reduced", order)
+# --- the routes as one-point functions ----------------------------------------------------------
+
+def _args(plan: SweepPlan, lane_args: tuple):
+    return plan.split[1].combine(lane_args)
+
+
+def _full_one(plan: SweepPlan):
+    """z' = [f(t, x, y)/ε, g(t, x, y)] of one point (lane = {"eps", "args"})."""
+    if "full_one" not in plan._built:
+        f, g, m = plan.system.f, plan.system.g, plan.m
+
+        def one(t, z, lane):
+            a = _args(plan, lane["args"])
+            x, y = z[:m], z[m:]
+            return jnp.concatenate([f(t, x, y, a) / lane["eps"], g(t, x, y, a)])
+        plan._built["full_one"] = one
+    return plan._built["full_one"]
+
+
+def _pair_one(plan: SweepPlan, k: int):
+    """[y_k, y_{k+1}]' = [g(h^{(k)}(y_k), y_k), g(h^{(k+1)}(y_{k+1}), y_{k+1})] of one point."""
+    key = ("pair_one", k)
     if key not in plan._built:
-        phi_eps = _manifold(plan, order)
-        _, g_l = _lifted(plan.system)
-        h = _lifted_phi(phi_eps)
-        plan._built[key] = ReducedSystem(g_l, lambda y: y, None, plan.system.d,
-                                         f"{plan.system.name}/sweep(order={order})",
-                                         ("sweep", phi_eps), eps=1.0, phi_eps=h)
+        g, d = plan.system.g, plan.d
+        lo, hi = _manifold(plan, k), _manifold(plan, k + 1)
+
+        def one(t, z, lane):
+            a, e = _args(plan, lane["args"]), lane["eps"]
+            ya, yb = z[:d], z[d:]
+            return jnp.concatenate([g(t, lo(ya, e, a), ya, a), g(t, hi(yb, e, a), yb, a)])
+        plan._built[key] = one
     return plan._built[key]
+
+
+def _start_fn(plan: SweepPlan, order: int):
+    """y0 -> h^{(order)}(y0) of one point."""
+    h = _manifold(plan, order)
+    return lambda y0, lane: h(y0, lane["eps"], _args(plan, lane["args"]))
+
+
+def _layer_fn(plan: SweepPlan, k: int):
+    """y0 -> (h^{(k+1)}(y0), ‖D_x g‖₂, D_x f) at (φ(y0), y0) of one point (the initial-layer term)."""
+    top, phi0 = _manifold(plan, k + 1), _manifold(plan, 0)
+    f, g = plan.system.f, plan.system.g
+
+    def one(y0, lane):
+        e, a = lane["eps"], _args(plan, lane["args"])
+        x_phi = phi0(y0, 0.0, a)
+        Gx = jax.jacfwd(lambda x: g(0.0, x, y0, a))(x_phi)
+        Fx = jax.jacfwd(lambda x: f(0.0, x, y0, a))(x_phi)
+        return top(y0, e, a), jnp.linalg.norm(Gx, 2), Fx
+    return one
+
+
+# Keys of the compiled programs of a plan, by route (the cost model asks which are compiled).
+def route_key(plan: SweepPlan, route) -> tuple:
+    return (route, plan.system_key)
+
+
+_KERNELS = LRUCache(32)
+
+
+def _kernel(plan: SweepPlan, name, fn, B: int, lanes, y0):
+    """jit(vmap(fn)) for B points, compiled once per (system, name, B); returns (program, seconds)."""
+    key = (route_key(plan, name), B, stacked.program_key(name, B, plan.d, lanes)[3])
+    found = _KERNELS.get(key)
+    if found is not None:
+        return found, 0.0
+    start = time.perf_counter()
+    # evaluated once per chunk: compile time matters, run time does not (XLA at its lowest optimisation)
+    prog = jax.jit(jax.vmap(fn)).lower(y0, lanes).compile({"xla_backend_optimization_level": 0})
+    seconds = time.perf_counter() - start
+    _KERNELS[key] = prog
+    stacked.record_compile(route_key(plan, name), seconds)
+    return prog, seconds
+
+
+def lanes_of(plan: SweepPlan, eps: np.ndarray, values: dict, idx: np.ndarray) -> dict:
+    """{"eps": (b,), "args": the data leaves of the base args (tree order), swept ones per point} for `idx`."""
+    data, _, _ = plan.split
+    out = []
+    for name, base in zip(_data_names(plan), data):
+        if name in values:
+            out.append(np.asarray(values[name][idx], dtype=np.float64))
+        else:
+            arr = np.asarray(base)
+            out.append(np.broadcast_to(arr, (idx.size,) + arr.shape).copy())
+    return {"eps": np.asarray(eps[idx], dtype=np.float64), "args": tuple(out)}
+
+
+def _data_names(plan: SweepPlan) -> list:
+    """The top-level args key of each data leaf of base_args, in tree order (as `split_args` orders them:
+    the numpy leaves; swept names are top-level keys holding one array)."""
+    if "data_names" not in plan.__dict__:
+        flat = jax.tree_util.tree_flatten_with_path(plan.base_args)[0]
+        plan.__dict__["data_names"] = [path[0].key for path, leaf in flat if isinstance(leaf, np.ndarray)]
+    return plan.__dict__["data_names"]
+
+
+def take(lanes: dict, idx: np.ndarray) -> dict:
+    return jax.tree_util.tree_map(lambda a: np.asarray(a)[idx], lanes)
+
+
+# --- solves -----------------------------------------------------------------------------------
+
+def full_tolerances(plan: SweepPlan, factor: float) -> tuple[float, float]:
+    """(rtol, atol) of a full solve at `factor`·tol on y (rtol scaled by the size of y, floored)."""
+    atol = max(factor * plan.tol, RTOL_FLOOR * plan.y_scale)
+    rtol = max(factor * plan.tol / plan.y_scale, RTOL_FLOOR)
+    return rtol, atol
+
+
+def solve_full(plan: SweepPlan, x0: np.ndarray, y0: np.ndarray, lanes: dict, factor: float, *,
+               B: int | None = None):
+    """The full system for b points: stacked LSODA, per-point `simulate_checked` (with its escalation
+    ladder) for any point that fails in a stack of its own.  Returns (y (b, K, d), ok (b,), stats)."""
+    b = x0.shape[0]
+    B = plan.size_for(b) if B is None else B
+    rtol, atol = full_tolerances(plan, factor)
+    y = np.full((b, plan.ts.size, plan.d), np.inf)
+    ok = np.zeros(b, dtype=bool)
+    stats = {"fallbacks": 0}
+    for start in range(0, b, B):
+        sl = np.arange(start, min(b, start + B))
+        sub = take(lanes, sl)
+        prog = stacked.program(route_key(plan, "full"), _full_one(plan), B, plan.m + plan.d, pad_like(sub, B))
+        z, status, info = stacked.solve(prog, np.concatenate([x0[sl], y0[sl]], axis=1), sub, plan.t_span, plan.ts,
+                                        rtol=rtol, atol=atol, max_steps=plan.max_steps)
+        y[sl] = z[..., plan.m:]
+        ok[sl] = status == stacked.STATUS_OK
+        for key in ("steps", "nfev", "njev"):
+            stats[key] = stats.get(key, 0) + info[key]
+    for i in np.flatnonzero(~ok):     # alone and still failing: the escalation ladder of simulate
+        y[i], ok[i] = _fallback(plan, x0[i], y0[i], take(lanes, np.array([i])), rtol, atol)
+        stats["fallbacks"] += 1
+    return y, ok, stats
+
+
+def pad_like(lanes: dict, B: int) -> dict:
+    """A lanes example with leading axis B (only shapes matter: it keys and specialises the program)."""
+    return jax.tree_util.tree_map(lambda a: np.broadcast_to(np.asarray(a)[:1], (B,) + np.shape(a)[1:]), lanes)
 
 
 def _full_system(plan: SweepPlan) -> FastSlowSystem:
-    if "full" not in plan._built:
-        f_l, g_l = _lifted(plan.system)
-        s = plan.system
-        plan._built["full"] = FastSlowSystem(f_l, g_l, eps=1.0, m=s.m, d=s.d, name=f"{s.name}/sweep")
-    return plan._built["full"]
+    """f(t, x, y, a["args"])/a["eps"], g(t, x, y, a["args"]): ε as data (the fallback's system)."""
+    if "full_system" not in plan._built:
+        f, g, s = plan.system.f, plan.system.g, plan.system
+
+        def f_l(t, x, y, a):
+            return f(t, x, y, _args(plan, a["args"])) / a["eps"]
+
+        def g_l(t, x, y, a):
+            return g(t, x, y, _args(plan, a["args"]))
+        plan._built["full_system"] = FastSlowSystem(f_l, g_l, eps=1.0, m=s.m, d=s.d, name=f"{s.name}/sweep")
+    return plan._built["full_system"]
 
 
-def _point_kernels(plan: SweepPlan):
-    """jit(vmap): (y0, {"eps", "args"}) -> (h^{(K+1)}(y0), ‖D_x g‖₂, eigenvalues of D_x f at φ(y0))."""
-    key = ("kernels", plan.max_order)
-    if key not in plan._built:
-        top = _manifold(plan, plan.max_order + 1)
-        phi0 = _manifold(plan, 0)
-        f, g = plan.system.f, plan.system.g
-
-        def one(y0, lane):
-            eps, args = lane["eps"], lane["args"]
-            x_top = top(y0, eps, args)
-            x_phi = phi0(y0, 0.0, args)
-            Gx = jax.jacfwd(lambda x: g(0.0, x, y0, args))(x_phi)
-            Fx = jax.jacfwd(lambda x: f(0.0, x, y0, args))(x_phi)
-            return x_top, jnp.linalg.norm(Gx, 2), Fx
-        plan._built[key] = jax.jit(jax.vmap(one))
-    return plan._built[key]
+def _fallback(plan, x0, y0, lane, rtol, atol):
+    lane = {"eps": np.asarray(lane["eps"][0]), "args": tuple(np.asarray(a[0]) for a in lane["args"])}
+    options = SolveOptions(backend="scipy", method="LSODA", rtol=rtol, atol=atol, max_steps=plan.max_steps)
+    traj = simulate_checked(_full_system(plan), plan.t_span, np.asarray(x0, dtype=np.float64),
+                            np.asarray(y0, dtype=np.float64), ts=plan.ts, options=options, args=lane)
+    y = np.asarray(traj.y)
+    good = traj.status == 0 and y.shape == (plan.ts.size, plan.d) and bool(np.all(np.isfinite(y)))
+    return (y if good else np.full((plan.ts.size, plan.d), np.inf)), bool(good)
 
 
-def _decay_rate(Fx: np.ndarray, master: bool) -> np.ndarray:
+def solve_pair(plan: SweepPlan, k: int, y0: np.ndarray, lanes: dict, *, B: int | None = None):
+    """[y_k, y_{k+1}] at the save times for b points (stacked LSODA; differences in the band for the
+    Jacobian: the reduced flow is rarely stiff).  Returns (y_k, y_{k+1}, ok, seconds compiling)."""
+    b = y0.shape[0]
+    B = plan.size_for(b) if B is None else B
+    d = plan.d
+    tol = plan.tol * REDUCED_TOL_FACTOR
+    ya, yb = np.full((b, plan.ts.size, d), np.inf), np.full((b, plan.ts.size, d), np.inf)
+    ok = np.zeros(b, dtype=bool)
+    compile_s = 0.0
+    for start in range(0, b, B):
+        sl = np.arange(start, min(b, start + B))
+        sub = take(lanes, sl)
+        fresh = not stacked.is_compiled(route_key(plan, ("pair", k)), B, 2 * d, pad_like(sub, B))
+        prog = stacked.program(route_key(plan, ("pair", k)), _pair_one(plan, k), B, 2 * d, pad_like(sub, B),
+                               jacobian=False)
+        compile_s += prog.compile_seconds if fresh else 0.0
+        z, status, _ = stacked.solve(prog, np.concatenate([y0[sl], y0[sl]], axis=1), sub, plan.t_span, plan.ts,
+                                     rtol=tol / plan.y_scale, atol=tol, max_steps=plan.max_steps)
+        ya[sl], yb[sl] = z[..., :d], z[..., d:]
+        ok[sl] = status == stacked.STATUS_OK
+    return ya, yb, ok, compile_s
+
+
+def manifold_start(plan: SweepPlan, y0: np.ndarray, lanes: dict, order: int = 1) -> np.ndarray:
+    """x0 = h^{(order)}(y0) per point (the start of `x0="manifold"`)."""
+    b = y0.shape[0]
+    B = plan.size_for(b)
+    out = np.empty((b, plan.m))
+    for start in range(0, b, B):
+        sl = np.arange(start, min(b, start + B))
+        sub, y = stacked.pad(take(lanes, sl), sl.size, B), stacked.pad(y0[sl], sl.size, B)
+        prog, _ = _kernel(plan, ("start", order), _start_fn(plan, order), B, sub, y)
+        out[sl] = np.asarray(prog(y, sub))[:sl.size]
+    return out
+
+
+def layer_term(plan: SweepPlan, k: int, x0: np.ndarray, y0: np.ndarray, lanes: dict) -> np.ndarray:
+    """ε ‖D_x g‖₂ ‖x0 − h^{(k+1)}(y0)‖₂ / γ(y0) per point (inf where the manifold does not attract)."""
+    b = y0.shape[0]
+    B = plan.size_for(b)
+    out = np.empty(b)
+    master = isinstance(plan.system, MasterEquationSystem)
+    for start in range(0, b, B):
+        sl = np.arange(start, min(b, start + B))
+        sub, y = stacked.pad(take(lanes, sl), sl.size, B), stacked.pad(y0[sl], sl.size, B)
+        prog, _ = _kernel(plan, ("layer", k), _layer_fn(plan, k), B, sub, y)
+        top, gnorm, Fx = (np.asarray(v)[:sl.size] for v in jax.device_get(prog(y, sub)))
+        gamma = decay_rate(Fx, master)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            val = np.asarray(lanes["eps"])[sl] * gnorm * np.linalg.norm(x0[sl] - top, axis=1) / gamma
+        out[sl] = np.where((gamma > 0) & np.isfinite(val), val, np.inf)
+    return out
+
+
+def decay_rate(Fx: np.ndarray, master: bool) -> np.ndarray:
     """γ = min −Re λ(D_x f) (B,), leaving out the conserved mode λ = 0 of a master equation."""
     lam = np.linalg.eigvals(Fx)                       # (B, m)
     if master:  # Q(y)ᵀ has one zero eigenvalue (probability is conserved): drop the one nearest 0
@@ -274,159 +472,124 @@ def _decay_rate(Fx: np.ndarray, master: bool) -> np.ndarray:
     return np.min(-lam.real, axis=1)
 
 
-def _bucket(n: int, cap: int) -> int:
-    """Pad a batch of n to a power of two (≥ MIN_BUCKET, ≤ cap): few distinct shapes, few compiles."""
-    size = MIN_BUCKET
-    while size < n:
-        size *= 2
-    return max(min(size, cap), n)
-
-
-def _lane_args(plan: SweepPlan, chunk: ChunkInput, idx: np.ndarray) -> dict:
-    """{"eps": (n,), "args": base args with swept leaves} for the lanes `idx`, every leaf batched."""
-    n = idx.size
-    args = {}
-    for key, leaf in plan.base_args.items():
-        if key in chunk.values:
-            args[key] = np.asarray(chunk.values[key][idx], dtype=np.float64)
-        else:
-            leaf = np.asarray(leaf)
-            args[key] = np.broadcast_to(leaf, (n,) + leaf.shape).copy()
-    return {"eps": np.asarray(chunk.eps[idx], dtype=np.float64), "args": args}
-
-
-def _padded(idx: np.ndarray, cap: int) -> np.ndarray:
-    size = _bucket(idx.size, cap)
-    return np.concatenate([idx, np.full(size - idx.size, idx[0], dtype=idx.dtype)])
-
-
-def _solve_reduced(plan, chunk, order, idx, cap):
-    lanes = _padded(idx, cap)
-    tol = plan.tol * REDUCED_TOL_FACTOR
-    traj = simulate_reduced(_reduced(plan, order), plan.t_span, chunk.y0[lanes], method=plan.reduced_method,
-                            rtol=tol, atol=tol, ts=plan.ts, throw=False, max_steps=plan.max_steps,
-                            args=_lane_args(plan, chunk, lanes), batch_args=True)
-    n = idx.size
-    return traj.y[:n], np.asarray(traj.status)[:n]
-
-
-def _solve_full(plan, chunk, x0, idx, cap, rtol, atol, backend="diffrax"):
-    lanes = _padded(idx, cap) if backend == "diffrax" else idx
-    method = "Kvaerno5" if backend == "diffrax" else "Radau"
-    traj = simulate(_full_system(plan), plan.t_span, x0[lanes], chunk.y0[lanes], rtol=rtol, atol=atol,
-                    ts=plan.ts, throw=False, max_steps=plan.max_steps, backend=backend, method=method,
-                    args=_lane_args(plan, chunk, lanes), batch_args=True)
-    n = idx.size
-    return np.array(traj.y[:n]), np.array(traj.status[:n])
-
-
-def _reference(plan, chunk, x0, idx, cap):
-    """The tight full solve of the validated points; scipy Radau where Kvaerno5 gave up."""
-    rtol, atol = plan.tol * REFERENCE_RTOL_FACTOR, plan.tol * REFERENCE_ATOL_FACTOR
-    yr, sr = _solve_full(plan, chunk, x0, idx, cap, rtol, atol)
-    again = np.flatnonzero(sr != 0)
-    if again.size:
-        y2, s2 = _solve_full(plan, chunk, x0, idx[again], cap, rtol, atol, backend="scipy")
-        yr[again], sr[again] = y2, s2
-    return yr, sr
-
-
-def _max_diff(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def max_diff(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """max over save times and components of |a − b|, per point (inf where either is not finite)."""
     d = np.abs(a - b).reshape(a.shape[0], -1).max(axis=1)
     return np.where(np.isfinite(d), d, np.inf)
 
 
-def _path_difference(y_k: np.ndarray, y_next: np.ndarray) -> np.ndarray:
+def path_difference(y_k: np.ndarray, y_next: np.ndarray) -> np.ndarray:
     """The embedded estimate max_i ‖y_{k+1}(t_i) − y_k(t_i)‖∞ per point."""
-    return _max_diff(y_k, y_next)
+    return max_diff(y_k, y_next)
+
+
+def full_estimate(plan: SweepPlan, y: np.ndarray, factor: float) -> np.ndarray:
+    """FULL_GLOBAL_FACTOR × (atol + rtol·max|y|) of a full solve at `factor`·tol, per point."""
+    rtol, atol = full_tolerances(plan, factor)
+    scale = np.abs(y).reshape(y.shape[0], -1).max(axis=1, initial=0.0)
+    return FULL_GLOBAL_FACTOR * (atol + rtol * np.where(np.isfinite(scale), scale, 0.0))
+
+
+# --- one chunk ----------------------------------------------------------------------------------
+
+def planned_orders(plan: SweepPlan, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(order (b,) — k, or PATH_FULL —, reason (b,)) of points with these ε under the plan's routing."""
+    b = eps.size
+    order = np.full(b, PATH_FULL, dtype=np.int64)
+    if plan.route == "full":
+        return order, np.full(b, int(Reason.FULL_ASKED), dtype=np.int64)
+    if plan.route == "reduced":
+        return np.zeros(b, dtype=np.int64), np.full(b, int(Reason.FULL_ESTIMATE), dtype=np.int64)
+    decision = plan.decision
+    if decision is None:          # the first chunk: solved fully, it prices the full route
+        return order, np.full(b, int(Reason.FULL_FIRST), dtype=np.int64)
+    reason = np.full(b, int(decision.rest), dtype=np.int64)
+    for k in sorted(decision.orders, reverse=True):       # the lowest predicted order wins
+        fits = decision.orders[k] * eps ** (k + 1) <= plan.safety * plan.tol
+        order[fits] = k
+    return order, reason
+
 
 
 @in_float64
 def run_chunk(plan: SweepPlan, chunk: ChunkInput) -> dict[str, Any]:
     """Solve one chunk; returns per-point arrays (leading axis B) and timing.
 
-    Keys: points, y (B, K, d), path (B,) int (k, or -1 for full), estimate (B,),
-    status (B,), validated (B,) bool, true_error (B,) (nan unless validated),
-    ratio (B,) true/estimated (nan unless validated), seconds (dict per stage).
+    Keys: points, y (B, K, d), path (B,) int (k, or -1 for full), estimate (B,), status (B,),
+    reason (B,) int (`sp_ode.sweeps._reasons.Reason`), x0 (B, m) (the start used: the reference of
+    validation starts there too), seconds (dict per stage).
     """
-    B = chunk.points.size
-    cap = _bucket(B, 1 << 30)
-    K = plan.max_order
-    seconds = {}
-    start = time.perf_counter()
-    all_idx = np.arange(B)
-    x_top, gnorm, Fx = jax.device_get(_point_kernels(plan)(chunk.y0, _lane_args(plan, chunk, all_idx)))
-    x_top, gnorm = np.asarray(x_top), np.asarray(gnorm)
-    x0 = x_top if chunk.x0 is None else chunk.x0
-    gamma = _decay_rate(np.asarray(Fx), isinstance(plan.system, MasterEquationSystem))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        layer = chunk.eps * gnorm * np.linalg.norm(x0 - x_top, axis=1) / gamma
-    layer = np.where(gamma > 0, layer, np.inf)        # not attracting: no reduced path
-    layer = np.where(np.isfinite(layer), layer, np.inf)
-    seconds["setup"] = time.perf_counter() - start
 
-    d = plan.system.d if plan.system.d is not None else chunk.y0.shape[1]
+    B = chunk.points.size
+    seconds: dict[str, float] = {}
+    idx = np.arange(B)
+    lanes = lanes_of(plan, chunk.eps, chunk.values, idx)
+    compiled: dict[str, float] = {}
+    start, clock = time.perf_counter(), stacked.compile_clock()
+    x0 = manifold_start(plan, chunk.y0, lanes) if chunk.x0 is None else chunk.x0
+    seconds["setup"] = time.perf_counter() - start
+    compiled["setup"] = stacked.compile_clock() - clock
+
+    d = plan.d
     y = np.full((B, plan.ts.size, d), np.inf)
     path = np.full(B, PATH_FULL, dtype=np.int64)
     estimate = np.full(B, np.inf)
     status = np.full(B, STATUS_OK, dtype=np.int64)
-
-    remaining = all_idx[layer <= plan.tol]
-    prev = None                                       # (y_k, status_k) on `remaining`
-    for k in range(K + 1):
-        if remaining.size == 0:
-            break
-        start = time.perf_counter()
-        if prev is None:
-            prev = _solve_reduced(plan, chunk, k, remaining, cap)
-        nxt = _solve_reduced(plan, chunk, k + 1, remaining, cap)
-        # + the reduced solver's own tolerance: below it the difference of two paths is noise
-        floor = plan.tol * REDUCED_TOL_FACTOR * (1.0 + np.abs(prev[0]).reshape(remaining.size, -1).max(axis=1))
-        est = _path_difference(prev[0], nxt[0]) + layer[remaining] + floor
-        ok = (est <= plan.safety * plan.tol) & (prev[1] == 0) & (nxt[1] == 0)
-        take = remaining[ok]
-        y[take], path[take], estimate[take] = prev[0][ok], k, est[ok]
-        remaining = remaining[~ok]
-        prev = (nxt[0][~ok], nxt[1][~ok])
-        seconds[f"reduced_{k}"] = time.perf_counter() - start
+    order, reason = planned_orders(plan, chunk.eps)
+    cascade = plan.route == "reduced"
+    for k in range(plan.max_order + 1):
+        todo = np.flatnonzero(order == k)
+        if todo.size == 0:
+            continue
+        start, clock = time.perf_counter(), stacked.compile_clock()
+        sub = take(lanes, todo)
+        layer = layer_term(plan, k, x0[todo], chunk.y0[todo], sub) if (chunk.x0 is not None or k >= 1) \
+            else np.zeros(todo.size)
+        near = layer <= plan.safety * plan.tol
+        reason[todo[~near]] = Reason.FULL_LAYER
+        order[todo[~near]] = PATH_FULL
+        todo, layer = todo[near], layer[near]
+        if todo.size:
+            ya, yb, ok, _ = solve_pair(plan, k, chunk.y0[todo], take(lanes, todo))
+            floor = plan.tol * REDUCED_TOL_FACTOR * (1.0 + np.abs(ya).reshape(todo.size, -1).max(axis=1))
+            est = path_difference(ya, yb) + layer + floor
+            good = ok & (est <= plan.safety * plan.tol)
+            take_ = todo[good]
+            y[take_], path[take_], estimate[take_] = ya[good], k, est[good]
+            reason[take_] = Reason.REDUCED_OK
+            miss = todo[~good]
+            if cascade and k < plan.max_order:
+                order[miss] = k + 1
+            else:
+                order[miss] = PATH_FULL
+                reason[miss] = Reason.FULL_ESTIMATE
+        seconds[f"reduced_{k}"] = seconds.get(f"reduced_{k}", 0.0) + time.perf_counter() - start
+        compiled[f"reduced_{k}"] = compiled.get(f"reduced_{k}", 0.0) + stacked.compile_clock() - clock
 
     full = np.flatnonzero(path == PATH_FULL)
     if full.size:
-        start = time.perf_counter()
-        rtol = atol = plan.tol * FULL_TOL_FACTOR
-        yf, sf = _solve_full(plan, chunk, x0, full, cap, rtol, atol)
-        again = np.flatnonzero(sf != 0)
-        if again.size:  # Kvaerno5 gave up on some lanes: scipy Radau, one by one
-            yf[again], sf[again] = _solve_full(plan, chunk, x0, full[again], cap, rtol, atol, backend="scipy")
+        start, clock = time.perf_counter(), stacked.compile_clock()
+        yf, okf, _ = solve_full(plan, x0[full], chunk.y0[full], take(lanes, full), FULL_TOL_FACTOR)
         y[full] = yf
-        scale = np.abs(yf).reshape(full.size, -1).max(axis=1, initial=0.0)
-        estimate[full] = np.where(sf == 0, atol + rtol * np.where(np.isfinite(scale), scale, 0.0), np.inf)
-        status[full[sf != 0]] = STATUS_FAILED
-        y[full[sf != 0]] = np.inf
+        estimate[full] = np.where(okf, full_estimate(plan, yf, FULL_TOL_FACTOR), np.inf)
+        status[full[~okf]] = STATUS_FAILED
+        reason[full[~okf]] = Reason.FAILED
+        y[full[~okf]] = np.inf
         seconds["full"] = time.perf_counter() - start
+        compiled["full"] = stacked.compile_clock() - clock
+    return {"index": chunk.index, "points": chunk.points, "y": y, "path": path, "estimate": estimate,
+            "status": status, "reason": reason, "x0": np.asarray(x0, dtype=np.float64), "seconds": seconds,
+            "compile_seconds": compiled}
 
-    path_first = path.copy()
-    true_error = np.full(B, np.nan)
-    ratio = np.full(B, np.nan)
-    check = np.flatnonzero(chunk.validate)
-    if check.size:
-        start = time.perf_counter()
-        yr, sr = _reference(plan, chunk, x0, check, cap)
-        good = sr == 0
-        err = _max_diff(y[check], yr)
-        true_error[check] = np.where(good, err, np.nan)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio[check] = np.where(good, err / estimate[check], np.nan)
-        bad = check[good & (err > plan.tol)]
-        # the estimate failed here: keep the reference full solve instead
-        ref = {int(i): r for i, r in zip(check, yr)}
-        for i in bad:
-            y[i] = ref[int(i)]
-            path[i] = PATH_FULL
-            estimate[i] = plan.tol * REFERENCE_RTOL_FACTOR * max(1.0, float(np.abs(ref[int(i)]).max()))
-            status[i] = STATUS_RESOLVED
-        seconds["validate"] = time.perf_counter() - start
-    return {"index": chunk.index, "points": chunk.points, "y": y, "path": path, "path_first": path_first, "estimate": estimate,
-            "status": status, "validated": chunk.validate.copy(), "true_error": true_error, "ratio": ratio,
-            "seconds": seconds}
+
+@in_float64
+def reference(plan: SweepPlan, x0: np.ndarray, y0: np.ndarray, eps: np.ndarray, values: dict,
+              B: int | None = None):
+    """The tight full solve of the validated points, in one stack of size B (or as few as it takes).
+
+    Returns (y_ref (b, K, d), ok (b,), seconds)."""
+    start = time.perf_counter()
+    idx = np.arange(x0.shape[0])
+    lanes = lanes_of(plan, eps, values, idx)
+    y, ok, _ = solve_full(plan, x0, y0, lanes, REFERENCE_TOL_FACTOR, B=B)
+    return y, ok, time.perf_counter() - start

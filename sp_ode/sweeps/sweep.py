@@ -1,29 +1,41 @@
-"""Parameter sweeps that take the cheapest certified path per point (docs/theory.md §7.5).
+"""Parameter sweeps that count their own cost (docs/theory.md §7.5; docs/guide/sweeps.md).
 
-`sweep(system, params, t_span, x0, y0, ts=..., tol=...)` solves ε dx/dt = f(x, y),
-dy/dt = g(x, y) at N parameter points (ε and entries of the system's `args`)
-and returns y at the save times for each.  Per point it keeps the corrected
-reduced path y' = g(h^{(k)}(y), y), h^{(k)} = φ + εh₁ + … + εᵏh_k (T3, docs/theory.md
-§3.3), of the lowest order k whose estimated y-error is ≤ safety·tol, and the full
-stiff solve otherwise; the estimate (`sp_ode.sweeps._paths`) is the y-effect of
-the next term of the expansion plus the initial-layer shift.  It is validated, not
-trusted: a random subset is re-solved with a tight full solve, the worst ratio of
-true to estimated error is reported, and a point whose true error exceeds tol
-keeps the full solution (status `RESOLVED`).
+`sweep(system, params, t_span, x0, y0, ts=..., tol=...)` solves ε dx/dt = f(x, y), dy/dt = g(x, y)
+at N parameter points (ε and entries of the system's `args`; for a network system its rate
+constants and slow-equation parameters) and returns y at the save times for each, every point with
+an error estimate and the reason it took its path.
 
-Points run in chunks (bounded memory; `jax.vmap` per path inside a chunk), with a
-progress bar; with `out=` each finished chunk is written as `.npz` next to a
-JSON manifest, so a rerun of an interrupted sweep computes only the missing chunks.
-`client=` runs chunks as Dask tasks (`sp_ode.sweeps._dask`).
+**Routes and their cost.**  Each point is solved either fully (the stiff system; the points of a
+chunk stacked into one LSODA solve, `sp_ode.sweeps._stacked`) or on a corrected reduced path
+y' = g(h^{(k)}(y), y) (T3, §3.3) together with the next order that estimates its error
+(`sp_ode.sweeps._paths`).  A point takes a reduced path only where the cost model
+(`sp_ode.sweeps._cost`) predicts it cheaper than the full solve *with its compilation and probe
+included*: the first chunk is solved fully and prices that route; a reduced order is compiled and
+probed only if the full solves it could replace cost more than that.  Small sweeps are therefore
+all-full, and each route is compiled once per sweep and per stack size (a few fixed sizes).
+
+**Validated, not trusted.**  After the chunks, a random subset (`validate_fraction`, at least 3)
+is solved again in one batched reference solve of the full system at 1e-5·tol (network systems: 1e-3·tol,
+BDF: within 5e-4·tol of Radau at 1e-13 on the cascade); the ratio of true
+to estimated error is reported, and a point whose true error exceeds tol keeps the reference
+solution (status `RESOLVED`).
+
+Points run in chunks (bounded memory, checkpoints, Dask tasks), with a progress bar; with `out=`
+each finished chunk is written as `.npz` next to a JSON manifest, and the validation beside them,
+so a rerun of an interrupted sweep computes only what is missing — and only if everything that
+determines the answer is unchanged (`sp_ode.sweeps._fingerprint`: the inputs, the system's args and
+the code of f, g and Q(y)).  `client=` runs chunks as Dask tasks (`sp_ode.sweeps._dask`).
 """
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import math
 import numbers
+import sys
+import textwrap
 import time
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,24 +47,27 @@ from sp_ode.core.files import atomic_write_bytes, write_json
 from sp_ode.core.memory import check_memory
 from sp_ode.core.precision import in_float64
 from sp_ode.core.reporting import progress
-from sp_ode.core.validation import check_finite_array, check_positive, check_positive_int
-from sp_ode.manifolds.slow_manifold import MAX_ORDER
-from sp_ode.sweeps import _paths as paths
-from sp_ode.sweeps._dask import (
-    SweepClusterError,
-    run_chunks,  # imports dask only when asked
-)
+from sp_ode.core.validation import check_choice, check_finite_array, check_positive, check_positive_int
+from sp_ode.sweeps import _cost as cost, _paths as paths, _stacked as stacked
+from sp_ode.sweeps._dask import SweepClusterError, executor
+from sp_ode.sweeps._fingerprint import sweep_digest
+from sp_ode.sweeps._reasons import TEXT, Reason
 from sp_ode.systems.simulation import check_state, check_system, check_t_span, check_ts
 from sp_ode.systems.system import FastSlowSystem, MasterEquationSystem
 
-__all__ = ["sweep", "SweepResult", "SweepResumeError", "SweepClusterError", "PATH_FULL", "STATUS_OK", "STATUS_RESOLVED",
-           "STATUS_FAILED", "MANIFEST"]
+__all__ = ["sweep", "SweepResult", "SweepResumeError", "SweepClusterError", "PATH_FULL", "STATUS_OK",
+           "STATUS_RESOLVED", "STATUS_FAILED", "MANIFEST", "ROUTES", "auto_chunk_size"]
 
 PATH_FULL = paths.PATH_FULL
 STATUS_OK, STATUS_RESOLVED, STATUS_FAILED = paths.STATUS_OK, paths.STATUS_RESOLVED, paths.STATUS_FAILED
 MANIFEST = "manifest.json"
+VALIDATION = "validation.npz"
 MIN_VALIDATE = 3
-_FORMAT = 1
+ROUTES = ("auto", "full", "reduced")
+DEFAULT_CHUNK = 512          # points per chunk in one process (a stack size of `sp_ode.sweeps._stacked`)
+MIN_CHUNK = 8
+WIDTH = 110                  # columns of `SweepResult.report`
+_FORMAT = 2
 
 
 class SweepResumeError(ValueError):
@@ -74,13 +89,15 @@ class SweepResult:
     path : ndarray (N,) int
         Order k of the corrected reduced path used, or `PATH_FULL` (−1) for the full solve.
     estimate : ndarray (N,)
-        Estimated max-norm y-error over the save times (docs/theory.md §7.5); for
-        full solves, the controller tolerance atol + rtol·max|y|.
+        Estimated max-norm y-error over the save times (docs/theory.md §7.5); for full solves,
+        LSODA's measured global-error factor × its controller tolerance (`sp_ode.sweeps._paths`).
     status : ndarray (N,) int
-        `STATUS_OK`, `STATUS_RESOLVED` (validation found error > tol: the
-        full reference solution is kept) or `STATUS_FAILED` (the full solve failed).
+        `STATUS_OK`, `STATUS_RESOLVED` (validation found error > tol: the reference solution
+        is kept) or `STATUS_FAILED` (the full solve failed).
+    reason : ndarray (N,) int
+        Why the point took its path (`sp_ode.sweeps._reasons.Reason`; `reasons()` counts them).
     validated : ndarray (N,) bool
-        Re-solved with a tight full solve.
+        Re-solved by the reference.
     true_error : ndarray (N,)
         max |y − y_ref| of the path first chosen (nan unless validated).
     ratio : ndarray (N,)
@@ -89,13 +106,15 @@ class SweepResult:
         The path chosen before validation (differs from `path` where re-solved).
     tol : float
     seconds : float
-        Wall time of the chunks computed by this call (0 for a fully resumed sweep).
+        Wall time of this call's work (0 for a fully resumed sweep).
     computed_chunks : tuple of int
         The chunks this call computed (the others were read from `out`).
     stage_seconds : dict
-        Seconds inside the chunks, per stage (setup, reduced_k, full, validate), summed over the
-        chunks this call computed, wherever they ran: `seconds` minus their total is what the
-        loop around them cost (transfer and scheduling, on Dask).
+        Seconds per stage (setup, reduced_k, full inside the chunks this call computed, wherever they
+        ran; `plan`: the cost model's probes; `validate`: the reference solve); `compile` is
+        the part of them spent compiling.
+    plan : dict
+        The cost model's routing: per-point costs, compile times, predicted totals and its notes.
     """
 
     params: dict
@@ -104,6 +123,7 @@ class SweepResult:
     path: np.ndarray
     estimate: np.ndarray
     status: np.ndarray
+    reason: np.ndarray
     validated: np.ndarray
     true_error: np.ndarray
     ratio: np.ndarray
@@ -112,6 +132,7 @@ class SweepResult:
     seconds: float = 0.0
     computed_chunks: tuple = ()
     stage_seconds: dict = field(default_factory=dict)
+    plan: dict = field(default_factory=dict)
 
     @property
     def path_names(self) -> np.ndarray:
@@ -124,13 +145,24 @@ class SweepResult:
         r = self.ratio[self.validated & np.isfinite(self.ratio) & (self.path_first != PATH_FULL)]
         return float(r.max()) if r.size else math.nan
 
+    def reasons(self) -> dict:
+        """{path name: {reason: count}}: why the points went where they went."""
+        out: dict = {}
+        for name, code in zip(self.path_names, self.reason):
+            text = TEXT[Reason(int(code))]
+            out.setdefault(str(name), {}).setdefault(text, 0)
+            out[str(name)][text] += 1
+        return out
+
     def summary(self) -> dict:
-        """Counts per path, validation outcome and the worst ratio, as plain numbers."""
+        """Counts per path and why, validation outcome, worst estimate and ratios, as plain numbers."""
         counts = {str(name): int(n) for name, n in zip(*np.unique(self.path_names, return_counts=True))}
         v = self.validated
         within = self.true_error[v] <= self.tol
+        finite = self.estimate[np.isfinite(self.estimate)]
         return {
-            "points": int(self.path.size), "tol": self.tol, "paths": counts,
+            "points": int(self.path.size), "tol": self.tol, "paths": counts, "reasons": self.reasons(),
+            "worst_estimate": float(finite.max()) if finite.size else math.nan,
             "validated": int(v.sum()),
             "validation_failed": int(np.sum(v & ~np.isfinite(self.true_error))),
             "validated_within_tol_first_pass": int(np.sum(within)),
@@ -138,12 +170,50 @@ class SweepResult:
             "failed": int(np.sum(self.status == STATUS_FAILED)),
             "worst_ratio_reduced": self.worst_ratio,
             "worst_ratio_all": float(np.nanmax(self.ratio)) if np.any(np.isfinite(self.ratio)) else math.nan,
+            "worst_true_error": float(np.nanmax(self.true_error)) if np.any(np.isfinite(self.true_error))
+            else math.nan,
             "seconds": self.seconds,
             "stage_seconds": dict(self.stage_seconds),
+            "validation_share": (float(self.stage_seconds.get("validate", 0.0)) / self.seconds
+                                 if self.seconds > 0 else math.nan),
+            "plan": dict(self.plan),
         }
 
+    def report(self) -> str:
+        """A one-screen account: paths taken and why, worst estimate, validation, where the time went."""
+        s = self.summary()
+        lines = [f"sweep: {s['points']} points, tol {s['tol']:g}, {s['seconds']:.2f} s"]
+        for name, reasons in sorted(s["reasons"].items()):
+            lines.append(f"  {name:<9} {s['paths'][name]:>7}")
+            for text, n in sorted(reasons.items(), key=lambda kv: -kv[1]):
+                lines.append(f"      {n:>7}  {text}")
+        if np.isfinite(s["worst_estimate"]):
+            lines.append(f"  worst estimate {s['worst_estimate']:.3g} (tol {s['tol']:g})")
+        if s["validated"]:
+            ratio = (f"worst true/estimated {s['worst_ratio_reduced']:.3g} on reduced paths"
+                     if np.isfinite(s["worst_ratio_reduced"]) else "no validated point took a reduced path")
+            if np.isfinite(s["worst_ratio_all"]):
+                ratio += (f", worst true/estimated overall {s['worst_ratio_all']:.3g}, worst true error "
+                          f"{s['worst_true_error']:.3g}")
+            failed = f", {s['validation_failed']} reference solves failed" if s["validation_failed"] else ""
+            lines.append(f"  validated {s['validated']}: {s['validated_within_tol_first_pass']} within tol on the first "
+                         f"pass, {s['resolved']} re-solved{failed}; {ratio}")
+        else:
+            lines.append("  validated 0 points (validate_fraction = 0)")
+        stages = ", ".join(f"{k} {v:.2f}" for k, v in s["stage_seconds"].items())
+        lines.append(f"  seconds: {stages}" + (f" (validation {100 * s['validation_share']:.0f} %)"
+                                                if np.isfinite(s["validation_share"]) else ""))
+        for note in self.plan.get("notes", []):
+            lines.append(f"  plan: {note}")
+        if s["failed"]:
+            lines.append(f"  {s['failed']} full solves FAILED (y = inf there)")
+        return "\n".join(textwrap.fill(line, WIDTH, subsequent_indent="        ") for line in lines)
 
-# --- validation ---------------------------------------------------------------------------
+    def __str__(self) -> str:
+        return self.report()
+
+
+# --- validation of the input ------------------------------------------------------------------
 
 def _probe_used(system: FastSlowSystem, args: dict, x0, y0, t0: float) -> set:
     """The keys of `args` whose leaves f or g actually read (traced once, nothing run)."""
@@ -162,10 +232,9 @@ def _probe_used(system: FastSlowSystem, args: dict, x0, y0, t0: float) -> set:
     return {k for k, v in zip(keys, closed.jaxpr.invars) if id(v) in used}
 
 
-def _check_params(system: FastSlowSystem, params, x0_probe, y0_probe, t0) -> tuple[dict, int]:
+def _check_values(params) -> tuple[dict, int]:
     if not isinstance(params, Mapping) or not params:
         raise TypeError(f"`params` must be a non-empty mapping of names to arrays; got {type(params).__name__}.")
-    base = system.args if system.args is not None else {}
     values, lengths = {}, {}
     for name, value in params.items():
         if not isinstance(name, str):
@@ -176,7 +245,26 @@ def _check_params(system: FastSlowSystem, params, x0_probe, y0_probe, t0) -> tup
         values[name], lengths[name] = arr, arr.shape[0]
     if len(set(lengths.values())) != 1:
         raise ValueError(f"`params` arrays must have equal lengths (one entry per point); got {lengths}.")
-    N = next(iter(lengths.values()))
+    return values, next(iter(lengths.values()))
+
+
+def _check_eps(values: dict, N: int, default: float) -> np.ndarray:
+    eps = values.get("eps")
+    if eps is None:
+        eps = np.full(N, default)
+    elif eps.ndim != 1:
+        raise ValueError(f"`params['eps']` must be 1-D (one ε per point); got shape {eps.shape}.")
+    bad = np.flatnonzero(eps <= 0)
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(f"`params['eps']` must be > 0 at every point; point {i} has eps = {float(eps[i])!r} "
+                         f"({bad.size} such point{'s' if bad.size > 1 else ''}).")
+    return eps
+
+
+def _check_params(system: FastSlowSystem, params, x0_probe, y0_probe, t0) -> tuple[dict, int]:
+    values, N = _check_values(params)
+    base = system.args if system.args is not None else {}
     swept = [n for n in values if n != "eps"]
     if swept and not isinstance(base, Mapping):
         raise TypeError(f"`params` {swept} need the system's `args` to be a dict of named parameters; "
@@ -196,17 +284,7 @@ def _check_params(system: FastSlowSystem, params, x0_probe, y0_probe, t0) -> tup
             where = "f, g or Q(y)" if isinstance(system, MasterEquationSystem) else "f or g"
             raise ValueError(f"`params` {unused} are not read by {where} of system {system.name!r} "
                              "(traced): sweeping them would change nothing.")
-    eps = values.get("eps")
-    if eps is None:
-        eps = np.full(N, system.eps)
-    elif eps.ndim != 1:
-        raise ValueError(f"`params['eps']` must be 1-D (one ε per point); got shape {eps.shape}.")
-    bad = np.flatnonzero(eps <= 0)
-    if bad.size:
-        i = int(bad[0])
-        raise ValueError(f"`params['eps']` must be > 0 at every point; point {i} has eps = {float(eps[i])!r} "
-                         f"({bad.size} such point{'s' if bad.size > 1 else ''}).")
-    values["eps"] = eps
+    values["eps"] = _check_eps(values, N, system.eps)
     return values, N
 
 
@@ -226,29 +304,40 @@ def _check_states(system, x0, y0, N):
     return np.broadcast_to(x0, (N, x0.shape[-1])).copy(), y0
 
 
+def auto_chunk_size(N: int, workers: int) -> tuple[int, str | None]:
+    """(chunk size, warning or None): `DEFAULT_CHUNK` in one process; on W workers, at most
+    N/(2W) points so that every worker gets at least 2 tasks (never below `MIN_CHUNK`)."""
+    if workers <= 1:
+        return max(1, min(N, DEFAULT_CHUNK)), None
+    size = max(MIN_CHUNK, min(DEFAULT_CHUNK, N // (2 * workers)))
+    tasks = math.ceil(N / size)
+    if tasks < 2 * workers:
+        return size, (f"{N} points in chunks of at least {MIN_CHUNK} make {tasks} tasks for {workers} workers: "
+                      f"some workers get fewer than 2 (or none).")
+    return size, None
+
+
+def _sweep_nbytes(N: int, chunk_size: int, m: int, d: int, K: int) -> int:
+    """Estimated peak bytes: one stacked chunk (LSODA's banded work arrays) plus the assembled table."""
+    n = m + d
+    return stacked.stack_nbytes(min(N, chunk_size), n) + int(N) * 8 * (2 * K * d + m + 10)
+
+
 # --- output folder ------------------------------------------------------------------------
-
-def _fingerprint(system, values, x0, y0, t_span, ts, tol, options) -> str:
-    h = hashlib.sha256()
-    h.update(repr((_FORMAT, system.name, type(system).__name__, t_span, tol, sorted(options.items()))).encode())
-    for name in sorted(values):
-        h.update(name.encode())
-        h.update(np.ascontiguousarray(values[name]).tobytes())
-    for arr in (ts, y0) + ((x0,) if x0 is not None else ()):
-        h.update(np.ascontiguousarray(arr).tobytes())
-    return h.hexdigest()
-
 
 def _chunk_path(out: Path, index: int) -> Path:
     return out / f"chunk_{index:06d}.npz"
 
 
-_CHUNK_KEYS = ("points", "y", "path", "path_first", "estimate", "status", "validated", "true_error", "ratio")
+_CHUNK_KEYS = ("points", "y", "path", "estimate", "status", "reason", "x0")
 
 
 def _write_chunk(out: Path, res: dict) -> None:
     buf = io.BytesIO()
-    np.savez(buf, **{k: res[k] for k in _CHUNK_KEYS})
+    np.savez(buf, **{k: res[k] for k in _CHUNK_KEYS},
+             timing=np.frombuffer(json.dumps({"seconds": res.get("seconds", {}),
+                                              "compile_seconds": res.get("compile_seconds", {})}).encode(),
+                                  dtype=np.uint8))
     atomic_write_bytes(_chunk_path(out, res["index"]), buf.getvalue())
 
 
@@ -257,7 +346,10 @@ def _read_chunk(out: Path, index: int) -> dict | None:
     if not p.is_file():
         return None
     with np.load(p) as z:
-        return {k: z[k] for k in _CHUNK_KEYS}
+        res = {k: z[k] for k in _CHUNK_KEYS}
+        timing = json.loads(bytes(z["timing"]).decode()) if "timing" in z else {}
+    res.update(index=index, seconds=timing.get("seconds", {}), compile_seconds=timing.get("compile_seconds", {}))
+    return res
 
 
 def _open_out(out, fingerprint: str, meta: dict) -> tuple[Path, dict]:
@@ -267,72 +359,79 @@ def _open_out(out, fingerprint: str, meta: dict) -> tuple[Path, dict]:
         manifest = json.loads(manifest_path.read_text())
         if manifest.get("fingerprint") != fingerprint:
             raise SweepResumeError(f"`out` {str(out)!r} holds a different sweep (fingerprint "
-                                   f"{str(manifest.get('fingerprint'))[:12]} ≠ {fingerprint[:12]}): "
-                                   "pass a new folder, or delete it to start over.")
+                                   f"{str(manifest.get('fingerprint'))[:12]} ≠ {fingerprint[:12]}: the model, its "
+                                   "parameters or code, or the sweep's inputs changed): pass a new folder, or "
+                                   "delete it to start over.")
         return out, manifest
     manifest = {"format": _FORMAT, "fingerprint": fingerprint, **meta, "done": []}
     write_json(manifest_path, manifest)
     return out, manifest
 
 
-def _sweep_nbytes(N: int, chunk_size: int, m: int, d: int, K: int) -> int:
-    """Estimated peak bytes of a sweep: one vmapped chunk of stiff solves plus the assembled table.
-
-    A lane of the full path (Kvaerno5 on n = m + d unknowns) holds its Jacobian and LU
-    factors (2n²), the stage vectors and the saved states ((K + 16)·n); the table keeps y
-    twice (chunks and their concatenation, 2·K·d per point) and about 8 per-point fields.
-    """
-    n = m + d
-    lane = 8 * (3 * n * n + (K + 16) * n)
-    return int(min(N, chunk_size)) * lane + int(N) * 8 * (2 * K * d + 8)
+def _manifest_chunk_size(out) -> int | None:
+    if out is None:
+        return None
+    p = Path(out) / MANIFEST
+    if not p.is_file():
+        return None
+    try:
+        return int(json.loads(p.read_text()).get("chunk_size"))
+    except (ValueError, TypeError):
+        return None
 
 
 # --- the public function ------------------------------------------------------------------
 
 @in_float64
 def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: float = 0.01,
-          chunk_size: int = 256, out=None, client=None, seed: int = 0, max_order: int = 2,
-          safety: float = 0.5, reduced_method: str = "Tsit5", progress_bar: bool | None = None,
+          chunk_size: int | None = None, out=None, client=None, seed: int = 0, max_order: int | None = None,
+          safety: float = 0.5, route: str = "auto", progress_bar: bool | None = None,
           connect_timeout: float = 10.0) -> SweepResult:
     """Solve a fast–slow system at N parameter points, each by its cheapest certified path.
 
     Parameters
     ----------
-    system : FastSlowSystem, MasterEquationSystem or catalogue entry
-        Its `args` must be a dict holding every swept name (except `eps`).
+    system : FastSlowSystem, MasterEquationSystem, NetworkSystem or catalogue entry
+        Its `args` must be a dict holding every swept name (except `eps`); for a
+        `NetworkSystem`, the swept names are parameters of its network (rate constants and
+        parameters of the slow equations).
     params : mapping name -> array (N, ...)
-        Per-point values: `eps` (ε > 0; default the system's) and entries of
-        `system.args` (same trailing shape as there), all of length N.
+        Per-point values: `eps` (ε > 0; default the system's) and parameters of the system (same
+        trailing shape as there), all of length N.
     t_span : (t0, t1)
     x0 : array (m,) | (N, m), or "manifold"
-        Initial fast states; "manifold" starts each point on its slow manifold
-        h^{(K+1)}(y0) (no initial layer).
+        Initial fast states; "manifold" starts each point on its first-order slow manifold
+        h^{(1)}(y0) = φ(y0) + εh₁(y0) (for a network system: p_st(y0) + εh₁(y0)).
     y0 : array (d,) | (N, d)
     ts : array (K,)
         Save times inside t_span; the tolerance applies to y at these.
     tol : float
         Target max-norm error of y over the save times, > 0.
     validate_fraction : float in [0, 1]
-        Share of points re-solved with a tight full solve (at least 3 when > 0).
-    chunk_size : int
-        Points per chunk (the unit of batching, checkpointing and Dask tasks).
+        Share of points re-solved by the tight reference (at least 3 when > 0).
+    chunk_size : int, optional
+        Points per chunk (the unit of stacking, checkpointing and Dask tasks).  None: 512 in one
+        process; on W Dask workers at most N/(2W), so every worker gets at least 2 tasks (a warning
+        says when N is too small for that); a resumed sweep keeps the size it was started with.
     out : path, optional
-        Folder for `manifest.json` and one `chunk_NNNNNN.npz` per finished chunk;
-        a rerun with the same inputs reads the finished chunks instead of computing them.
+        Folder for `manifest.json`, one `chunk_NNNNNN.npz` per finished chunk and
+        `validation.npz`; a rerun with the same inputs and model reads them instead of computing.
     client : None, "local", a `dask.distributed.Client` or a scheduler address
         None runs in this process; otherwise chunks are Dask tasks (docs/sweep_cluster.md).
     seed : int
         Chooses the validated subset.
-    max_order : int
-        Highest reduced order K tried (its estimate needs order K + 1), 0 ≤ K < 5.
+    max_order : int, optional
+        Highest reduced order K tried (its estimate needs order K + 1), 0 ≤ K < 5; default 2 (network
+        systems: K ≤ 1, default 1, from their tables of orders 0–2).
     safety : float in (0, 1]
-        A reduced path is taken when its estimate is ≤ safety·tol.
-    reduced_method : str
-        diffrax solver of the reduced flow (no ε in it; "Tsit5" unless g itself is stiff).
+        A reduced path is kept when its estimate is ≤ safety·tol.
+    route : {"auto", "full", "reduced"}
+        "auto": the cost model routes each point (module docstring); "full": every point full;
+        "reduced": every point tries order 0, 1, … whatever it costs.
     progress_bar : bool, optional
         None: shown on a terminal.
     connect_timeout : float
-        Seconds to wait for a scheduler address.
+        Seconds any wait for the Dask scheduler may take (connecting, scattering, a silent scheduler).
 
     Returns
     -------
@@ -341,121 +440,229 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
     Raises
     ------
     TypeError
-        `system` not a fast–slow system; `params` not a mapping; args not a dict.
+        `system` not a fast–slow or network system; `params` not a mapping; args not a dict.
     ValueError
-        Unequal `params` lengths; a name that is not a parameter of the system or
-        that f, g (Q) do not read; ε ≤ 0 at a point (its index named); tol ≤ 0;
-        bad `t_span`/`ts`/`x0`/`y0`/options.
+        Unequal `params` lengths; a name that is not a parameter of the system or that f, g (Q) do
+        not read; ε ≤ 0 at a point (its index named); tol ≤ 0; bad `t_span`/`ts`/`x0`/`y0`/options.
     SweepResumeError
-        `out` holds a different sweep.
+        `out` holds a different sweep (other inputs, or a changed model).
     SweepClusterError
-        The scheduler cannot be reached within `connect_timeout`.
+        The scheduler cannot be reached, or stops answering, within `connect_timeout`.
     MemoryBudgetError
         The estimate of `_sweep_nbytes` exceeds the memory budget (before any chunk runs).
     """
-    system = check_system(system)
+    # a NetworkSystem can only exist once its module is imported: sympy and the network code load only then
+    networks = sys.modules.get("sp_ode.networks.system")
+    is_network = networks is not None and isinstance(system, networks.NetworkSystem)
+    if is_network:
+        from sp_ode.sweeps import _network as network
+    else:
+        system = check_system(system)
     tol = check_positive("tol", tol)
     t0, t1 = check_t_span(t_span)
     ts = check_ts(ts, t0, t1)
     if ts is None:
         raise ValueError("`ts` is required: the save times at which y is returned and the tolerance applies.")
-    chunk_size = check_positive_int("chunk_size", chunk_size)
+    if chunk_size is not None:
+        chunk_size = check_positive_int("chunk_size", chunk_size)
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise ValueError(f"`seed` must be a non-negative integer; got {seed!r}.")
-    frac = check_finite_array("validate_fraction", validate_fraction, ndim=0)
-    frac = float(frac)
+    frac = float(check_finite_array("validate_fraction", validate_fraction, ndim=0))
     if not 0.0 <= frac <= 1.0:
         raise ValueError(f"`validate_fraction` must lie in [0, 1]; got {frac}.")
     safety = check_positive("safety", safety)
     if safety > 1:
         raise ValueError(f"`safety` must lie in (0, 1]; got {safety}.")
-    if isinstance(max_order, bool) or not isinstance(max_order, numbers.Integral) or \
-            not 0 <= max_order < MAX_ORDER:
-        raise ValueError(f"`max_order` must be an integer in [0, {MAX_ORDER - 1}]; got {max_order!r}.")
+    top = network.MAX_ORDER if is_network else paths.MAX_ORDER
+    max_order = min(2, top) if max_order is None else max_order
+    if isinstance(max_order, bool) or not isinstance(max_order, numbers.Integral) or not 0 <= max_order <= top:
+        raise ValueError(f"`max_order` must be an integer in [0, {top}]; got {max_order!r}.")
+    route = check_choice("route", route, ROUTES)
+    connect_timeout = check_positive("connect_timeout", connect_timeout)
 
-    probe_y = check_state("y0", np.asarray(y0)[0] if np.ndim(y0) == 2 else y0, system.d)
-    if isinstance(x0, str):
-        m = system.m
-        if m is None:
-            raise ValueError("`x0='manifold'` needs the fast dimension: build the system with `m=`.")
-        probe_x = np.zeros(m)
+    if is_network:
+        values, N = _check_values(params)
+        values = network.check_params(system, values, N)
+        values["eps"] = _check_eps(values, N, system.eps)
+        x0_arr, y0_arr = network.check_states(system, x0, y0, N)
+        m, d = system.n, system.d
     else:
-        probe_x = check_state("x0", np.asarray(x0)[0] if np.ndim(x0) == 2 else x0, system.m)
-    values, N = _check_params(system, params, probe_x, probe_y, t0)
-    check_memory(_sweep_nbytes(N, chunk_size, probe_x.size, probe_y.size, ts.size),
-                 what=f"a sweep of {N} points in chunks of {chunk_size} (m = {probe_x.size}, d = {probe_y.size}, "
-                      f"{ts.size} save times)", remedy="Lower `chunk_size` or the number of save times.")
-    x0_arr, y0_arr = _check_states(system, x0, y0, N)
+        probe_y = check_state("y0", np.asarray(y0)[0] if np.ndim(y0) == 2 else y0, system.d)
+        if isinstance(x0, str):
+            if system.m is None:
+                raise ValueError("`x0='manifold'` needs the fast dimension: build the system with `m=`.")
+            probe_x = np.zeros(system.m)
+        else:
+            probe_x = check_state("x0", np.asarray(x0)[0] if np.ndim(x0) == 2 else x0, system.m)
+        values, N = _check_params(system, params, probe_x, probe_y, t0)
+        x0_arr, y0_arr = _check_states(system, x0, y0, N)
+        m, d = probe_x.size, probe_y.size
 
     rng = np.random.default_rng(seed)
     n_val = 0 if frac == 0 else min(N, max(MIN_VALIDATE, math.ceil(frac * N)))
     validate = np.zeros(N, dtype=bool)
     validate[rng.choice(N, size=n_val, replace=False)] = True
 
-    base = dict(system.args) if isinstance(system.args, Mapping) else {}
-    names = tuple(n for n in values if n != "eps")
-    plan = paths.SweepPlan(system, base, names, (t0, t1), ts, tol, int(max_order), safety=safety,
-                           reduced_method=reduced_method)
-    n_chunks = math.ceil(N / chunk_size)
-    chunks = [range(i * chunk_size, min(N, (i + 1) * chunk_size)) for i in range(n_chunks)]
-
-    options = {"validate_fraction": frac, "chunk_size": chunk_size, "seed": seed, "max_order": int(max_order),
-               "safety": safety, "reduced_method": reduced_method}
-    results: dict[int, dict] = {}
-    manifest = out_dir = None
-    if out is not None:
-        fp = _fingerprint(system, values, x0_arr, y0_arr, (t0, t1), ts, tol, options)
-        out_dir, manifest = _open_out(out, fp, {"system": system.name, "points": N, "chunks": n_chunks,
-                                                "names": sorted(values), "tol": tol, **options})
-        for i in manifest["done"]:
-            found = _read_chunk(out_dir, i)
-            if found is not None:
-                results[i] = found
-    todo = [i for i in range(n_chunks) if i not in results]
-
-    def chunk_input(i):
-        idx = np.arange(chunks[i].start, chunks[i].stop)
-        return paths.ChunkInput(i, idx, values["eps"][idx], {n: values[n][idx] for n in names},
-                                None if x0_arr is None else x0_arr[idx], y0_arr[idx], validate[idx])
-
-    def record(res):
-        results[res["index"]] = res
-        if out_dir is not None:
-            _write_chunk(out_dir, res)
-            manifest["done"] = sorted(set(manifest["done"]) | {int(res["index"])})
-            write_json(out_dir / MANIFEST, manifest)
-
-    start = time.perf_counter()
-    bar = progress(total=N, desc=f"sweep {system.name}", disable=None if progress_bar is None else not progress_bar)
-    bar.update(N - sum(len(chunks[i]) for i in todo))
+    start_all = time.perf_counter()
+    ex = executor(client, connect_timeout)
     try:
-        if client is None:
-            for i in todo:
-                res = paths.run_chunk(plan, chunk_input(i))
-                record(res)
-                bar.update(res["points"].size)
+        resumed_size = _manifest_chunk_size(out) if chunk_size is None else None
+        if chunk_size is None and resumed_size is None:
+            chunk_size, warning = auto_chunk_size(N, ex.workers)
+            if warning:
+                warnings.warn(f"sweep: {warning} Pass a smaller `chunk_size`, or use fewer workers.", stacklevel=2)
+        elif chunk_size is None:
+            chunk_size = resumed_size
+        check_memory(_sweep_nbytes(N, chunk_size, m, d, ts.size),
+                     what=f"a sweep of {N} points in chunks of {chunk_size} (m = {m}, d = {d}, {ts.size} save "
+                          "times)", remedy="Lower `chunk_size` or the number of save times.")
+        names = tuple(n for n in values if n != "eps")
+        y_scale = max(1.0, float(np.max(np.abs(y0_arr))))
+        if is_network:
+            engine = network
+            plan = network.NetworkPlan(system, names, (t0, t1), ts, tol, int(max_order), safety=safety,
+                                       route=route, y_scale=y_scale)
         else:
+            engine = cost
+            base = dict(system.args) if isinstance(system.args, Mapping) else {}
+            plan = paths.SweepPlan(system, base, names, (t0, t1), ts, tol, int(max_order), safety=safety,
+                                   route=route, sizes=stacked.pad_sizes(chunk_size, m + d), y_scale=y_scale)
+        n_chunks = math.ceil(N / chunk_size)
+        chunks = [range(i * chunk_size, min(N, (i + 1) * chunk_size)) for i in range(n_chunks)]
+        options = {"validate_fraction": frac, "chunk_size": chunk_size, "seed": seed, "max_order": int(max_order),
+                   "safety": safety, "route": route}
+        results: dict[int, dict] = {}
+        manifest = out_dir = None
+        if out is not None:
+            fp = sweep_digest(_FORMAT, system, values, (ts, y0_arr, x0_arr),
+                              (t0, t1, tol, sorted(options.items())))
+            out_dir, manifest = _open_out(out, fp, {"system": system.name, "points": N, "chunks": n_chunks,
+                                                    "names": sorted(values), "tol": tol, **options})
+            for i in manifest["done"]:
+                found = _read_chunk(out_dir, i)
+                if found is not None:
+                    results[i] = found
+        todo = [i for i in range(n_chunks) if i not in results]
 
-            for res in run_chunks(client, plan, [chunk_input(i) for i in todo], connect_timeout):
+        def chunk_input(i):
+            idx = np.arange(chunks[i].start, chunks[i].stop)
+            return paths.ChunkInput(i, idx, values["eps"][idx], {n: values[n][idx] for n in names},
+                                    None if x0_arr is None else x0_arr[idx], y0_arr[idx])
+
+        def record(res):
+            res["fresh"] = True
+            results[res["index"]] = res
+            if out_dir is not None:
+                _write_chunk(out_dir, res)
+                manifest["done"] = sorted(set(manifest["done"]) | {int(res["index"])})
+                write_json(out_dir / MANIFEST, manifest)
+
+        bar = progress(total=N, desc=f"sweep {system.name}",
+                       disable=None if progress_bar is None else not progress_bar)
+        bar.update(N - sum(len(chunks[i]) for i in todo))
+        stages: dict[str, float] = {}
+        try:
+            if route == "auto":
+                stored = manifest.get("decision") if manifest is not None else None
+                if stored is not None:
+                    plan.decision = engine.decision_from_dict(stored)
+                else:
+                    plan.decision = None
+                    first = None
+                    if engine.FIRST_CHUNK_PRICES:   # the first chunk, solved fully, prices the full route
+                        if todo and todo[0] == 0:
+                            for res in ex.map(engine.run_chunk, plan, [chunk_input(0)]):
+                                record(res)
+                                bar.update(res["points"].size)
+                            todo = todo[1:]
+                        first = results[0]
+                    rest = (np.concatenate([np.arange(chunks[i].start, chunks[i].stop) for i in todo]) if todo
+                            else np.zeros(0, dtype=np.int64))
+                    plan.decision = engine.decide(plan, first, values, x0_arr, y0_arr, rest,
+                                                  processes=ex.workers if client is not None else 1)
+                    stages["plan"] = plan.decision.seconds
+                    if manifest is not None:
+                        manifest["decision"] = plan.decision.as_dict()
+                        write_json(out_dir / MANIFEST, manifest)
+            for res in ex.map(engine.run_chunk, plan, [chunk_input(i) for i in todo]):
                 record(res)
                 bar.update(res["points"].size)
+        finally:
+            bar.close()
+        parts = [results[i] for i in range(n_chunks)]
+        table = _assemble_chunks(parts, N)
+        if route == "auto" and engine.FIRST_CHUNK_PRICES:
+            first = np.arange(chunks[0].start, chunks[0].stop)
+            full = (table["path"][first] == PATH_FULL) & (table["status"][first] != STATUS_FAILED)
+            table["reason"][first] = np.where(full, engine.first_chunk_reasons(plan, values["eps"][first]),
+                                              table["reason"][first])
+        val_t = _validate(plan, engine, ex, table, values, y0_arr, validate, out_dir, manifest)
+        if val_t is not None:
+            stages["validate"] = val_t
     finally:
-        bar.close()
-    seconds = time.perf_counter() - start if todo else 0.0
-    return _assemble(values, ts, tol, N, [results[i] for i in range(n_chunks)], seconds, tuple(todo))
+        ex.close()
+    computed = tuple(i for i in range(n_chunks) if parts[i].get("fresh"))
+    seconds = time.perf_counter() - start_all if (computed or val_t) else 0.0
+    for part in parts:
+        if part.get("fresh"):
+            for stage, sec in part.get("seconds", {}).items():
+                stages[stage] = stages.get(stage, 0.0) + float(sec)
+            for sec in part.get("compile_seconds", {}).values():
+                stages["compile"] = stages.get("compile", 0.0) + float(sec)
+    plan_dict = {"route": route, "chunk_size": chunk_size, "stack_sizes": list(getattr(plan, "sizes", ())),
+                 **(plan.decision.as_dict() if plan.decision is not None else {})}
+    return SweepResult(params=dict(values), ts=ts, y=table["y"], path=table["path"], estimate=table["estimate"],
+                       status=table["status"], reason=table["reason"], validated=validate,
+                       true_error=table["true_error"], ratio=table["ratio"], path_first=table["path_first"], tol=tol,
+                       seconds=seconds, computed_chunks=computed, stage_seconds=stages, plan=plan_dict)
 
 
-def _assemble(values, ts, tol, N, parts, seconds, computed) -> SweepResult:
+def _assemble_chunks(parts: list, N: int) -> dict:
     cat = {k: np.concatenate([p[k] for p in parts]) for k in _CHUNK_KEYS}
     if not np.array_equal(cat["points"], np.arange(N)):  # every point exactly once, in order
         raise RuntimeError("internal: the chunks do not cover the points exactly once.")
-    stages: dict[str, float] = {}
-    for part in parts:
-        if part.get("index") in computed:
-            for stage, sec in part.get("seconds", {}).items():
-                stages[stage] = stages.get(stage, 0.0) + float(sec)
-    res = SweepResult(params=dict(values), ts=ts, y=cat["y"], path=cat["path"], estimate=cat["estimate"],
-                      status=cat["status"], validated=cat["validated"].astype(bool),
-                      true_error=cat["true_error"], ratio=cat["ratio"], path_first=cat["path_first"], tol=tol, seconds=seconds,
-                      computed_chunks=computed, stage_seconds=stages)
-    return res
+    cat["path_first"] = cat["path"].copy()
+    cat["true_error"] = np.full(N, np.nan)
+    cat["ratio"] = np.full(N, np.nan)
+    return cat
+
+
+def _validate(plan, engine, ex, table, values, y0, validate, out_dir, manifest) -> float | None:
+    """The batched reference solve of the validated points (read back from `out` when done before)."""
+    check = np.flatnonzero(validate)
+    if check.size == 0:
+        return None
+    stored = None
+    if out_dir is not None and manifest.get("validation") and (out_dir / VALIDATION).is_file():
+        with np.load(out_dir / VALIDATION) as z:
+            if np.array_equal(z["points"], check):
+                stored = (z["y_ref"], z["ok"])
+    start = time.perf_counter()
+    if stored is None:
+        item = engine.ValidationInput(check, table["x0"][check], y0[check], values["eps"][check],
+                                      {n: values[n][check] for n in values if n != "eps"})
+        [(yr, ok)] = list(ex.map(engine.validate_points, plan, [item]))
+        if out_dir is not None:
+            buf = io.BytesIO()
+            np.savez(buf, points=check, y_ref=yr, ok=ok)
+            atomic_write_bytes(out_dir / VALIDATION, buf.getvalue())
+            manifest["validation"] = True
+            write_json(out_dir / MANIFEST, manifest)
+        seconds = time.perf_counter() - start
+    else:
+        yr, ok = stored
+        seconds = 0.0
+    err = paths.max_diff(table["y"][check], yr)
+    table["true_error"][check] = np.where(ok, err, np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        table["ratio"][check] = np.where(ok, err / table["estimate"][check], np.nan)
+    bad = check[ok & (err > plan.tol)]
+    where = {int(i): k for k, i in enumerate(check)}
+    for i in bad:   # the estimate failed here: keep the reference solve instead
+        k = where[int(i)]
+        table["y"][i] = yr[k]
+        table["path"][i] = PATH_FULL
+        table["estimate"][i] = float(engine.full_estimate(plan, yr[k][None], engine.REFERENCE_TOL_FACTOR)[0])
+        table["status"][i] = STATUS_RESOLVED
+        table["reason"][i] = int(Reason.RESOLVED)
+    return seconds

@@ -10,25 +10,41 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_bench_sweep_smoke(tmp_path):
+    """Each contender ran in a fresh process at the loosest ladder rtol meeting tol (the ones before it
+    missed), the sweep met tol against the independent Radau reference, and the verdict is computed."""
     out = tmp_path / "bench.json"
     run = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_sweep.py"), "--smoke", "--json",
                           "--out", str(out)], capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert run.returncode == 0, run.stderr[-3000:]
     rec = json.loads(run.stdout)
     assert rec == json.loads(out.read_text())  # the file records every printed number
-    assert rec["points"] == 8 and rec["scipy_subset"] == 2
-    # the sweep meets tol against the independent Radau reference
-    assert rec["sweep"]["max_error_on_reference_points"] <= rec["tol"]
-    assert rec["sweep"]["summary"]["failed"] == 0
-    # every baseline ran at the loosest ladder rtol meeting tol (the ones before it missed)
-    choices = [rec["vmap_kvaerno5"]] + [v for v in rec["scipy_loop"].values()]
-    for choice in choices:
-        assert choice["error"] <= rec["tol"]
-    errors = [e for _, e in rec["vmap_kvaerno5"]["tried"]]
-    assert all(e > rec["tol"] for e in errors[:-1])
-    # cost per ε decade: one row per decade present, both methods timed
-    rows = rec["cost_by_eps_decade"]
-    assert rows and all(r["vmap_ms_per_point"] > 0 and r["sweep_ms_per_point"] > 0 for r in rows)
+    [case] = rec["cases"]
+    assert case["points"] == 8 and case["range"] == "all"
+    sweep = case["contenders"]["sweep"]
+    assert sweep["max_error_on_reference"] <= rec["tol"] and sweep["summary"]["failed"] == 0
+    assert sweep["process_s"] > sweep["work_s"] > 0 and sweep["import_s"] > 0
+    for name in ("scipy_LSODA", "numpy_LSODA"):
+        c = case["contenders"][name]
+        assert c["max_error_on_reference"] <= rec["tol"]
+        tried = [e for _, e in case["choices"][name]["tried"]]
+        assert all(e > rec["tol"] for e in tried[:-1]) and tried[-1] <= rec["tol"]
+    v = case["verdict"]
+    assert v["faster_baseline"] in ("scipy_LSODA", "numpy_LSODA") and v["ratio_sweep_to_faster_baseline"] > 0
+
+
+def test_bench_sweep_network_smoke(tmp_path):
+    """The network sweep meets tol against its BDF reference; the baseline ran at its loosest rtol."""
+    out = tmp_path / "net.json"
+    run = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_sweep_network.py"), "--smoke", "--json",
+                          "--out", str(out)], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert run.returncode == 0, run.stderr[-3000:]
+    rec = json.loads(run.stdout)
+    assert rec == json.loads(out.read_text())
+    [case] = rec["cases"]
+    assert case["n"] == 36 and case["sweep"]["within_tol_on_reference"]
+    assert case["fastest_full"] in ("BDF", "Radau") and case["speedup_vs_fastest_full_loop"] > 0
+    base = case["baselines"][case["fastest_full"]]
+    assert base["error"] <= case["tol"] and all(e > case["tol"] for _, e in base["tried"][:-1])
 
 
 def test_gpu_sweep_code_path_on_cpu(tmp_path):

@@ -6,6 +6,7 @@ inputs (the library is tested in tests/sweeps/test_sweep.py).
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,7 +22,7 @@ x0 = "manifold"
 y0 = [1.0]
 tol = 1e-6
 chunk_size = 8
-max_order = 1
+max_order = 0
 validate_fraction = 0.25
 seed = 4
 
@@ -45,7 +46,7 @@ def test_toml_config_runs_and_matches_the_library(tmp_path, capsys):
     np.testing.assert_array_equal(saved["param_eps"], eps)
     lib = sp_ode.sweep(sp_ode.get_system("michaelis_menten").system,
                        {"eps": eps, "kappa": np.linspace(0.5, 2.0, 12)}, (0.0, 2.0), "manifold", [1.0],
-                       ts=[1.0, 2.0], tol=1e-6, chunk_size=8, max_order=1, validate_fraction=0.25, seed=4,
+                       ts=[1.0, 2.0], tol=1e-6, chunk_size=8, max_order=0, validate_fraction=0.25, seed=4,
                        progress_bar=False)
     np.testing.assert_array_equal(saved["y"], lib.y)
     # rerun: every chunk read back from out/chunks
@@ -77,15 +78,15 @@ def test_text_report_states_the_ratio_only_when_a_reduced_point_was_validated(tm
     """Every printed line is true: with no validated reduced point there is no ratio to print (was "nan")."""
     cfg = tmp_path / "sweep.toml"
     # ε ≥ 1e-3 with max_order 0: every point takes the full solve
-    cfg.write_text(TOML.replace("max_order = 1", "max_order = 0").replace(
-        "eps = {loguniform = [1e-6, 1e-2, 12]}", "eps = {loguniform = [1e-3, 1e-2, 12]}"))
+    cfg.write_text(TOML.replace("eps = {loguniform = [1e-6, 1e-2, 12]}", "eps = {loguniform = [1e-3, 1e-2, 12]}"))
     assert main(["sweep", str(cfg), "--out", str(tmp_path / "full")]) == 0
     text = capsys.readouterr().out
     assert "no validated point took a reduced path" in text and "nan" not in text
-    cfg.write_text(TOML)
+    cfg.write_text(TOML.replace("seed = 4", 'seed = 4\nroute = "reduced"\nvalidate_fraction = 1.0').replace(
+        "validate_fraction = 0.25\n", ""))
     assert main(["sweep", str(cfg), "--out", str(tmp_path / "mixed")]) == 0
     text = capsys.readouterr().out
-    assert "worst true/estimated error" in text and "nan" not in text
+    assert "worst true/estimated" in text and "on reduced paths" in text and "nan" not in text
 
 
 def test_the_program_entry_point_pins_sweep_to_one_core(tmp_path):
@@ -124,3 +125,138 @@ def test_sweep_config_payload_is_refused_and_expressions_are_numbers(tmp_path, c
     from sp_ode.cli.sweep import param_values
 
     assert param_values("eps", ["1/4096", 2e-3, "2^-10"], None).tolist() == [2.0**-12, 2e-3, 2.0**-10]
+
+
+def test_help_gives_the_config_format_with_a_complete_example(capsys):
+    """The keys, the value specs and the grid form are in `sp-ode sweep --help` (they were only in a docstring)."""
+    assert main(["sweep", "--help"]) == 0
+    text = capsys.readouterr().out
+    for needle in ("[params]", "[grid]", "loguniform", "Cartesian product", "t_span", "ts = ", "tol = ",
+                   "system = ", "route", "connect_timeout", "chunk_size"):
+        assert needle in text, needle
+    import tomllib
+
+    from sp_ode.cli.sweep import FORMAT
+    example = "\n".join(line[4:] for line in FORMAT.splitlines() if line.startswith("    "))
+    config = tomllib.loads(example)                      # the example is a valid config
+    assert {"system", "t_span", "ts", "tol", "params", "grid"} <= set(config)
+
+
+def test_grid_is_the_cartesian_product_of_its_axes(tmp_path, capsys):
+    cfg = tmp_path / "grid.toml"
+    cfg.write_text('''
+system = "michaelis_menten"
+t_span = [0.0, 1.0]
+ts = [1.0]
+tol = 1e-6
+route = "full"
+validate_fraction = 0.0
+[params]
+eps = [1e-4, 1e-3]
+[grid]
+kappa = [0.5, 1.0, 2.0]
+lam = {linspace = [0.3, 0.5, 2]}
+''')
+    out = tmp_path / "out"
+    assert main(["sweep", str(cfg), "--out", str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["points"] == 12
+    saved = np.load(out / "result.npz")
+    combos = {(e, k, lam) for e, k, lam in zip(saved["param_eps"], saved["param_kappa"], saved["param_lam"])}
+    assert combos == {(e, k, lam) for e in (1e-4, 1e-3) for k in (0.5, 1.0, 2.0) for lam in (0.3, 0.5)}
+    cfg.write_text(cfg.read_text().replace("kappa = [0.5, 1.0, 2.0]", "eps = [1.0]"))
+    assert main(["sweep", str(cfg), "--out", str(out)]) == 2
+    assert "both in `params` and in `grid`" in capsys.readouterr().err
+
+
+MODEL = '''
+import jax.numpy as jnp
+import sp_ode
+from helpers import RATE            # a sibling module of this file
+
+def f(t, x, y, args):
+    return y - (y + args["kappa"]) * x
+
+def g(t, x, y, args):
+    return -y + (y + args["kappa"] - RATE) * x
+
+system = sp_ode.FastSlowSystem(f, g, eps=1e-3, m=1, d=1, args={"kappa": jnp.asarray(1.0)}, name="my_mm")
+'''
+
+
+def _model_config(tmp_path, rate: float, extra: str = "") -> Path:
+    (tmp_path / "helpers.py").write_text(f"RATE = {rate}\n")
+    (tmp_path / "model.py").write_text(MODEL)
+    cfg = tmp_path / "sweep.toml"
+    cfg.write_text(f'''
+system = "model.py:system"
+t_span = [0.0, 1.0]
+ts = [0.5, 1.0]
+x0 = "manifold"
+y0 = [1.0]
+tol = 1e-6
+chunk_size = 4
+route = "full"
+validate_fraction = 0.0
+{extra}
+[params]
+eps = {{logspace = [-5, -3, 8]}}
+kappa = {{linspace = [0.5, 2.0, 8]}}
+''')
+    return cfg
+
+
+def test_a_changed_model_file_never_resumes(tmp_path, capsys):
+    """The model file's sibling constant changes between runs: the second run refuses the old chunks (exit 2)
+    instead of returning the old model's numbers (0 chunks computed, exit 0 before)."""
+    import sys
+
+    cfg = _model_config(tmp_path, 0.5)
+    for name in [n for n in sys.modules if n == "helpers"]:
+        del sys.modules[name]                       # another test's sibling of the same name
+    assert main(["sweep", str(cfg), "--out", str(tmp_path / "o")]) == 0
+    capsys.readouterr()
+    (tmp_path / "helpers.py").write_text("RATE = 0.3\n")
+    for name in [n for n in sys.modules if n == "helpers" or n.startswith("_sp_ode_user_")]:
+        del sys.modules[name]                       # a new process would import the edited files afresh
+    assert main(["sweep", str(cfg), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "holds a different sweep" in err and "model, its parameters or code" in err
+
+
+def test_a_model_file_with_a_sibling_import_runs_on_a_local_dask_cluster(tmp_path, capsys):
+    """`system = "model.py:OBJECT"` importing `helpers` from its own folder: in this process and on the worker
+    processes of a real LocalCluster (shipped by value: they cannot import either file), the same numbers."""
+    pytest.importorskip("distributed")
+    import sys
+
+    cfg = _model_config(tmp_path, 0.5)
+    for name in [n for n in sys.modules if n == "helpers"]:
+        del sys.modules[name]                       # another test's sibling of the same name
+    assert main(["sweep", str(cfg), "--out", str(tmp_path / "here")]) == 0
+    here = np.load(tmp_path / "here" / "result.npz")["y"]
+    for name in [n for n in sys.modules if n == "helpers"]:
+        del sys.modules[name]
+    assert main(["sweep", str(cfg), "--out", str(tmp_path / "dask"), "--client", "local"]) == 0, \
+        capsys.readouterr().err
+    there = np.load(tmp_path / "dask" / "result.npz")["y"]
+    np.testing.assert_array_equal(there, here)
+
+
+def test_a_silent_scheduler_is_one_line_and_exit_3_within_the_timeout(tmp_path, capsys):
+    import socket
+    import time
+
+    pytest.importorskip("distributed")
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)          # accepts (the kernel completes the handshake), never answers
+    try:
+        cfg = _model_config(tmp_path, 0.5)
+        start = time.monotonic()
+        code = main(["sweep", str(cfg), "--out", str(tmp_path / "o"), "--client",
+                     f"tcp://127.0.0.1:{server.getsockname()[1]}", "--connect-timeout", "2"])
+        assert code == 3 and time.monotonic() - start < 15
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "no Dask scheduler answered" in err[0] and "within 2 s" in err[0]
+    finally:
+        server.close()

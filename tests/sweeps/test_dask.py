@@ -22,7 +22,6 @@ import pytest
 
 distributed = pytest.importorskip("distributed", reason="the `dask` extra is not installed")
 
-import sp_ode  # noqa: E402
 from sp_ode.sweeps.sweep import MANIFEST, SweepClusterError, sweep  # noqa: E402
 
 TS = np.array([0.5, 1.0, 2.0])
@@ -45,7 +44,9 @@ def _params():
 def _run(**kw):
     # λ = 0.3 has no float32 representation: a worker that rounded the parameters (a float64 JAX array
     # unpickled outside JAX's float64 scope, as before FastSlowSystem.__getstate__) differs from here
-    e = sp_ode.systems.catalogue.michaelis_menten(lam=0.3)
+    from sp_ode.systems.catalogue import michaelis_menten
+
+    e = michaelis_menten(lam=0.3)
     return sweep(e.system, _params(), (0.0, 2.0), "manifold", [1.0], **{**OPTS, **kw})
 
 
@@ -136,14 +137,47 @@ def test_unreachable_scheduler_fails_fast():
     assert time.monotonic() - start < 30
 
 
+def test_a_scheduler_that_accepts_and_never_answers_times_out():
+    """A socket that accepts TCP connections and never says a word: connect_timeout=2 ends the wait in
+    seconds (it hung for more than 420 s: the deadline held only until the connection was accepted)."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    held = []
+    stop = threading.Event()
+
+    def accept():
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])       # keep it open, never answer
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        start = time.monotonic()
+        with pytest.raises(SweepClusterError, match="within 2 s"):
+            _run(client=f"tcp://127.0.0.1:{server.getsockname()[1]}", connect_timeout=2.0)
+        assert time.monotonic() - start < 10
+        assert held, "the test server never saw a connection"
+    finally:
+        stop.set()
+        thread.join(timeout=2)
+        for c in held:
+            c.close()
+        server.close()
+
+
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="CPU affinity is Linux-only")
 def test_local_cluster_pins_each_worker_to_its_own_core():
     """client="local": one worker per core, each pinned to a distinct single core before any JAX work
     (sp_ode.core.cpu_pool: a one-thread XLA pool cannot deadlock in jaxlib 0.10.2's batched LAPACK)."""
     from sp_ode.core.cpu_pool import available_cores
-    from sp_ode.sweeps._dask import _connect
+    from sp_ode.sweeps._dask import connect
 
-    client, cluster = _connect("local", 10.0)
+    client, cluster, _ = connect("local", 10.0)
     try:
         seen = client.run(lambda: sorted(os.sched_getaffinity(0)))
     finally:

@@ -1,0 +1,542 @@
+"""`sp_ode.sweep` for a `NetworkSystem`: corrected paths from Chebyshev tables, sparse full solves (docs/theory.md §7.13).
+
+A network system ε dx/dt = Q(y)ᵀx, dy/dt = G(E_x[f], y) (docs/theory.md §7.6–7.7) needs the fast
+state only through the K moments E_x[f_k] = F x.  On the manifold x = h(y) = p_st + εh₁ + ε²h₂ + …
+they are m₀ + εm₁ + ε²m₂ with m_j(y) = F h_j(y), **independent of ε** and of every parameter that only
+the slow ODEs read.  So for one slow variable (d = 1):
+
+* with one slow variable (d = 1) the terms factor into vectors that do not depend on the slow
+  ODE: h₁ = A^#[Dp_st·g] = g·u with u = A^#Dp_st, Dp_st = −A^#(∂_yA)p (T3, §3.3), and the invariance
+  equation at ε², A h₂ = Dh₁·g + Dp_st·(∂_x g·h₁), 1ᵀh₂ = 0, gives h₂ = g²·w + g g′·v + g (G_m·Fu)·u
+  with v = A^#u, w = A^#u′ — where g = G(m₀(y), y), g′ = G_m m₀′ + G_y along the manifold, and G_m, G_y the
+  derivatives of the slow ODE.  So a **table** of the moments m₀ = Fp, Fu, Fv, Fw (Chebyshev
+  interpolants on an interval of y, nested Chebyshev–Lobatto nodes doubled until the change at the
+  new nodes is below `TABLE_TOL`; u′ from the Chebyshev derivative of u over the nodes; each A^#
+  one pinned sparse solve, never an n × n matrix) serves every point that shares the network's
+  rate constants — every ε and every slow-equation parameter at once: m₁ = g·Fu and
+  m₂ = g²·Fw + g g′·Fv + g (G_m·Fu)·Fu are formed per point.  It is built once per sweep and shipped with
+  the plan; a sweep over rate constants builds one per point;
+* every point integrates y₀' = G(m₀, y₀), y₁' = G(m₀ + εm₁, y₁) and y₂' = G(m₀ + εm₁ + ε²m₂, y₂) in one
+  small solve (the points of a table stacked into one LSODA solve, numpy right-hand side): order k
+  is kept when Ê_k = max_i |y_{k+1}(t_i) − y_k(t_i)| + floor ≤ safety·tol — the same embedded
+  estimate as for dense systems (§7.5), validated the same way;
+* the full path is the sparse stiff system (`NetworkSystem.simulate`, BDF with the sparse Jacobian,
+  Radau when BDF fails), started like every path on h^{(1)}(y0) = p_st(y0) + εh₁(y0).  The O(ε²) layer
+  that start leaves moves y by O(ε³), below the order-1 estimate; validation measures it.
+
+The cost model (`decide`, before any chunk): one full solve (the point of median ε) prices the full
+route, the first table and a probe of its paths price the table route; each group of points sharing
+rate constants takes the table route where the table plus its paths cost less than its full solves.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.integrate
+
+from sp_ode.core.memory import check_memory
+from sp_ode.networks.system import NetworkSystem, padded_range
+from sp_ode.sweeps._reasons import Reason
+
+MAX_ORDER = 1
+FIRST_CHUNK_PRICES = False
+PATH_FULL = -1
+STATUS_OK, STATUS_RESOLVED, STATUS_FAILED = 0, 1, 2
+REDUCED_TOL_FACTOR = 1e-3
+# BDF's global error on y, in units of its rtol·(y_scale + |y|), measured on the cascade: 0.2 at n = 36
+# (rtol 1e-8 and 1e-6), 0.09–0.12 at n = 1024 (rtol 1e-5, 1e-6) — so a full solve at 0.1·tol is estimated
+# at its rtol (factor 1, five times the worst measured), which validation checks like every estimate
+FULL_TOL_FACTOR = 1e-1
+FULL_GLOBAL_FACTOR = 1.0
+REFERENCE_TOL_FACTOR = 1e-3      # BDF at 1e-9 for tol 1e-6: within 5e-10 of Radau at 1e-13 (cascade, n = 64)
+ATOL_OF_X = 1e-4          # atol of the fast components relative to rtol: probabilities are ≪ 1
+TABLE_TOL = 1e-12        # the floor of a table's tolerance; a sweep asks REDUCED_TOL_FACTOR·tol (`table_tol`)
+MAX_NODES = 257
+MAX_REBUILDS = 4
+FULL_NODES_BOUND = 2     # a full sparse solve costs at least this many table nodes (a lower bound, decide)
+
+
+# --- input ---------------------------------------------------------------------------------------
+
+def check_params(system: NetworkSystem, values: dict, N: int) -> dict:
+    """The swept names must be parameters of the network that something reads (1-D, one per point)."""
+    roles = system.parameter_roles()
+    for name, arr in values.items():
+        if name == "eps":
+            continue
+        if name not in roles:
+            raise ValueError(f"`params` name {name!r} is not a parameter of network system {system.name!r}; its "
+                             f"parameters are {sorted(roles)} (and 'eps').")
+        if roles[name] == "unused":
+            raise ValueError(f"`params` [{name!r}] are not read by any rate, observable or slow ODE of "
+                             f"{system.name!r}: sweeping them would change nothing.")
+        if arr.shape != (N,):
+            raise ValueError(f"`params[{name!r}]` must have shape ({N},) (one value per point); got {arr.shape}.")
+    return values
+
+
+def check_states(system: NetworkSystem, x0, y0, N: int):
+    """x0 must be "manifold" (h^{(1)}(y0) per point); y0 (d,) | (N, d)."""
+    if not (isinstance(x0, str) and x0 == "manifold"):
+        raise ValueError("`x0` must be 'manifold' for a network system (each point starts on "
+                         "p_st(y0) + εh₁(y0)); got " + (repr(x0) if isinstance(x0, str) else "an array"))
+    y0 = np.asarray(y0, dtype=np.float64)
+    d = system.d
+    if y0.ndim == 1 and y0.shape == (d,):
+        y0 = np.broadcast_to(y0, (N, d)).copy()
+    if y0.shape != (N, d) or not np.all(np.isfinite(y0)):
+        raise ValueError(f"`y0` must be finite with shape ({d},) or ({N}, {d}); got {np.shape(y0)}.")
+    return None, y0
+
+
+# --- the plan --------------------------------------------------------------------------------------
+
+@dataclass
+class Table:
+    """Chebyshev interpolants of m₀ = Fp, Fu, Fv, Fw (K moments each) on [a, b] (d = 1; module docstring)."""
+
+    a: float
+    b: float
+    coef: np.ndarray        # (M + 1, 4K): m₀, Fu, Fv, Fw
+    K: int
+    stats: dict
+
+    def __post_init__(self):
+        K = self.K
+        self.dcoef = np.polynomial.chebyshev.chebder(self.coef[:, :K]) * (2.0 / (self.b - self.a))   # m₀′
+
+    def moments(self, system, y: np.ndarray, eps: np.ndarray, order: int, params) -> np.ndarray:
+        """m₀ + εm₁ (+ ε²m₂ for order 2) at the points' y (b,), shape (K, b); `params` the points' slow
+        parameters (arrays (b,)), through which g = G(m₀, y) enters m₁ and m₂."""
+        xi = (2.0 * y - self.a - self.b) / (self.b - self.a)
+        v = np.polynomial.chebyshev.chebval(xi, self.coef)        # (4K, b)
+        K = self.K
+        m0, fu = v[:K], v[K:2 * K]
+        if order == 0:
+            return m0
+        Y = y[None]
+        g = system.slow_rhs(m0, Y, params)[0]
+        m = m0 + eps * g * fu
+        if order >= 2:
+            fv, fw = v[2 * K:3 * K], v[3 * K:]
+            dm0 = np.polynomial.chebyshev.chebval(xi, self.dcoef)
+            gp = _directional(system, m0, Y, dm0, np.ones_like(Y), params)       # g′ = G_m m₀′ + G_y
+            gmu = _directional(system, m0, Y, fu, np.zeros_like(Y), params)      # G_m·Fu
+            m = m + eps ** 2 * (g ** 2 * fw + g * gp * fv + g * gmu * fu)
+        return m
+
+
+def _directional(system, m, Y, dm, dY, params) -> np.ndarray:
+    """D G(m, Y)·(dm, dY), by central differences (it enters at ε²: 1e-8 relative is plenty)."""
+    h = 1e-5 * (1.0 + np.maximum(np.abs(m).max(axis=0), np.abs(Y).max(axis=0)))
+    up = system.slow_rhs(m + h * dm, Y + h * dY, params)[0]
+    down = system.slow_rhs(m - h * dm, Y - h * dY, params)[0]
+    return (up - down) / (2 * h)
+
+
+@dataclass
+class Decision:
+    """The routing of a network sweep (module docstring)."""
+
+    table: bool = False                    # groups take the table route
+    rest: int = int(Reason.FULL_DEARER)    # reason of points solved fully by routing
+    t_full: float = math.nan               # s per full solve (probe)
+    t_table: float = math.nan              # s per table
+    t_path: float = math.nan               # s per point on a table
+    notes: list = field(default_factory=list)
+    seconds: float = 0.0
+    compile: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return {"table": self.table, "rest": Reason(self.rest).name, "t_full_per_point_s": self.t_full,
+                "t_table_s": self.t_table, "t_path_per_point_s": self.t_path, "notes": list(self.notes),
+                "seconds": self.seconds}
+
+
+def decision_from_dict(d: dict) -> Decision:
+    return Decision(table=bool(d["table"]), rest=int(Reason[d["rest"]]), t_full=float(d["t_full_per_point_s"]),
+                    t_table=float(d["t_table_s"]), t_path=float(d["t_path_per_point_s"]),
+                    notes=list(d.get("notes", [])), seconds=float(d.get("seconds", 0.0)))
+
+
+@dataclass(eq=False)
+class NetworkPlan:
+    """What every chunk of a network sweep needs: the system, the routing and the shared tables."""
+
+    system: NetworkSystem
+    names: tuple
+    t_span: tuple
+    ts: np.ndarray
+    tol: float
+    max_order: int
+    safety: float = 0.5
+    route: str = "auto"
+    y_scale: float = 1.0
+    decision: Decision | None = None
+    tables: dict = field(default_factory=dict)      # group key -> Table (built once, shipped with the plan)
+
+    @property
+    def roles(self) -> dict:
+        return self.system.parameter_roles()
+
+    def rate_names(self) -> tuple:
+        roles = self.roles
+        return tuple(n for n in self.names if roles.get(n) == "rate")
+
+    def slow_names(self) -> tuple:
+        roles = self.roles
+        return tuple(n for n in self.names if roles.get(n) == "slow")
+
+    def group_key(self, values: dict, i: int) -> tuple:
+        return tuple(float(values[n][i]) for n in self.rate_names())
+
+    def system_for(self, values: dict, i: int) -> NetworkSystem:
+        """The system at point i's parameter values (a copy sharing the pattern)."""
+        given = {n: float(values[n][i]) for n in self.names if n in values}
+        return self.system.with_parameters(**given) if given else self.system
+
+
+@dataclass
+class ValidationInput:
+    points: np.ndarray
+    x0: np.ndarray
+    y0: np.ndarray
+    eps: np.ndarray
+    values: dict
+
+
+# --- manifold terms and tables ------------------------------------------------------------------------
+
+def _terms_at(system: NetworkSystem, y: np.ndarray, ws):
+    """(p, u = A^#Dp_st, v = A^#u) at y, factorising the pinned system once (module docstring)."""
+    a = system.gen.propensities(y)
+    Q = system.gen.Q(y, a)
+    p, _ = ws.solve(Q, y)
+    V = np.stack([dq.T @ p for dq in system.gen.dQ(y)], axis=1)
+    Dp = -ws.group_inverse_apply(V)[:, 0]
+    u = ws.group_inverse_apply(Dp)
+    return p, u, ws.group_inverse_apply(u)
+
+
+def manifold_start(system: NetworkSystem, y0: np.ndarray, eps: float, ws=None) -> np.ndarray:
+    """h^{(1)}(y0) = p_st(y0) + εh₁(y0) (docs/theory.md §3.3)."""
+    ws = ws or system.stationary_solver()
+    y0 = np.asarray(y0, dtype=np.float64).reshape(system.d)
+    p, _ = ws.solve(system.gen.Q(y0), y0)
+    return p + eps * system.h1(y0, p, ws)
+
+
+def build_table(system: NetworkSystem, interval, *, tol: float = TABLE_TOL, max_nodes: int = MAX_NODES) -> Table:
+    """Chebyshev interpolants of m₀ = Fp, Fu, Fv, Fw on `interval` (module docstring); d = 1.
+
+    Raises
+    ------
+    RuntimeError
+        No convergence within `max_nodes` (the change is in the message).
+    """
+    a, b = (float(v) for v in interval)
+    n = system.n
+    check_memory(8 * 2 * n * max_nodes, what=f"a slow-manifold table of {n} states on up to {max_nodes} nodes",
+                 remedy="Use a smaller projection.")
+    ws = system.stationary_solver()
+    start = time.perf_counter()
+    cache: dict = {}
+
+    def at(theta):
+        if theta not in cache:
+            y = np.array([0.5 * (a + b) - 0.5 * (b - a) * np.cos(theta)])
+            p, u, v = _terms_at(system, y, ws)
+            Fm = system.F(y)
+            cache[theta] = (u, np.concatenate([Fm @ p, Fm @ u, Fm @ v]))
+        return cache[theta]
+
+    M, prev, err = 8, None, np.inf
+    K = len(system.observables)
+    while True:
+        theta = np.pi * np.arange(M + 1)[::-1] / M          # ascending y: each solve warm-starts the next
+        V = np.array([at(th)[1] for th in theta])
+        nodes = 0.5 * (a + b) - 0.5 * (b - a) * np.cos(theta)
+        xi = (2 * nodes - a - b) / (b - a)
+        coef = np.polynomial.chebyshev.chebfit(xi, V, M)
+        if prev is not None:
+            err = float(np.max(np.abs(np.polynomial.chebyshev.chebval(xi[1::2], prev).T - V[1::2])
+                               / np.maximum(1.0, np.abs(V[1::2]))))
+            if err <= tol:
+                break
+        if 2 * M + 1 > max_nodes:
+            raise RuntimeError(f"the slow-manifold table did not converge on [{a:.6g}, {b:.6g}] with {M + 1} nodes "
+                               f"(change {err:.2e} > {tol:.1e}); narrow the interval or use fewer points.")
+        prev, M = coef, 2 * M
+    # w = A^# u′, u′ the Chebyshev derivative of u over the nodes (second pass: factorise at each node again)
+    U = np.array([cache[th][0] for th in theta])                        # (M + 1, n)
+    dU = np.polynomial.chebyshev.chebval(xi, np.polynomial.chebyshev.chebder(
+        np.polynomial.chebyshev.chebfit(xi, U, M)) * (2.0 / (b - a))).T   # (M + 1, n)
+    W = np.empty((M + 1, K))
+    for j in range(M + 1):
+        y = nodes[j:j + 1]
+        ws.solve(system.gen.Q(y), y)
+        W[j] = system.F(y) @ ws.group_inverse_apply(dU[j])
+    cw = np.polynomial.chebyshev.chebfit(xi, W, M)
+    err_w = float(np.max(np.abs(np.polynomial.chebyshev.chebval(xi[1::2], np.polynomial.chebyshev.chebfit(
+        xi[::2], W[::2], M // 2)).T - W[1::2]) / np.maximum(1.0, np.abs(W[1::2]))))
+    stats = {"nodes": M + 1, "error_estimate": err, "error_estimate_w": err_w,
+             "seconds": time.perf_counter() - start, "interval": [a, b]}
+    return Table(a, b, np.concatenate([coef, cw], axis=1), K, stats)
+
+
+def table_tol(plan) -> float:
+    """The change at new nodes a sweep's tables stop at: the reduced solves' own tolerance, 1e-3·tol (relative
+    to max(1, |m|)), never below `TABLE_TOL`: a finer table than the paths' solver cannot show."""
+    return max(TABLE_TOL, REDUCED_TOL_FACTOR * plan.tol)
+
+
+def _coarse_range(plan: NetworkPlan, system: NetworkSystem, y0s: np.ndarray, params: dict | None) -> tuple:
+    """A padded interval covering coarse order-0 paths (RK23, rtol 1e-3) from the extreme y0 of a group."""
+    ws = system.stationary_solver()
+    picks = np.unique([int(np.argmin(y0s)), int(np.argmax(y0s))])
+    seen = [y0s.min(), y0s.max()]
+    for i in picks:
+        pi = {k: float(v[i]) for k, v in (params or {}).items()}
+
+        def rhs(t, y):
+            p, _ = ws.solve(system.gen.Q(y), y)
+            return system.slow_rhs(system.F(y) @ p, y, pi)[:, ...].reshape(-1)
+        sol = scipy.integrate.solve_ivp(rhs, plan.t_span, [float(y0s[i])], method="RK23", rtol=1e-3,
+                                        atol=1e-6 * max(1.0, abs(float(y0s[i]))))
+        seen.extend([float(sol.y.min()), float(sol.y.max())])
+    return padded_range(np.array(seen))
+
+
+def table_paths(plan: NetworkPlan, table: Table, y0: np.ndarray, eps: np.ndarray, params: dict, system):
+    """y at the save times on the order-0, 1, 2 table paths of b points, (3, b, K_ts) — or None where a path
+    left the table's interval (then the caller widens it).  One stacked LSODA solve (3 unknowns per point)."""
+    b = y0.size
+    tol = plan.tol * REDUCED_TOL_FACTOR
+
+    def rhs(t, z):
+        Y = z.reshape(b, 3)
+        out = np.empty_like(Y)
+        for k in range(3):
+            m = table.moments(system, Y[:, k], eps, k, params)
+            out[:, k] = system.slow_rhs(m, Y[:, k][None], params)[0]
+        return out.reshape(-1)
+
+    Z0 = np.repeat(y0[:, None], 3, axis=1).reshape(-1)
+    solver = scipy.integrate.LSODA(rhs, plan.t_span[0], Z0, plan.t_span[1], rtol=tol / plan.y_scale, atol=tol,
+                                   lband=2, uband=2)
+    ts = plan.ts
+    saved = np.full((ts.size, Z0.size), np.nan)
+    k = 0
+    while k < ts.size and ts[k] <= plan.t_span[0]:
+        saved[k] = Z0
+        k += 1
+    while solver.status == "running":
+        solver.step()
+        if solver.status == "failed":
+            return None
+        if np.any(solver.y < table.a) or np.any(solver.y > table.b):
+            return None
+        stop = int(np.searchsorted(ts, solver.t, side="right"))
+        if stop > k:
+            dense = solver.dense_output()
+            for i in range(k, stop):
+                saved[i] = dense(ts[i]) if ts[i] < solver.t else solver.y
+            k = stop
+    return saved.reshape(ts.size, b, 3).transpose(2, 1, 0)       # (3, b, K)
+
+
+def _table_for(plan: NetworkPlan, key, system, y0s, params, stats) -> Table:
+    table = plan.tables.get(key)
+    if table is None:
+        start = time.perf_counter()
+        table = build_table(system, _coarse_range(plan, system, y0s, params), tol=table_tol(plan))
+        stats["tables"] = stats.get("tables", 0) + 1
+        stats["table_seconds"] = stats.get("table_seconds", 0.0) + time.perf_counter() - start
+    return table
+
+
+def solve_on_table(plan, key, system, y0, eps, params, stats):
+    """(table, paths (3, b, K)) for the points of one group, widening the table until every path stays inside."""
+    table = _table_for(plan, key, system, y0, params, stats)
+    for _ in range(MAX_REBUILDS):
+        Y = table_paths(plan, table, y0, eps, params, system)
+        if Y is not None:
+            return table, Y
+        lo, hi = table.a, table.b
+        width = hi - lo
+        interval = (lo - width if lo > 0 else lo - width, hi + width)
+        if lo > 0:       # rates are usually valid for y of one sign: never across 0
+            interval = (max(interval[0], 0.5 * lo), interval[1])
+        start = time.perf_counter()
+        table = build_table(system, interval, tol=table_tol(plan))
+        stats["tables"] = stats.get("tables", 0) + 1
+        stats["table_seconds"] = stats.get("table_seconds", 0.0) + time.perf_counter() - start
+    return table, None
+
+
+# --- full solves ------------------------------------------------------------------------------------------
+
+def full_solve(plan: NetworkPlan, system: NetworkSystem, y0: np.ndarray, eps: float, factor: float):
+    """(y at ts (K, d), ok) of the full sparse system from h^{(1)}(y0): BDF, then Radau if BDF fails."""
+    rtol = max(factor * plan.tol / plan.y_scale, 1e-13)
+    atol = rtol * ATOL_OF_X
+    x0 = manifold_start(system, y0, eps)
+    for method in ("BDF", "Radau"):
+        path = system.simulate(plan.t_span, y0, x0, eps=eps, method=method, rtol=rtol, atol=atol, t_eval=plan.ts)
+        if path.status == 0 and path.y.shape[0] == plan.ts.size:
+            return path.y, True
+    return np.full((plan.ts.size, system.d), np.inf), False
+
+
+def full_estimate(plan: NetworkPlan, y: np.ndarray, factor: float) -> np.ndarray:
+    rtol = max(factor * plan.tol / plan.y_scale, 1e-13)
+    scale = np.abs(y).reshape(y.shape[0], -1).max(axis=1, initial=0.0)
+    return FULL_GLOBAL_FACTOR * rtol * (plan.y_scale + np.where(np.isfinite(scale), scale, 0.0))
+
+
+# --- the cost model --------------------------------------------------------------------------------------
+
+def planned_orders(plan: NetworkPlan, eps: np.ndarray):
+    b = eps.size
+    if plan.route == "full":
+        return np.full(b, PATH_FULL), np.full(b, int(Reason.FULL_ASKED))
+    dec = plan.decision
+    if plan.system.d != 1:
+        return np.full(b, PATH_FULL), np.full(b, int(Reason.FULL_NO_MANIFOLD))
+    if plan.route == "reduced" or (dec is not None and dec.table):
+        return np.zeros(b, dtype=np.int64), np.full(b, int(Reason.FULL_ESTIMATE))
+    return np.full(b, PATH_FULL), np.full(b, int(dec.rest if dec is not None else Reason.FULL_DEARER))
+
+
+def decide(plan: NetworkPlan, first, values: dict, x0, y0: np.ndarray, remaining: np.ndarray, *,
+           processes: int = 1) -> Decision:
+    """Price the full route (one full solve) and the table route (one table and its paths); module docstring."""
+    start = time.perf_counter()
+    dec = Decision()
+    eps = values["eps"]
+    N = eps.size
+    if plan.system.d != 1:
+        dec.rest = int(Reason.FULL_NO_MANIFOLD)
+        dec.notes.append(f"d = {plan.system.d}: the tables of the corrected paths need one slow variable; "
+                         "every point is solved fully")
+        dec.seconds = time.perf_counter() - start
+        return dec
+    i_med = int(np.argsort(eps)[N // 2])
+    system = plan.system_for(values, i_med)
+    manifold_start(system, y0[i_med], float(eps[i_med]))       # first-use costs (expressions, patterns), once
+    rate = plan.rate_names()
+    keys = [plan.group_key(values, i) for i in range(N)]
+    groups: dict = {}
+    for i, k in enumerate(keys):
+        groups.setdefault(k, []).append(i)
+    key = keys[i_med]
+    members = np.array(groups[key])
+    slow = {n: values[n][members] for n in plan.slow_names()}
+    stats: dict = {}
+    t0 = time.perf_counter()
+    table, Y = solve_on_table(plan, key, system, y0[members, 0], eps[members], slow, stats)
+    spent = time.perf_counter() - t0
+    dec.t_table = stats.get("table_seconds", spent)
+    dec.t_path = max(spent - dec.t_table, 1e-9) / members.size
+    if Y is None:
+        dec.notes.append("the table paths kept leaving the tabulated interval: every point is solved fully")
+        dec.rest = int(Reason.FULL_NO_MANIFOLD)
+        dec.seconds = time.perf_counter() - start
+        return dec
+    plan.tables[key] = table
+    sizes = np.array([len(v) for v in groups.values()])
+    cost_table = (0.0 if not rate else dec.t_table * (len(groups) - 1)) + N * dec.t_path   # this table is paid
+    # a full stiff solve factorises its (n + d)-Jacobian more than twice: at least 2 table nodes' worth (each
+    # node one factorisation of the pinned system and 4 solves) — when even that loses, do not run one to see
+    node = table.stats["seconds"] / (2 * table.stats["nodes"])
+    if cost_table < N * FULL_NODES_BOUND * node:
+        dec.t_full = math.nan
+        cost_full = N * FULL_NODES_BOUND * node
+        dec.notes.append(f"a full sparse solve costs at least {FULL_NODES_BOUND} table nodes ({cost_full / N:.3g} s "
+                         "per point): not probed")
+    else:
+        t0 = time.perf_counter()
+        full_solve(plan, system, y0[i_med], float(eps[i_med]), FULL_TOL_FACTOR)
+        dec.t_full = time.perf_counter() - t0
+        cost_full = N * dec.t_full
+    dec.table = bool(cost_table < cost_full)
+    kind = (f"one table for every point ({'ε' if not plan.slow_names() else 'ε and slow parameters'} swept)"
+            if not rate else f"one table per group of equal rate constants ({len(groups)} groups, "
+                              f"{sizes.mean():.3g} points each)")
+    full_text = (f"full sparse solve {dec.t_full:.3g} s per point" if math.isfinite(dec.t_full)
+                 else "full sparse solve ≥ its bound")
+    dec.notes.insert(0, f"{kind}: a table {dec.t_table:.3g} s ({table.stats['nodes']} nodes), paths "
+                        f"{dec.t_path:.3g} s per point; {full_text} → predicted {cost_table:.3g} s against "
+                        f"{'≥ ' if not math.isfinite(dec.t_full) else ''}{cost_full:.3g} s all full")
+    dec.rest = int(Reason.FULL_DEARER)
+    dec.seconds = time.perf_counter() - start
+    return dec
+
+
+# --- one chunk --------------------------------------------------------------------------------------------
+
+def run_chunk(plan: NetworkPlan, chunk) -> dict:
+    """Solve one chunk (keys as `sp_ode.sweeps._paths.run_chunk`; x0 is not stored: (B, 0))."""
+    B = chunk.points.size
+    d = plan.system.d
+    K = plan.ts.size
+    y = np.full((B, K, d), np.inf)
+    path = np.full(B, PATH_FULL, dtype=np.int64)
+    estimate = np.full(B, np.inf)
+    status = np.full(B, STATUS_OK, dtype=np.int64)
+    order, reason = planned_orders(plan, chunk.eps)
+    seconds: dict = {}
+    stats: dict = {}
+    values = chunk.values
+    start = time.perf_counter()
+    tried = np.flatnonzero(order >= 0)
+    groups: dict = {}
+    for i in tried:
+        groups.setdefault(plan.group_key(values, i), []).append(i)
+    for key, members in groups.items():
+        members = np.array(members)
+        system = plan.system_for({n: values[n] for n in plan.rate_names()}, members[0])
+        slow = {n: values[n][members] for n in plan.slow_names()}
+        _, Y = solve_on_table(plan, key, system, chunk.y0[members, 0], chunk.eps[members], slow, stats)
+        if Y is None:
+            reason[members] = int(Reason.FULL_NO_MANIFOLD)
+            continue
+        floor = plan.tol * REDUCED_TOL_FACTOR * (1.0 + np.abs(Y[0]).max(axis=1))
+        for k in range(plan.max_order + 1):
+            est = np.abs(Y[k + 1] - Y[k]).max(axis=1) + floor
+            est = np.where(np.isfinite(est), est, np.inf)
+            free = path[members] == PATH_FULL
+            good = free & (est <= plan.safety * plan.tol)
+            idx = members[good]
+            y[idx, :, 0], path[idx], estimate[idx] = Y[k][good], k, est[good]
+            reason[idx] = int(Reason.REDUCED_OK)
+    seconds["tables"] = stats.get("table_seconds", 0.0)
+    seconds["reduced"] = time.perf_counter() - start - seconds["tables"]
+    full = np.flatnonzero(path == PATH_FULL)
+    if full.size:
+        start = time.perf_counter()
+        for i in full:
+            system = plan.system_for(values, i)
+            yi, ok = full_solve(plan, system, chunk.y0[i], float(chunk.eps[i]), FULL_TOL_FACTOR)
+            y[i] = yi
+            estimate[i] = float(full_estimate(plan, yi[None], FULL_TOL_FACTOR)[0]) if ok else np.inf
+            if not ok:
+                status[i], reason[i] = STATUS_FAILED, int(Reason.FAILED)
+        seconds["full"] = time.perf_counter() - start
+    return {"index": chunk.index, "points": chunk.points, "y": y, "path": path, "estimate": estimate,
+            "status": status, "reason": reason, "x0": np.zeros((B, 0)), "seconds": seconds,
+            "compile_seconds": {}}
+
+
+def validate_points(plan: NetworkPlan, item: ValidationInput):
+    """(y_ref (b, K, d), ok (b,)): the tight full sparse solve of each validated point."""
+    b = item.points.size
+    y = np.full((b, plan.ts.size, plan.system.d), np.inf)
+    ok = np.zeros(b, dtype=bool)
+    for j in range(b):
+        system = plan.system_for(item.values, j)
+        y[j], ok[j] = full_solve(plan, system, item.y0[j], float(item.eps[j]), REFERENCE_TOL_FACTOR)
+    return y, ok

@@ -1,0 +1,126 @@
+"""sp_ode.sweep over a NetworkSystem: corrected paths from one Chebyshev table, rate sweeps, full sparse solves.
+
+Model: the cascade of `sp_ode.networks.models` (docs/theory.md §7.6) on a 6 × 6 projection, with a
+rate scale ``kA`` on A's production and a parameter ``r`` only the slow ODE reads.  Expected values:
+full sparse solves (`NetworkSystem.simulate`, scipy Radau at rtol 1e-12 — an independent method from the
+sweep's table paths and from its BDF reference) started on p_st(y0) + εh₁(y0).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import sp_ode
+from sp_ode.networks.network import ReactionNetwork
+from sp_ode.networks.system import NetworkSystem
+from sp_ode.sweeps import _network
+from sp_ode.sweeps._reasons import TEXT, Reason
+from sp_ode.sweeps.sweep import PATH_FULL, STATUS_RESOLVED, sweep
+
+TOL = 1e-6
+TS = np.array([0.5, 1.0, 2.0])
+
+
+@pytest.fixture(scope="module")
+def system():
+    net = ReactionNetwork("0 -> A, N*(0.1 + 0.2*y)*kA; A -> 0, 1; A -> A + B, 1; B -> 0, 1",
+                          parameters={"N": 6.0, "kA": 1.0, "r": 1.0}, slow=["y"], name="cascade_r")
+    return NetworkSystem(net, net.state_space(bounds={"A": 5, "B": 5}), {"y": "r*(1 - y) - 2*y*E[B]/N"}, eps=1e-4)
+
+
+def _radau(system, y0, eps, **params):
+    s = system.with_parameters(**params) if params else system
+    x0 = _network.manifold_start(s, np.array([y0]), eps)
+    return s.simulate((0.0, 2.0), [y0], x0, eps=eps, method="Radau", rtol=1e-12, atol=1e-16, t_eval=TS).y
+
+
+def test_eps_and_slow_parameter_sweep_uses_one_table_and_meets_tol(system):
+    """ε and r (read only by the slow ODE) swept: one table serves every point; each point's y within tol of
+    an independent Radau solve, the estimate within a factor 2 of the true error where it is measurable."""
+    rng = np.random.default_rng(2)
+    n = 8
+    params = {"eps": np.logspace(-5, -2.5, n), "r": rng.uniform(0.5, 2.0, n)}
+    r = sweep(system, params, (0.0, 2.0), "manifold", [0.2], ts=TS, tol=TOL, validate_fraction=1.0,
+              progress_bar=False)
+    assert np.all(r.status == 0)
+    assert r.path.tolist() == sorted(r.path.tolist(), key=lambda k: k if k >= 0 else 9)   # order rises with ε
+    assert np.any(r.path == 0) and np.any(r.path == 1)            # order 0 at small ε, order 1 above
+    assert r.path[-1] == PATH_FULL and r.reason[-1] == Reason.FULL_ESTIMATE     # ε = 10^-2.5: Cε² > tol/2
+    assert "one table for every point" in r.plan["notes"][0]
+    for i in (0, n - 1):
+        ref = _radau(system, 0.2, float(params["eps"][i]), r=float(params["r"][i]))
+        assert np.max(np.abs(ref - r.y[i])) <= TOL
+    big = (r.path_first >= 0) & (r.true_error > 1e-2 * TOL)
+    assert big.sum() >= 3 and np.all((r.ratio[big] > 0.5) & (r.ratio[big] < 2.0))
+    full = r.path_first == PATH_FULL
+    assert np.all(r.true_error[full] <= r.estimate[full])        # the full route's estimate holds too
+    assert r.reasons()["reduced1"] == {TEXT[Reason.REDUCED_OK]: int(np.sum(r.path == 1))}
+
+
+def test_the_order_two_table_term_is_the_next_term(system):
+    """At ε = 10^-2.5 the order-1 path is off by ≈ Cε²; the order-2 table path removes it: its own error is
+    ≥ 20× smaller (so y₂ − y₁, the estimate, is the error of y₁ to leading order, §7.5)."""
+    eps = 10 ** -2.5
+    plan = _network.NetworkPlan(system, (), (0.0, 2.0), TS, TOL, 1)
+    table, Y = _network.solve_on_table(plan, (), system, np.array([0.2]), np.array([eps]), {}, {})
+    ref = _radau(system, 0.2, eps)[:, 0]
+    e1, e2 = np.abs(Y[1, 0] - ref).max(), np.abs(Y[2, 0] - ref).max()
+    assert e1 > 1e-8 and e2 < e1 / 20
+    assert table.stats["error_estimate"] <= _network.table_tol(plan) == 1e-3 * TOL
+
+
+def test_rate_constant_sweep_is_routed_and_meets_tol(system):
+    """kA (a rate constant) swept: a table per point is dearer than the full solve here (n = 36), so the cost
+    model solves fully and says so; route='reduced' builds the per-point tables, and both meet tol."""
+    params = {"eps": np.array([1e-5, 1e-4, 1e-3]), "kA": np.array([0.8, 1.0, 1.2])}
+    kw = dict(ts=TS, tol=TOL, validate_fraction=0.0, progress_bar=False)
+    auto = sweep(system, params, (0.0, 2.0), "manifold", [0.2], **kw)
+    forced = sweep(system, params, (0.0, 2.0), "manifold", [0.2], route="reduced", **kw)
+    assert np.all(forced.path >= 0)
+    for i in range(3):
+        ref = _radau(system, 0.2, float(params["eps"][i]), kA=float(params["kA"][i]))
+        assert np.max(np.abs(ref - forced.y[i])) <= TOL
+        assert np.max(np.abs(ref - auto.y[i])) <= TOL
+    if np.all(auto.path == PATH_FULL):
+        assert auto.reasons() == {"full": {TEXT[Reason.FULL_DEARER]: 3}}
+
+
+def test_network_validation_catches_a_wrong_estimate(system, monkeypatch):
+    real = _network.table_paths
+
+    def shifted(plan, table, y0, eps, params, system):     # the order-0 path off by 1e-5: estimates miss it
+        Y = real(plan, table, y0, eps, params, system)
+        if Y is not None:
+            Y[0] = Y[0] + 1e-5
+            Y[1] = Y[0]
+        return Y
+
+    monkeypatch.setattr(_network, "table_paths", shifted)
+    r = sweep(system, {"eps": np.array([1e-6, 1e-5, 1e-5])}, (0.0, 2.0), "manifold", [0.2], ts=TS, tol=TOL,
+              validate_fraction=1.0, progress_bar=False)
+    assert np.all(r.status == STATUS_RESOLVED) and r.worst_ratio > 10
+
+
+def test_bad_network_input_is_named(system):
+    call = lambda params, **kw: sweep(system, params, (0.0, 2.0), kw.pop("x0", "manifold"), [0.2], ts=TS, tol=TOL,
+                                      progress_bar=False, **kw)
+    with pytest.raises(ValueError, match="'k_on' is not a parameter of network system"):
+        call({"k_on": np.ones(2)})
+    with pytest.raises(ValueError, match="`x0` must be 'manifold' for a network system"):
+        call({"eps": np.ones(2) * 1e-3}, x0=np.zeros(system.n))
+    with pytest.raises(ValueError, match=r"`max_order` must be an integer in \[0, 1\]"):
+        call({"eps": np.ones(2) * 1e-3}, max_order=2)
+    assert isinstance(sp_ode.sweep, type(sweep))
+
+
+def test_a_changed_network_never_resumes(system, tmp_path):
+    """A rate constant of the network changed between runs: the old chunks are refused."""
+    from sp_ode.sweeps.sweep import SweepResumeError
+
+    kw = dict(ts=TS, tol=TOL, route="full", validate_fraction=0.0, progress_bar=False, out=tmp_path)
+    # (t_span [0, 2]: the save times TS)
+    first = sweep(system, {"eps": np.array([1e-4, 1e-3])}, (0.0, 2.0), "manifold", [0.2], **kw)
+    again = sweep(system, {"eps": np.array([1e-4, 1e-3])}, (0.0, 2.0), "manifold", [0.2], **kw)
+    assert again.computed_chunks == () and np.array_equal(again.y, first.y)
+    with pytest.raises(SweepResumeError):
+        sweep(system.with_parameters(kA=1.1), {"eps": np.array([1e-4, 1e-3])}, (0.0, 2.0), "manifold", [0.2], **kw)
