@@ -38,6 +38,7 @@ import statistics
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -123,7 +124,9 @@ def time_inference(args, T: int, windows: list[int], rng: random.Random) -> list
             for k, m in list(models.items()):
                 try:
                     t0 = time.perf_counter()
-                    m(idx)  # the flex kernel compiles here
+                    with warnings.catch_warnings():  # a silent fall-back to unfused flex would time a T × T kernel
+                        warnings.filterwarnings("error", message="flex_attention called without torch.compile")
+                        m(idx)  # the flex kernel compiles here
                     status[k] = {"ok": True, "first_call_s": time.perf_counter() - t0}
                 except Exception as exc:  # record why a kernel cannot run here, never hide it
                     status[k] = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:300]}

@@ -196,10 +196,10 @@ def train_run(arm_name: str, seed: int, tokens: int, scale: Scale, train_data, v
     eval_at = sorted({max(1, round(total * (k + 1) / scale.n_evals)) for k in range(scale.n_evals)})
     probe, _ = windows(val_data, torch.as_tensor(starts[: min(len(starts), 16)]), T, dev)
     autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if dev.type == "cuda" else contextlib.nullcontext
-    curve, losses, train_s = [], [], 0.0
+    curve, losses, train_s, train_cpu_s = [], [], 0.0, 0.0
     model.train()
     for step in range(total):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for group in optimizer.param_groups:
             group["lr"] = lr_at(step, tcfg, total)
         x, y = get_batch(train_data, scale.batch_size, T, data_gen, dev)
@@ -211,19 +211,21 @@ def train_run(arm_name: str, seed: int, tokens: int, scale: Scale, train_data, v
         optimizer.zero_grad(set_to_none=True)
         losses.append(float(loss.detach()))  # synchronises, so the step time below is complete
         train_s += time.perf_counter() - t0
+        train_cpu_s += time.process_time() - c0  # one thread: the step's own work, immune to machine load
         if step + 1 in eval_at:
             with autocast():
                 val = evaluate(model, val_data, starts, T, dev)
                 influence = model.slow_influence(probe)
             curve.append({"step": step + 1, "tokens": (step + 1) * scale.batch_size * T,
                           "train_loss": float(np.mean(losses[-50:])), "val_loss": val,
-                          "gates": model.gate_magnitudes(), "slow_influence": influence, "train_s": train_s})
+                          "gates": model.gate_magnitudes(), "slow_influence": influence, "train_s": train_s,
+                          "train_cpu_s": train_cpu_s})
     last = curve[-1]
     model.eval()
     attention = slow_attention_stats(model, probe)
     return {"slow_attention": attention, "arm": arm_name, "model_arm": arm, "window": window, "seed": seed, "tokens": total * scale.batch_size * T,
             "steps": total, "val_loss": last["val_loss"], "gates": last["gates"],
-            "slow_influence": last["slow_influence"], "train_s": train_s,
+            "slow_influence": last["slow_influence"], "train_s": train_s, "train_cpu_s": train_cpu_s,
             "tokens_per_s": total * scale.batch_size * T / max(train_s, 1e-9), "num_params": model.num_params(),
             "flops_per_token": flops_per_token(arm, window, scale), "curve": curve}
 

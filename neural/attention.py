@@ -189,4 +189,9 @@ def _flex(q, k, v, window):
     # the GPU kernel tiles by 128
     block_size = 128 if q.device.type == "cuda" else max(32, 1 << (window - 1).bit_length())
     mask = _flex_block_mask(q.shape[2], window, str(q.device), block_size)
-    return _compiled_flex()(q, k, v, block_mask=mask)
+    import torch._dynamo as dynamo
+
+    # one compiled kernel per shape; past dynamo's default of 8 it would fall back, silently, to the
+    # unfused flex path that materialises all T × T scores.  Raised for this call only.
+    with dynamo.config.patch(recompile_limit=max(64, dynamo.config.recompile_limit)):
+        return _compiled_flex()(q, k, v, block_mask=mask)
