@@ -169,8 +169,12 @@ def flops_per_token(arm: str, window: int | None, scale: Scale, vocab: int = 256
 
 
 def train_run(arm_name: str, seed: int, tokens: int, scale: Scale, train_data, val_data, starts,
-              device: str = "cpu", compile_model: bool = False) -> dict:
-    """Train one arm; evaluate on the fixed windows `starts` at n_evals points; return the run record."""
+              device: str = "cpu", compile_model: bool = False, return_model: bool = False):
+    """Train one arm; evaluate on the fixed windows `starts` at n_evals points; return the run record.
+
+    With ``return_model`` it returns ``(record, model)``: the trained model (evaluation mode), for
+    measurements made after training (bench/fast_map_fixed_point.py).
+    """
     import contextlib
 
     import numpy as np
@@ -223,11 +227,13 @@ def train_run(arm_name: str, seed: int, tokens: int, scale: Scale, train_data, v
     last = curve[-1]
     model.eval()
     attention = slow_attention_stats(model, probe)
-    return {"slow_attention": attention, "arm": arm_name, "model_arm": arm, "window": window, "seed": seed, "tokens": total * scale.batch_size * T,
-            "steps": total, "val_loss": last["val_loss"], "gates": last["gates"],
-            "slow_influence": last["slow_influence"], "train_s": train_s, "train_cpu_s": train_cpu_s,
-            "tokens_per_s": total * scale.batch_size * T / max(train_s, 1e-9), "num_params": model.num_params(),
-            "flops_per_token": flops_per_token(arm, window, scale), "curve": curve}
+    record = {"slow_attention": attention, "arm": arm_name, "model_arm": arm, "window": window, "seed": seed,
+              "tokens": total * scale.batch_size * T,
+              "steps": total, "val_loss": last["val_loss"], "gates": last["gates"],
+              "slow_influence": last["slow_influence"], "train_s": train_s, "train_cpu_s": train_cpu_s,
+              "tokens_per_s": total * scale.batch_size * T / max(train_s, 1e-9), "num_params": model.num_params(),
+              "flops_per_token": flops_per_token(arm, window, scale), "curve": curve}
+    return (record, model) if return_model else record
 
 
 def slow_attention(model, idx):
