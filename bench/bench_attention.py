@@ -13,7 +13,7 @@ load).  With one torch thread the process CPU time of a step counts its own work
 time it waited for a core, so the CPU-time ratio is the verdict; wall time is recorded beside it.
 
 Peak memory: each (T, arm) runs once more in a fresh subprocess (two training steps); its peak
-resident set (``ru_maxrss``) minus the resident set before the first step is the step's peak
+resident set (VmHWM) minus the resident set before the first step (VmRSS) is the step's peak
 memory.  It counts the scores, activations and gradients the step holds at its peak, plus
 allocator slack.
 
@@ -68,7 +68,7 @@ def build(arm: str, kernel: str, T: int, shape: dict, seed: int) -> FastSlowLM:
     model_arm, _, fast = arm.partition("-")
     window = None if fast == "full" else int(fast[1:])
     cfg = ModelConfig(seq_len=T, arm=model_arm, window=window, **shape)
-    return FastSlowLM(cfg, seed=seed, window_kernel="chunked" if kernel == "none" else kernel)
+    return FastSlowLM(cfg, seed=seed, window_kernel="auto" if kernel == "none" else kernel)
 
 
 def train_step(model: FastSlowLM, opt: torch.optim.Optimizer, idx: torch.Tensor) -> tuple[float, float]:
@@ -169,12 +169,27 @@ def _probe(args) -> int:
     model = build(arm, kernel, T, _shape(args), args.seed)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     idx = torch.randint(0, 256, (_batch(args, T), T + 1), generator=torch.Generator().manual_seed(args.seed))
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    before = _rss_kib("VmRSS")
     for _ in range(2):
         train_step(model, opt, idx)
-    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(json.dumps({"peak_mb": (after - before) / 1024}))
+    print(json.dumps({"peak_mb": (_rss_kib("VmHWM") - before) / 1024}))
     return 0
+
+
+def _rss_kib(field: str) -> int:
+    """VmRSS (now) or VmHWM (peak) of this process in KiB, from /proc/self/status.
+
+    Not ``ru_maxrss``: Linux carries the parent's peak into a child across fork and exec, so a
+    probe started by a large benchmark process would read the parent's peak.  VmHWM belongs to
+    the process's own address space, which exec makes new.
+    """
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # elsewhere: the best available
 
 
 def run(args) -> dict:

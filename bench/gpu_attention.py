@@ -71,7 +71,7 @@ def run_T(args, T: int, device: torch.device, rng: random.Random) -> list[dict]:
         cfg = ModelConfig(seq_len=T, arm=model_arm, window=None if fast == "full" else int(fast[1:]), **shape)
         key = (arm, kernel)
         try:
-            model = FastSlowLM(cfg, seed=args.seed, window_kernel="chunked" if kernel == "none" else kernel).to(device)
+            model = FastSlowLM(cfg, seed=args.seed, window_kernel="auto" if kernel == "none" else kernel).to(device)
             opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=device.type == "cuda")
 
             def step(model=model, opt=opt):

@@ -5,7 +5,7 @@ the W most recent keys, itself included:
 
     o_i = Σ_{j ∈ N(i)} softmax_j(q_i·k_j / √D) v_j,        N(i) = {j : i − W < j ≤ i}.
 
-Three kernels compute the same o (they differ in float rounding only):
+Three kernels compute the same o (they differ in float rounding only), and ``"auto"`` picks one:
 
 * ``"masked"`` — the reference: one attention over all T × T scores with the band mask of
   :func:`window_mask`.  It costs T² per head, however small W is (what the project used first).
@@ -22,6 +22,13 @@ Three kernels compute the same o (they differ in float rounding only):
   torch 2.13 it has no backward pass on CPU, so on CPU it serves inference only; on a GPU it
   trains (``bench/gpu_attention.py``).
 
+* ``"auto"`` (the model's default) — ``"chunked"`` when T ≥ 8W, else ``"masked"``.  The chunked
+  kernel computes 2W scores per query against T/2 for the causal flash kernel (which skips the
+  masked half), plus the copies that build the key chunks.  Measured on one CPU thread (a training
+  step of the 2-layer, width-64 model, ``bench/bench_attention.py``) it costs 1.46× the masked
+  kernel at T = 4W (T = 256, W = 64), 0.96× at T = 8W and 0.62× at T = 16W: the window has to be
+  small against T before chunks pay.
+
 Leak-freedom is the statement N(i) ⊆ {j ≤ i}: nothing at a position after i reaches o_i, for any
 of the kernels; ``tests/neural/test_windowed_attention.py`` checks it, and checks that a kernel
 reaching one position too far (or too far back) fails both that test and the equality test.
@@ -33,11 +40,14 @@ import functools
 import torch
 import torch.nn.functional as F
 
-__all__ = ["KERNELS", "window_mask", "window_attention", "masked_window_attention", "chunked_window_attention",
+__all__ = ["KERNELS", "AUTO_CHUNKED_MIN_T_OVER_W", "window_mask", "window_attention", "masked_window_attention", "chunked_window_attention",
            "flex_window_attention"]
 
-KERNELS = ("chunked", "masked", "flex")
-"""Names of the sliding-window kernels; ``"chunked"`` is the default of :class:`neural.FastSlowLM`."""
+KERNELS = ("auto", "chunked", "masked", "flex")
+"""Names of the sliding-window kernels; ``"auto"`` is the default of :class:`neural.FastSlowLM`."""
+
+AUTO_CHUNKED_MIN_T_OVER_W = 8
+"""``"auto"`` uses the chunked kernel when T ≥ this × W (the measured crossover, module docstring)."""
 
 
 def window_mask(length: int, window: int, device: torch.device | str | None = None) -> torch.Tensor:
@@ -62,7 +72,7 @@ def _check_qkv(q: object, k: object, v: object, window: object) -> None:
 
 
 def window_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, window: int | None, *,
-                     kernel: str = "chunked", dropout_p: float = 0.0) -> torch.Tensor:
+                     kernel: str = "auto", dropout_p: float = 0.0) -> torch.Tensor:
     """Causal attention restricted to a sliding window of ``window`` keys, by the named kernel.
 
     Parameters
@@ -70,7 +80,8 @@ def window_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, window: 
     q, k, v : Tensor, shape (B, H, T, D)
     window : int or None
         W ≥ 1; None (or W ≥ T) is plain causal attention (``is_causal=True``), whatever the kernel.
-    kernel : "chunked" (default, cost ∝ T·W), "masked" (the T × T reference) or "flex".
+    kernel : "auto" (default: chunked when T ≥ 8W, else masked), "chunked" (cost ∝ T·W), "masked"
+        (the T × T reference) or "flex".
     dropout_p : attention dropout (training only); the ``"flex"`` kernel has none.
 
     Returns
@@ -101,6 +112,8 @@ def _dispatch(q, k, v, window, kernel, dropout_p):
     """:func:`window_attention` without the checks (the model calls this on trusted shapes)."""
     if window is None or window >= q.shape[2]:
         return F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=dropout_p)
+    if kernel == "auto":
+        kernel = "chunked" if q.shape[2] >= AUTO_CHUNKED_MIN_T_OVER_W * window else "masked"
     if kernel == "chunked":
         return _chunked(q, k, v, window, dropout_p)
     if kernel == "masked":

@@ -84,7 +84,7 @@ def _rms(x: torch.Tensor) -> float:
     return float(x.double().pow(2).sum(-1).mean().sqrt())
 
 
-def frozen_fast_map(block, h: torch.Tensor, window: int | None, kernel: str = "chunked", *, feedback: bool = True):
+def frozen_fast_map(block, h: torch.Tensor, window: int | None, kernel: str = "auto", *, feedback: bool = True):
     """(Φ_y, c): layer `block`'s map with the slow state frozen at y = pool(LN₁(h)), and the feedback c(y).
 
     Φ_y(h) equals ``block(h, window, kernel)`` exactly; for x ≠ h the feedback stays c(y) instead of

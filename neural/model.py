@@ -22,10 +22,10 @@ Choices (documented because docs/theory.md leaves them open):
   coupled model consumes the same RNG stream as the dense one, in training too.
 * **Weight tying**: the output head shares the token-embedding matrix (as GPT-2 and
   nanoGPT do).
-* **Windowed attention costs T·W, not T².**  The sliding window is computed by
+* **Windowed attention costs T·W, not T².**  Once T' ≥ 8W the sliding window is computed by
   :mod:`neural.attention`'s chunked kernel (W queries against the 2W keys of their own and the
-  previous chunk) by default; the masked T × T reference (``window_kernel="masked"``) gives the
-  same logits to float rounding and is kept for tests and benchmarks.
+  previous chunk); below that the masked T × T kernel is cheaper and is used (``"auto"``).
+  Either gives the same logits to float rounding.
 * **Lengths.**  Any T' ≤ T is accepted, multiple of P or not; no padding is needed
   (see :mod:`neural.pooling`): the prefix of length T' gives the same logits as the
   first T' positions of a longer input, which is what leak-freedom means.
@@ -62,7 +62,7 @@ _SLOW = "slow"  # name of the per-layer slow-path submodule; its parameters are 
 
 
 def _attend(qkv: torch.Tensor, n_head: int, *, mask: torch.Tensor | None, dropout_p: float,
-            window: int | None = None, kernel: str = "chunked") -> torch.Tensor:
+            window: int | None = None, kernel: str = "auto") -> torch.Tensor:
     """Multi-head attention from packed projections.
 
     qkv : (B, L, 3d) -> returns (B, L, d).  With ``window`` the attention is the sliding window
@@ -96,7 +96,7 @@ class CausalSelfAttention(nn.Module):
         self.dropout = config.dropout
         self.resid_dropout = nn.Dropout(config.dropout)
 
-    def forward(self, a: torch.Tensor, window: int | None, kernel: str = "chunked") -> torch.Tensor:
+    def forward(self, a: torch.Tensor, window: int | None, kernel: str = "auto") -> torch.Tensor:
         # a: (B, T', d) -> (B, T', d); window None is full causal attention
         p = self.dropout if self.training else 0.0
         y = _attend(self.c_attn(a), self.n_head, mask=None, dropout_p=p, window=window, kernel=kernel)
@@ -159,7 +159,7 @@ class Block(nn.Module):
         # registered last so the fast-path parameters come first in named_parameters()
         self.slow = SlowPath(config) if config.arm != "dense" else None
 
-    def forward(self, h: torch.Tensor, window: int | None, kernel: str = "chunked") -> torch.Tensor:
+    def forward(self, h: torch.Tensor, window: int | None, kernel: str = "auto") -> torch.Tensor:
         # h: (B, T', d) -> (B, T', d)
         a = self.ln_1(h)
         h = h + self.attn(a, window, kernel)
@@ -181,9 +181,9 @@ class FastSlowLM(nn.Module):
         ``torch.manual_seed(s)`` before construction reproduces the model.  Models of
         different arms built with the same seed share their fast-path weights exactly.
     window_kernel : str, optional
-        How a windowed fast path (``config.window``) is computed: ``"chunked"`` (default; cost
-        ∝ T·W), ``"masked"`` (the T × T reference) or ``"flex"`` (FlexAttention; no CPU backward
-        in torch 2.13).  All three compute the same function to float rounding
+        How a windowed fast path (``config.window``) is computed: ``"auto"`` (default: chunked
+        when T' ≥ 8W, else masked), ``"chunked"`` (cost ∝ T·W), ``"masked"`` (the T × T
+        reference) or ``"flex"`` (FlexAttention; no CPU backward in torch 2.13).  All three compute the same function to float rounding
         (:mod:`neural.attention`), so the kernel is not part of the config or of a checkpoint;
         the attribute ``window_kernel`` may be changed on a built model.
 
@@ -204,7 +204,7 @@ class FastSlowLM(nn.Module):
     torch.Size([2, 64, 256])
     """
 
-    def __init__(self, config: ModelConfig, *, seed: int | None = None, window_kernel: str = "chunked") -> None:
+    def __init__(self, config: ModelConfig, *, seed: int | None = None, window_kernel: str = "auto") -> None:
         super().__init__()
         if not isinstance(config, ModelConfig):
             raise TypeError(f"`config` must be a neural.ModelConfig; got {type(config).__name__}.")

@@ -216,8 +216,23 @@ def test_model_kernel_is_checked_and_switchable():
     with pytest.raises(ValueError, match="`window_kernel` must be one of"):
         _model("dense", 8, "banded")
     model = _model("dense", 8, "chunked")
-    assert model.window_kernel == "chunked" and set(KERNELS) == {"chunked", "masked", "flex"}
+    assert model.window_kernel == "chunked" and set(KERNELS) == {"auto", "chunked", "masked", "flex"}
+    assert FastSlowLM(ModelConfig(seq_len=48, pool=8, n_layer=1, n_head=2, d_model=16, window=8)).window_kernel == "auto"
     idx = torch.randint(0, 256, (1, 48), generator=torch.Generator().manual_seed(0))
     a = model(idx)
     model.window_kernel = "masked"
     assert float((model(idx) - a).abs().max()) <= 10 * TOL
+
+
+def test_auto_uses_chunks_from_T_equal_8W_and_the_mask_below(monkeypatch):
+    assert attention.AUTO_CHUNKED_MIN_T_OVER_W == 8
+    q, k, v = qkv(64)
+    ref = {T: masked_window_attention(q[:, :, :T], k[:, :, :T], v[:, :, :T], 8) for T in (63, 64)}
+    monkeypatch.setattr(attention, "_band", _wrong_band(+1))  # only the chunked path is broken now
+    assert torch.equal(window_attention(q[:, :, :63], k[:, :, :63], v[:, :, :63], 8), ref[63])  # T < 8W: masked
+    assert not torch.allclose(window_attention(q, k, v, 8), ref[64])  # T = 8W: chunked (the broken one)
+
+
+@pytest.mark.parametrize("T, W", [(64, 8), (40, 8), (200, 16)])
+def test_auto_equals_reference(T, W):
+    assert_equals_reference(lambda q, k, v, W: window_attention(q, k, v, W, kernel="auto"), T, W)
