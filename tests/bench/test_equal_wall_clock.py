@@ -80,3 +80,30 @@ def test_smoke_run_writes_pairs_and_resumes(h5, tmp_path, capsys):
     assert len(before) == 4
     assert h5.main(["--smoke", "--threads", "1", "--sources", "hard", "--out", str(out)]) == 0  # resumes: trains nothing
     assert {p: p.stat().st_mtime_ns for p in (out / "runs").rglob("*.json")} == before
+
+
+def test_loss_at_interpolates_and_holds_past_the_end(h5):
+    curve = [{"train_cpu_s": 10.0, "val_loss": 2.0}, {"train_cpu_s": 20.0, "val_loss": 1.0}]
+    assert h5.loss_at(curve, 15.0) == pytest.approx(1.5)
+    assert h5.loss_at(curve, 5.0) == 2.0 and h5.loss_at(curve, 30.0) == 1.0
+
+
+def _run(loss, t, curve_losses):
+    ts = [t * (k + 1) / len(curve_losses) for k in range(len(curve_losses))]
+    return {"val_loss": loss, "train_cpu_s": t, "train_s": t, "tokens": 1, "gates": [], "slow_influence": [],
+            "curve": [{"train_cpu_s": a, "val_loss": b} for a, b in zip(ts, curve_losses)]}
+
+
+def test_report_uses_the_curve_when_the_challenger_ran_too_long(h5):
+    meta = {"time_fraction": 0.6, "margin": h5.MARGIN, "min_seeds": 5}
+    base = {s: _run(1.0, 100.0, [2.0, 1.0]) for s in range(5)}
+    # ended below dense-full, but took 0.9 × the time; at 0.6 × t_D its curve is still at 1.1
+    slow = {s: _run(0.99 - 0.001 * s, 90.0, [1.3, 1.1, 0.99 - 0.001 * s]) for s in range(5)}
+    rep = h5.report({"hard": {h5.BASE: base, h5.CHALLENGER: slow}}, {}, meta)
+    src = rep["sources"]["hard"]
+    assert src["H5"]["verdict"] == "supported" and src["ratio_over_target"]
+    assert src["verdict"] == "not supported" and rep["H5_overall"].startswith("inconclusive (1 of 2")
+    fast = {s: _run(0.99 - 0.001 * s, 60.0, [1.3, 1.1, 0.99 - 0.001 * s]) for s in range(5)}
+    rep = h5.report({"hard": {h5.BASE: base, h5.CHALLENGER: fast}, "shakespeare": {h5.BASE: base, h5.CHALLENGER: fast}},
+                    {}, meta)
+    assert not rep["sources"]["hard"]["ratio_over_target"] and rep["H5_overall"] == "supported"
