@@ -281,6 +281,42 @@ def print_tables(record: dict) -> None:
               f"{'MET' if t['met'] else 'MISSED'}")
 
 
+def plot_record(record: dict, path: Path) -> Path:
+    """Training tokens per CPU-second and peak memory against T, every arm and kernel (log-log)."""
+    from sp_ode.core.reporting import figures
+
+    plt = figures()
+    rows = record["rows"]
+    fig, (ax, ax_m) = plt.subplots(1, 2, figsize=(12, 4.6))
+    styles = {"none": "-", "chunked": "-", "masked": ":"}
+    arms = list(dict.fromkeys((r["arm"], r["kernel"]) for r in rows))
+    colors = {arm: f"C{i}" for i, arm in enumerate(dict.fromkeys(a for a, _ in arms))}
+    for arm, kernel in arms:
+        mine = sorted((r for r in rows if r["arm"] == arm and r["kernel"] == kernel), key=lambda r: r["seq_len"])
+        T = [r["seq_len"] for r in mine]
+        label = arm if kernel == "none" else f"{arm}, {kernel}"
+        kw = dict(color=colors[arm], ls=styles[kernel], marker="o" if kernel != "masked" else "x", ms=4,
+                  lw=2.2 if arm == BASELINE else 1.4, label=label)
+        ax.plot(T, [r["tokens_per_cpu_s"] for r in mine], **kw)
+        if all(r["peak_mb"] is not None for r in mine):
+            ax_m.plot(T, [r["peak_mb"] for r in mine], **kw)
+    for a in (ax, ax_m):
+        a.set_xscale("log", base=2)
+        a.set_xlabel("context T (tokens)")
+        a.grid(alpha=0.3, which="both")
+    ax.set_yscale("log")
+    ax.set_ylabel("training tokens per CPU-second (one thread)")
+    ax.set_title(f"training step, {record['tokens_per_step']} tokens/step, model {record['model']['n_layer']} layers × "
+                 f"width {record['model']['d_model']}, P = {record['model']['pool']}", fontsize=9)
+    ax_m.set_ylabel("peak memory of a training step (MB)")
+    ax_m.set_title("solid: chunked kernel (or full attention), dotted: masked T × T kernel", fontsize=9)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--smoke", action="store_true", help="a tiny grid that runs in seconds")
@@ -301,6 +337,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--out", type=Path, default=None, help="write the JSON record here (a new file)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     p.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    p.add_argument("--figure", type=Path, default=None, help="write the tokens/s and memory figure here (PNG)")
+    p.add_argument("--plot-only", type=Path, default=None, metavar="RECORD",
+                   help="measure nothing: draw --figure from an existing record")
     p.add_argument("--_probe", nargs=3, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.smoke:
@@ -322,7 +361,16 @@ def main(argv=None) -> int:
         torch.set_num_threads(args.threads)  # the script's entry point, never the library
     if args._probe:
         return _probe(args)
+    if args.plot_only is not None:
+        if args.figure is None:
+            print("bench_attention: error: --plot-only needs --figure", file=sys.stderr)
+            return 2
+        record = json.loads(args.plot_only.read_text())
+        print(f"wrote {plot_record(record, args.figure)}")
+        return 0
     record = run(args)
+    if args.figure:
+        plot_record(record, args.figure)
     if args.out:
         write_json(args.out, record)
     if args.json:

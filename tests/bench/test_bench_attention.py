@@ -90,3 +90,15 @@ def test_gpu_attention_drops_the_masked_kernel_past_its_limit():
     gpu = _load("gpu_attention")
     assert ("dense-W16", "masked") in gpu.arms_at(8192, [16], ["chunked", "masked"], 8192)
     assert ("dense-W16", "masked") not in gpu.arms_at(16384, [16], ["chunked", "masked"], 8192)
+
+
+def test_plot_only_draws_a_record(tmp_path):
+    bench = _load("bench_attention")
+    rows = [{"seq_len": T, "arm": a, "kernel": k, "tokens_per_cpu_s": 1e4 / T, "peak_mb": 100.0 + T}
+            for T in (256, 512) for a, k in bench.arm_list([16])]
+    record = tmp_path / "r.json"
+    record.write_text(json.dumps({"rows": rows, "tokens_per_step": 8192,
+                                  "model": {"n_layer": 2, "d_model": 64, "pool": 16}}))
+    assert bench.main(["--plot-only", str(record), "--figure", str(tmp_path / "f.png")]) == 0
+    assert (tmp_path / "f.png").stat().st_size > 10_000
+    assert bench.main(["--plot-only", str(record)]) == 2  # a figure path is required
