@@ -54,6 +54,10 @@ _LAZY: dict[str, str] = {
     "load_phi": "neural.phi_io",
     "phi_to_jax": "neural.phi_jax",
     "PhiFileError": "neural.phi_io",
+    # --- sliding-window attention at cost T·W; a layer's fast map with the slow state frozen ---
+    "window_attention": "neural.attention",
+    "iterate_fast_map": "neural.fast_map",
+    "FastMapResult": "neural.fast_map",
 }
 
 __all__ = sorted(_LAZY)

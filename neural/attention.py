@@ -21,7 +21,6 @@ Three kernels compute the same o (they differ in float rounding only), and ``"au
 * ``"flex"`` — ``torch.nn.attention.flex_attention`` with a block-sparse mask (compiled).  In
   torch 2.13 it has no backward pass on CPU, so on CPU it serves inference only; on a GPU it
   trains (``bench/gpu_attention.py``).
-
 * ``"auto"`` (the model's default) — ``"chunked"`` when T ≥ 8W, else ``"masked"``.  The chunked
   kernel computes 2W scores per query against T/2 for the causal flash kernel (which skips the
   masked half), plus the copies that build the key chunks.  Measured on one CPU thread (a training
@@ -31,7 +30,8 @@ Three kernels compute the same o (they differ in float rounding only), and ``"au
 
 Leak-freedom is the statement N(i) ⊆ {j ≤ i}: nothing at a position after i reaches o_i, for any
 of the kernels; ``tests/neural/test_windowed_attention.py`` checks it, and checks that a kernel
-reaching one position too far (or too far back) fails both that test and the equality test.
+reaching one key forward fails both that test and the equality test, and one reaching one key
+further back fails the equality test.
 """
 from __future__ import annotations
 
@@ -40,8 +40,8 @@ import functools
 import torch
 import torch.nn.functional as F
 
-__all__ = ["KERNELS", "AUTO_CHUNKED_MIN_T_OVER_W", "window_mask", "window_attention", "masked_window_attention", "chunked_window_attention",
-           "flex_window_attention"]
+__all__ = ["KERNELS", "AUTO_CHUNKED_MIN_T_OVER_W", "window_mask", "window_attention", "masked_window_attention",
+           "chunked_window_attention", "flex_window_attention"]
 
 KERNELS = ("auto", "chunked", "masked", "flex")
 """Names of the sliding-window kernels; ``"auto"`` is the default of :class:`neural.FastSlowLM`."""

@@ -144,9 +144,9 @@ def iterate_fast_map(model, idx: torch.Tensor, *, n_iter: int = 400, tol: float 
     Raises
     ------
     TypeError
-        If ``model`` is not a :class:`neural.FastSlowLM`.
+        If ``model`` is not a :class:`neural.FastSlowLM`, or ``idx`` is not an integer tensor.
     ValueError
-        If ``n_iter`` < 4 or ``tol`` is not positive (and for a bad ``idx``, from the model's own check).
+        If ``n_iter`` < 4, ``tol`` is not positive, or ``idx`` is not (B, T') with T' ≤ T.
     """
     from neural.model import FastSlowLM
 
@@ -156,7 +156,10 @@ def iterate_fast_map(model, idx: torch.Tensor, *, n_iter: int = 400, tol: float 
         raise ValueError(f"`n_iter` must be an integer ≥ 4; got {n_iter!r}.")
     if not (isinstance(tol, (int, float)) and tol > 0):
         raise ValueError(f"`tol` must be a positive number; got {tol!r}.")
-    model._check_tokens(idx, "idx")
+    if not isinstance(idx, torch.Tensor) or idx.dtype not in (torch.int64, torch.int32):
+        raise TypeError(f"`idx` must be an integer torch.Tensor of token ids; got {getattr(idx, 'dtype', type(idx))}.")
+    if idx.ndim != 2 or not 1 <= idx.shape[1] <= model.config.seq_len or idx.shape[0] < 1:
+        raise ValueError(f"`idx` must have shape (B, T') with 1 ≤ T' ≤ {model.config.seq_len}; got {tuple(idx.shape)}.")
     was_training = model.training
     model.eval()
     window, kernel, P = model.config.window, model.window_kernel, model.config.pool

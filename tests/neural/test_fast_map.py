@@ -112,6 +112,13 @@ def test_bad_arguments(kwargs, error, match):
         iterate_fast_map(_model(), IDX, **kwargs)
 
 
+def test_bad_tokens():
+    with pytest.raises(TypeError, match="`idx` must be an integer"):
+        iterate_fast_map(_model(), IDX.double())
+    with pytest.raises(ValueError, match=r"`idx` must have shape \(B, T'\)"):
+        iterate_fast_map(_model(), torch.zeros(1, 33, dtype=torch.long))
+
+
 def test_bad_model():
     with pytest.raises(TypeError, match="`model` must be a neural.FastSlowLM"):
         iterate_fast_map(torch.nn.Linear(2, 2), IDX)
