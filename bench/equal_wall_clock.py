@@ -312,7 +312,6 @@ def main(argv: list[str] | None = None) -> int:
         sources.remove("shakespeare")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    starts = eval_starts(scale.n_val, scale.seq_len, scale.eval_windows)
     meta = {"seq_len": scale.seq_len, "pool": scale.pool, "scale": scale.__dict__, "smoke": args.smoke,
             "tokens_base": base_tokens, "tokens_challenger": chal_tokens, "rho": rho, "rho_source": rho_source,
             "time_fraction": args.time_fraction, "margin": MARGIN, "min_seeds": MIN_SEEDS, "delta": HARD_DELTA,
@@ -321,13 +320,16 @@ def main(argv: list[str] | None = None) -> int:
     data, floors = {}, {}
     floor_path = out / "floors.json"
     cached = json.loads(floor_path.read_text()) if floor_path.is_file() else {}
+    starts = {}
     for src in sources:
         data[src] = example.load_data(src, scale, HARD_DELTA if src == "hard" else None, text)
+        # the same evenly spaced windows in every run of a source, within that source's validation split
+        starts[src] = eval_starts(len(data[src][1]), scale.seq_len, scale.eval_windows)
         if src == "hard":
             if cached.get("scale") != scale.__dict__:
                 t0 = time.perf_counter()
                 source = data[src][2]
-                cached = {"scale": scale.__dict__, "hard": example.floors(source, data[src][1].numpy(), starts, scale,
+                cached = {"scale": scale.__dict__, "hard": example.floors(source, data[src][1].numpy(), starts[src], scale,
                                                                           [16 if not args.smoke else 4])}
                 write_json(floor_path, cached)
                 print(f"floors of the hard source ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
@@ -342,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
                 path = out / "runs" / src / f"{arm}-seed{seed}-tok{tokens}.json"
                 if not path.is_file() and not args.report_only:
                     train, val, _ = data[src]
-                    record = example.train_run(arm, seed, tokens, scale, train, val, starts)
+                    record = example.train_run(arm, seed, tokens, scale, train, val, starts[src])
                     record.update({"source": src, "threads": torch.get_num_threads(), "smoke": args.smoke})
                     write_json(path, record)
                     print(f"  {src:<11} {arm:<12} seed {seed} tok {tokens}: val {record['val_loss']:.4f} "

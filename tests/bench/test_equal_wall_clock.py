@@ -107,3 +107,15 @@ def test_report_uses_the_curve_when_the_challenger_ran_too_long(h5):
     rep = h5.report({"hard": {h5.BASE: base, h5.CHALLENGER: fast}, "shakespeare": {h5.BASE: base, h5.CHALLENGER: fast}},
                     {}, meta)
     assert not rep["sources"]["hard"]["ratio_over_target"] and rep["H5_overall"] == "supported"
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_a_text_source_with_a_short_validation_split_is_scored_inside_it(h5, tmp_path):
+    # the validation split (10 % of 8000 bytes) is shorter than the scale's n_val: windows must lie inside it
+    text = tmp_path / "small.txt"
+    text.write_bytes(bytes((i * 7919) % 97 + 32 for i in range(8000)))
+    out = tmp_path / "h5"
+    assert h5.main(["--smoke", "--threads", "1", "--sources", "shakespeare", "--seeds", "1", "--text", str(text),
+                    "--out", str(out)]) == 0
+    rows = json.loads((out / "h5.json").read_text())["sources"]["shakespeare"]["rows"]
+    assert len(rows) == 1 and rows[0]["L_D"] > 0
