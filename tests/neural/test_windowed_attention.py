@@ -236,3 +236,20 @@ def test_auto_uses_chunks_from_T_equal_8W_and_the_mask_below(monkeypatch):
 @pytest.mark.parametrize("T, W", [(64, 8), (40, 8), (200, 16)])
 def test_auto_equals_reference(T, W):
     assert_equals_reference(lambda q, k, v, W: window_attention(q, k, v, W, kernel="auto"), T, W)
+
+
+def test_chunked_dropout_drops_only_inside_the_window():
+    # with dropout the output is a re-weighted average of values inside the window: a value outside
+    # it (here: every value before the window of the last query) can never reach that query
+    q, k, v = qkv(64, dtype=torch.float64)
+    W = 8
+    v2 = v.clone()
+    v2[:, :, : 64 - W] += 100.0  # everything the last query must not see
+    for seed in range(3):
+        torch.manual_seed(seed)
+        a = chunked_window_attention(q, k, v, W, dropout_p=0.5)
+        torch.manual_seed(seed)
+        b = chunked_window_attention(q, k, v2, W, dropout_p=0.5)
+        assert torch.equal(a[:, :, -1], b[:, :, -1])
+    torch.manual_seed(0)
+    assert not torch.equal(chunked_window_attention(q, k, v, W, dropout_p=0.5), chunked_window_attention(q, k, v, W))
