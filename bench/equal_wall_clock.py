@@ -254,7 +254,13 @@ def plot(plt, runs: dict, rep: dict, path: Path) -> None:
                          fontsize=10)
         if tops:
             pad = 0.05 * (max(tops) - min(lows) + 1e-6)
-            ax.set_ylim(min(lows) - pad, max(tops) + pad)
+            lo, hi = min(lows) - pad, max(tops) + pad
+            ax.set_ylim(lo, hi)
+            floors = (s or {}).get("floors") or {}
+            for key, name, ls in (("bayes_T", "Bayes-T", "-"), ("bayes_W16", "Bayes-16 (window's floor)", "--"),
+                                  ("bayes_RF16", "Bayes-31 (receptive field's floor)", "-.")):
+                if key in floors and lo < floors[key] < hi:  # the exact floors that fall inside the zoom
+                    ax.axhline(floors[key], color="0.45", ls=ls, lw=0.9, label=name)
         ax.set_xlabel("training time (CPU seconds, one thread; evaluations excluded)")
         ax.set_ylabel("validation loss (nats/token)")
         ax.legend(fontsize=8)
