@@ -160,6 +160,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n-seqs", type=int, default=8, help="validation sequences whose slow states are frozen")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--out", default="out/fast_map")
+    parser.add_argument("--remeasure", default="", metavar="P16-seed0,…",
+                        help="re-measure these saved models with --n-iter iterations (a convergence check); "
+                             "writes runs/<name>-iter<N>.json and trains nothing")
     parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args(argv)
 
@@ -192,6 +195,23 @@ def main(argv: list[str] | None = None) -> int:
     starts = eval_starts(base.n_val, base.seq_len, base.eval_windows)
     probe, _ = windows(val, torch.as_tensor(starts[:: max(1, len(starts) // n_seqs)][:n_seqs]), base.seq_len,
                        torch.device("cpu"))
+    if args.remeasure:
+        results = {}
+        for name in [n for n in args.remeasure.split(",") if n]:
+            P, seed = int(name.split("-")[0][1:]), int(name.split("seed")[1])
+            cfg = ModelConfig(seq_len=base.seq_len, pool=P, n_layer=base.n_layer, n_head=base.n_head,
+                              d_model=base.d_model, arm="coupled", window=window)
+            model = FastSlowLM(cfg, seed=seed)
+            model.load_state_dict(torch.load(out / "models" / f"{name}.pt"))
+            t0 = time.perf_counter()
+            results[name] = measure(model, probe, n_iter)
+            write_json(out / "runs" / f"{name}-iter{n_iter}.json", {"model": name, "n_iter": n_iter, "n_seqs": n_seqs,
+                                                                     "trained": results[name]})
+            print(f"  {name}, {n_iter} iterations: " + "; ".join(
+                f"layer {r['layer']}: D {r['distance']:.4f}, limit error {r['limit_error']:.4f}, normalised step "
+                f"{r['normalised_step_last']:.1e} (decay n^-{r['normalised_step_decay']:.2f})" for r in results[name])
+                + f" ({time.perf_counter() - t0:.0f} s)")
+        return 0
     records = []
     for P in pools:
         scale = dataclasses.replace(base, pool=P)

@@ -44,3 +44,8 @@ def test_smoke_run(fm, tmp_path, capsys):
     before = {p: p.stat().st_mtime_ns for p in (out / "runs").iterdir()}
     assert fm.main(["--smoke", "--threads", "1", "--out", str(out)]) == 0  # resumes: trains nothing
     assert {p: p.stat().st_mtime_ns for p in (out / "runs").iterdir()} == before
+
+    assert fm.main(["--smoke", "--threads", "1", "--out", str(out), "--remeasure", "P4-seed0"]) == 0
+    again = json.loads((out / "runs" / "P4-seed0-iter8.json").read_text())
+    first = json.loads((out / "runs" / "P4-seed0.json").read_text())
+    assert again["trained"] == first["trained"]  # the saved weights reproduce the measurement exactly
