@@ -173,8 +173,12 @@ def flops_per_token(arm: str, window: int | None, scale: Scale, vocab: int = 256
 
 
 def train_run(arm_name: str, seed: int, tokens: int, scale: Scale, train_data, val_data, starts,
-              device: str = "cpu", compile_model: bool = False) -> dict:
-    """Train one arm; evaluate on the fixed windows `starts` at n_evals points; return the run record."""
+              device: str = "cpu", compile_model: bool = False, return_model: bool = False):
+    """Train one arm; evaluate on the fixed windows `starts` at n_evals points; return the run record.
+
+    With ``return_model`` it returns ``(record, model)``: the trained model (evaluation mode), for
+    measurements made after training (bench/fast_map_fixed_point.py).
+    """
     import contextlib
 
     import numpy as np
@@ -200,10 +204,10 @@ def train_run(arm_name: str, seed: int, tokens: int, scale: Scale, train_data, v
     eval_at = sorted({max(1, round(total * (k + 1) / scale.n_evals)) for k in range(scale.n_evals)})
     probe, _ = windows(val_data, torch.as_tensor(starts[: min(len(starts), 16)]), T, dev)
     autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if dev.type == "cuda" else contextlib.nullcontext
-    curve, losses, train_s = [], [], 0.0
+    curve, losses, train_s, train_cpu_s = [], [], 0.0, 0.0
     model.train()
     for step in range(total):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for group in optimizer.param_groups:
             group["lr"] = lr_at(step, tcfg, total)
         x, y = get_batch(train_data, scale.batch_size, T, data_gen, dev)
@@ -215,21 +219,25 @@ def train_run(arm_name: str, seed: int, tokens: int, scale: Scale, train_data, v
         optimizer.zero_grad(set_to_none=True)
         losses.append(float(loss.detach()))  # synchronises, so the step time below is complete
         train_s += time.perf_counter() - t0
+        train_cpu_s += time.process_time() - c0  # one thread: the step's own work, immune to machine load
         if step + 1 in eval_at:
             with autocast():
                 val = evaluate(model, val_data, starts, T, dev)
                 influence = model.slow_influence(probe)
             curve.append({"step": step + 1, "tokens": (step + 1) * scale.batch_size * T,
                           "train_loss": float(np.mean(losses[-50:])), "val_loss": val,
-                          "gates": model.gate_magnitudes(), "slow_influence": influence, "train_s": train_s})
+                          "gates": model.gate_magnitudes(), "slow_influence": influence, "train_s": train_s,
+                          "train_cpu_s": train_cpu_s})
     last = curve[-1]
     model.eval()
     attention = slow_attention_stats(model, probe)
-    return {"slow_attention": attention, "arm": arm_name, "model_arm": arm, "window": window, "seed": seed, "tokens": total * scale.batch_size * T,
-            "steps": total, "val_loss": last["val_loss"], "gates": last["gates"],
-            "slow_influence": last["slow_influence"], "train_s": train_s,
-            "tokens_per_s": total * scale.batch_size * T / max(train_s, 1e-9), "num_params": model.num_params(),
-            "flops_per_token": flops_per_token(arm, window, scale), "curve": curve}
+    record = {"slow_attention": attention, "arm": arm_name, "model_arm": arm, "window": window, "seed": seed,
+              "tokens": total * scale.batch_size * T,
+              "steps": total, "val_loss": last["val_loss"], "gates": last["gates"],
+              "slow_influence": last["slow_influence"], "train_s": train_s, "train_cpu_s": train_cpu_s,
+              "tokens_per_s": total * scale.batch_size * T / max(train_s, 1e-9), "num_params": model.num_params(),
+              "flops_per_token": flops_per_token(arm, window, scale), "curve": curve}
+    return (record, model) if return_model else record
 
 
 def slow_attention(model, idx):

@@ -1,4 +1,7 @@
 """Public names of `neural` (read by type checkers and by `sp_ode.core.lazy`)."""
+from .attention import (
+    window_attention as window_attention,
+)
 from .checkpoint import (
     CheckpointError as CheckpointError,
     CheckpointMismatchError as CheckpointMismatchError,
@@ -17,6 +20,10 @@ from .data import (
     load_corpus as load_corpus,
     load_text as load_text,
     markov_corpus as markov_corpus,
+)
+from .fast_map import (
+    FastMapResult as FastMapResult,
+    iterate_fast_map as iterate_fast_map,
 )
 from .model import (
     FastSlowLM as FastSlowLM,

@@ -22,6 +22,10 @@ Choices (documented because docs/theory.md leaves them open):
   coupled model consumes the same RNG stream as the dense one, in training too.
 * **Weight tying**: the output head shares the token-embedding matrix (as GPT-2 and
   nanoGPT do).
+* **Windowed attention costs T·W, not T².**  Once T' ≥ 8W the sliding window is computed by
+  `neural.attention`'s chunked kernel (W queries against the 2W keys of their own and the
+  previous chunk); below that the masked T × T kernel is cheaper and is used (`"auto"`).
+  Either gives the same logits to float rounding.
 * **Lengths.**  Any T' ≤ T is accepted, multiple of P or not; no padding is needed
   (see `neural.pooling`): the prefix of length T' gives the same logits as the
   first T' positions of a longer input, which is what leak-freedom means.
@@ -43,6 +47,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from neural.attention import KERNELS, window_attention
+from neural.attention import window_mask as window_mask  # re-exported: the mask is part of the model API
 from neural.config import ModelConfig
 from neural.pooling import add_to_blocks, block_mean_pool, lag_one_block, n_fed_blocks
 
@@ -55,29 +61,27 @@ IGNORE_INDEX = -1
 _SLOW = "slow"  # name of the per-layer slow-path submodule; its parameters are the slow path
 
 
-def _attend(qkv: torch.Tensor, n_head: int, *, mask: torch.Tensor | None, dropout_p: float) -> torch.Tensor:
+def _attend(qkv: torch.Tensor, n_head: int, *, mask: torch.Tensor | None, dropout_p: float,
+            window: int | None = None, kernel: str = "auto") -> torch.Tensor:
     """Multi-head attention from packed projections.
 
-    qkv : (B, L, 3d) -> returns (B, L, d).  `mask` is None for plain causal attention,
-    else a boolean (L, L) matrix, True where query i may attend to key j.
+    qkv : (B, L, 3d) -> returns (B, L, d).  With `window` the attention is the sliding window
+    of `neural.attention` computed by `kernel` (W ≥ L is plain causal); otherwise `mask`
+    is None for plain causal attention, else a boolean (L, L) matrix, True where query i may
+    attend to key j.
     """
     batch, length, three_d = qkv.shape
     width = three_d // 3
     # (B, L, 3d) -> 3 × (B, L, d) -> (B, L, H, d/H) -> (B, H, L, d/H)
     q, k, v = (x.view(batch, length, n_head, width // n_head).transpose(1, 2) for x in qkv.split(width, dim=2))
-    if mask is None:
+    if window is not None:
+        y = window_attention(q, k, v, window, kernel=kernel, dropout_p=dropout_p)
+    elif mask is None:
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=dropout_p)
     else:
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
     # (B, H, L, d/H) -> (B, L, H, d/H) -> (B, L, d)
     return y.transpose(1, 2).reshape(batch, length, width)
-
-
-def window_mask(length: int, window: int, device: torch.device | str | None = None) -> torch.Tensor:
-    """Sliding-window causal mask, shape (T', T'): query i attends to key j iff i − W < j ≤ i."""
-    i = torch.arange(length, device=device)[:, None]
-    j = torch.arange(length, device=device)[None, :]
-    return (j <= i) & (i - j < window)
 
 
 class CausalSelfAttention(nn.Module):
@@ -92,10 +96,11 @@ class CausalSelfAttention(nn.Module):
         self.dropout = config.dropout
         self.resid_dropout = nn.Dropout(config.dropout)
 
-    def forward(self, a: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-        # a: (B, T', d) -> (B, T', d)
+    def forward(self, a: torch.Tensor, window: int | None, kernel: str = "auto") -> torch.Tensor:
+        # a: (B, T', d) -> (B, T', d); window None is full causal attention
         p = self.dropout if self.training else 0.0
-        return self.resid_dropout(self.c_proj(_attend(self.c_attn(a), self.n_head, mask=mask, dropout_p=p)))
+        y = _attend(self.c_attn(a), self.n_head, mask=None, dropout_p=p, window=window, kernel=kernel)
+        return self.resid_dropout(self.c_proj(y))
 
 
 class MLP(nn.Module):
@@ -154,10 +159,10 @@ class Block(nn.Module):
         # registered last so the fast-path parameters come first in named_parameters()
         self.slow = SlowPath(config) if config.arm != "dense" else None
 
-    def forward(self, h: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    def forward(self, h: torch.Tensor, window: int | None, kernel: str = "auto") -> torch.Tensor:
         # h: (B, T', d) -> (B, T', d)
         a = self.ln_1(h)
-        h = h + self.attn(a, mask)
+        h = h + self.attn(a, window, kernel)
         if self.slow is not None:
             h = add_to_blocks(h, self.slow(a), self.pool)
         return h + self.mlp(self.ln_2(h))
@@ -175,11 +180,19 @@ class FastSlowLM(nn.Module):
         Seed of the initialisation.  Default: drawn from torch's global RNG, so
         `torch.manual_seed(s)` before construction reproduces the model.  Models of
         different arms built with the same seed share their fast-path weights exactly.
+    window_kernel : str, optional
+        How a windowed fast path (`config.window`) is computed: `"auto"` (default: chunked
+        when T' ≥ 8W, else masked), `"chunked"` (cost ∝ T·W), `"masked"` (the T × T
+        reference) or `"flex"` (FlexAttention; no CPU backward in torch 2.13).  All three compute the same function to float rounding
+        (`neural.attention`), so the kernel is not part of the config or of a checkpoint;
+        the attribute `window_kernel` may be changed on a built model.
 
     Raises
     ------
     TypeError
         If `config` is not a [`ModelConfig`][neural.config.ModelConfig] or `seed` is not an int.
+    ValueError
+        If `window_kernel` is not one of `neural.attention.KERNELS`.
 
     Examples
     --------
@@ -191,10 +204,13 @@ class FastSlowLM(nn.Module):
     torch.Size([2, 64, 256])
     """
 
-    def __init__(self, config: ModelConfig, *, seed: int | None = None) -> None:
+    def __init__(self, config: ModelConfig, *, seed: int | None = None, window_kernel: str = "auto") -> None:
         super().__init__()
         if not isinstance(config, ModelConfig):
             raise TypeError(f"`config` must be a neural.ModelConfig; got {type(config).__name__}.")
+        if window_kernel not in KERNELS:
+            raise ValueError(f"`window_kernel` must be one of {KERNELS}; got {window_kernel!r}.")
+        self.window_kernel = window_kernel
         if seed is None:
             seed = int(torch.randint(0, 2**62, (), dtype=torch.int64))
         elif isinstance(seed, bool) or not isinstance(seed, int):
@@ -267,13 +283,9 @@ class FastSlowLM(nn.Module):
                 f"`x` must have shape (B, T', d) with d = {cfg.d_model} and 1 ≤ T' ≤ {cfg.seq_len}; "
                 f"got {tuple(x.shape)}."
             )
-        window = cfg.window
-        length = x.shape[1]
-        # one mask shared by all layers; W ≥ T' is plain causal attention
-        mask = window_mask(length, window, x.device) if window is not None and window < length else None
         h = x
         for block in self.blocks:
-            h = block(h, mask)
+            h = block(h, cfg.window, self.window_kernel)
         return self.lm_head(self.ln_f(h))
 
     def forward(
@@ -411,13 +423,11 @@ class FastSlowLM(nn.Module):
             return []
         was_training = self.training
         self.eval()
-        window, length = self.config.window, idx.shape[1]
-        mask = window_mask(length, window, idx.device) if window is not None and window < length else None
         h = self.embed(idx)
         out = []
         for block in self.blocks:  # Block.forward, with the feedback measured before it is added
             a = block.ln_1(h)
-            h = h + block.attn(a, mask)
+            h = h + block.attn(a, self.config.window, self.window_kernel)
             delta = block.slow(a)  # (B, ⌈T'/P⌉, d), one vector per block
             fed = add_to_blocks(torch.zeros_like(h), delta, block.pool)  # (B, T', d)
             out.append(float(fed.float().norm() / h.float().norm().clamp_min(1e-30)))
