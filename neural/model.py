@@ -47,8 +47,11 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from neural.attention import KERNELS, window_attention
-from neural.attention import window_mask as window_mask  # re-exported: the mask is part of the model API
+from neural.attention import (
+    KERNELS,
+    window_attention,
+    window_mask as window_mask,  # re-exported: the mask is part of the model API
+)
 from neural.config import ModelConfig
 from neural.pooling import add_to_blocks, block_mean_pool, lag_one_block, n_fed_blocks
 
