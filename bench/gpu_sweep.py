@@ -29,10 +29,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
-from bench_sweep import TOL, TS, build, first_order_x0, lane_args, lifted, one_system  # noqa: E402
+from bench_sweep import TOL, TS, build, lane_args, lifted, one_system  # noqa: E402
 
 import sp_ode  # noqa: E402
 from sp_ode.core.files import dumps, write_json  # noqa: E402
+
+
+def first_order_x0(system, eps, values, name, y0):
+    """h⁽¹⁾(y0) = φ + εh₁ per point (closed form T3 for a master equation, else the series)."""
+    method = "closed_form" if isinstance(system, sp_ode.MasterEquationSystem) else "series"
+    out = []
+    for e, v in zip(eps, values):
+        s = system.with_eps(float(e)).with_args({**system.args, name: np.asarray(v)})
+        out.append(sp_ode.slow_manifold(s, order=1, method=method)(y0))
+    return np.array(out)
 
 
 def _device(kind: str):

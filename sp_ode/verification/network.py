@@ -551,7 +551,7 @@ class NetworkVerdict:
         return plot_network_marginals(self, path)
 
     def plot_convergence(self, path) -> Path:
-        """|y − y_path| against ε (log-log) for both paths, fitted lines, slopes ± SE in the legend."""
+        """The error |y − y_path| against ε (log-log) for both paths, fitted lines, slopes ± SE in the legend."""
         return plot_network_convergence(self, path)
 
     def write(self, out) -> list[str]:

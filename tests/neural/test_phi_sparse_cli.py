@@ -28,7 +28,7 @@ def test_fit_phi_file_object_network_system_and_bad_loss(tmp_path, capsys):
     record = json.loads(capsys.readouterr().out)
     assert rc == 0 and record["n"] == 60 and record["config"]["head"] == "factored"
     assert main(["fit-phi", "--system", f"{src}:SYSTEM", "--domain", "0.5", "1.5", "--loss", "kl", "--smoke",
-                 "--out", str(out)]) == 2
+                 "--out", str(tmp_path / "o2")]) == 2
     assert "'residual'" in capsys.readouterr().err
-    assert main(["fit-phi", "--system", "network:nonexistent", "--smoke", "--out", str(out)]) == 2
+    assert main(["fit-phi", "--system", "network:nonexistent", "--smoke", "--out", str(tmp_path / "o3")]) == 2
     assert "no network model 'nonexistent'" in capsys.readouterr().err
