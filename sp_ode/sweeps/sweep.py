@@ -497,6 +497,8 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
         values, N = _check_params(system, params, probe_x, probe_y, t0)
         x0_arr, y0_arr = _check_states(system, x0, y0, N)
         m, d = probe_x.size, probe_y.size
+        if system.m is None or system.d is None:    # dimensions read off x0, y0 (as simulate does)
+            system = system._replace(m=m, d=d)
 
     rng = np.random.default_rng(seed)
     n_val = 0 if frac == 0 else min(N, max(MIN_VALIDATE, math.ceil(frac * N)))
