@@ -390,3 +390,26 @@ def test_a_rate_inside_Q_of_y_and_args_is_swept_like_any_parameter():
                                   rtol=1e-11, atol=1e-13)
             np.testing.assert_allclose(res.y[i], ref.y, atol=3e-6)
         assert abs(res.y[1, -1, 0] - res.y[0, -1, 0]) > 0.05        # k changes the answer (negative control)
+
+
+class _Rate:
+    """A callable model object: its state (`c`) is part of the model."""
+
+    def __init__(self, c):
+        self.c = c
+
+    def __call__(self, x, y):
+        return self.c * (y - x)
+
+
+def test_the_fingerprint_sees_the_state_of_every_callable_object():
+    """f and g callable objects: the second one's state was hashed as an already-seen reference (a freed
+    temporary lent it its id), so g's constant 2 → 3 kept the fingerprint and a sweep would resume with
+    the old model's numbers; the same model still hashes the same."""
+    from sp_ode.sweeps._fingerprint import model_digest
+
+    def system(c):
+        return sp_ode.FastSlowSystem(_Rate(1.0), _Rate(c), eps=0.01, m=1, d=1)
+
+    assert model_digest(system(2.0)) != model_digest(system(3.0))
+    assert model_digest(system(2.0)) == model_digest(system(2.0))
