@@ -512,7 +512,7 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
         if chunk_size is None and resumed_size is None:
             chunk_size, warning = auto_chunk_size(N, ex.workers)
             if warning:
-                warnings.warn(f"sweep: {warning} Pass a smaller `chunk_size`, or use fewer workers.", stacklevel=2)
+                warnings.warn(f"sweep: {warning} Pass a smaller `chunk_size`, or use fewer workers.", stacklevel=3)  # past in_float64: the caller's line
         elif chunk_size is None:
             chunk_size = resumed_size
         check_memory(_sweep_nbytes(N, chunk_size, m, d, ts.size),
