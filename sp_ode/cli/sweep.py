@@ -6,24 +6,26 @@ worst estimate, validation, where the time went) and writes `report.json` and `r
 under `out`.  Numbers in a config may be strings holding closed arithmetic expressions, read
 by the grammar of `sp_ode.core.expressions` — parsed, never evaluated (docs/theory.md §9).
 Exit 0 every point within tol (after re-solves); 1 some full solve failed; 2 bad config (also: `out`
-holds another sweep); 3 runtime error (also: the Dask scheduler did not answer in time).
+holds another sweep, or results without a sweep manifest, and no `--overwrite`); 3 runtime error (also:
+the Dask scheduler did not answer in time).
 """
 from __future__ import annotations
 
 import itertools
 import json
+import shutil
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from sp_ode.cli.common import BUILTIN_HELP, EXIT_FAILED, EXIT_OK, UsageError, default_out
+from sp_ode.cli.common import BUILTIN_HELP, EXIT_FAILED, EXIT_OK, UsageError, default_out, refuse_existing
 from sp_ode.core.expressions import ExpressionSyntaxError, parse_number
 from sp_ode.core.files import dumps, load_object, write_json
 from sp_ode.core.memory import check_memory
 from sp_ode.networks.models import NETWORK_MODELS, NetworkModel
 from sp_ode.networks.system import NetworkSystem
-from sp_ode.sweeps.sweep import STATUS_FAILED, sweep
+from sp_ode.sweeps.sweep import MANIFEST, STATUS_FAILED, SweepResumeError, sweep
 from sp_ode.systems.catalogue import SYSTEMS, get_system, master_equation_entry
 from sp_ode.systems.system import FastSlowSystem
 
@@ -76,6 +78,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--connect-timeout", type=float, default=None,
                         help="seconds any wait for the Dask scheduler may take (default 10)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="start over: delete this command's earlier chunks/, report.json and result.npz in "
+                             "--out (without it the same sweep resumes and another one is refused)")
 
 
 def load_config(path) -> dict:
@@ -214,6 +219,21 @@ def resolve_system(spec: str, base: Path | None = None):
                      f"entry; got {type(obj).__name__}.")
 
 
+def _prepare_out(out: Path, *, overwrite: bool) -> None:
+    """Nothing is replaced silently: the same sweep resumes from `out/chunks` (its manifest's fingerprint
+    decides, `sp_ode.sweep`); results in `out` with no sweep manifest beside them (another command's, or
+    a sweep's whose chunks were removed) are refused; `overwrite` deletes exactly the files this command
+    writes, nothing else in `out`."""
+    chunks, written = out / "chunks", [out / "report.json", out / "result.npz"]
+    if overwrite:
+        if chunks.is_dir():
+            shutil.rmtree(chunks)
+        for path in written:
+            path.unlink(missing_ok=True)
+    elif not (chunks / MANIFEST).is_file():
+        refuse_existing([chunks, *written], what="an earlier result in --out", flag="--overwrite")
+
+
 def run(args) -> int:
     config = load_config(args.config)
     seed = config.get("seed", 0)
@@ -231,8 +251,12 @@ def run(args) -> int:
     client = args.client if args.client is not None else config.get("client")
     timeout = args.connect_timeout if args.connect_timeout is not None else config.get("connect_timeout", 10.0)
     options = {k: config[k] for k in ("chunk_size", "validate_fraction", "max_order", "safety", "route") if k in config}
-    result = sweep(system, params, tuple(config["t_span"]), x0, y0, ts=config["ts"], tol=config["tol"],
-                   out=out / "chunks", client=client, seed=seed, connect_timeout=timeout, **options)
+    _prepare_out(out, overwrite=args.overwrite)
+    try:
+        result = sweep(system, params, tuple(config["t_span"]), x0, y0, ts=config["ts"], tol=config["tol"],
+                       out=out / "chunks", client=client, seed=seed, connect_timeout=timeout, **options)
+    except SweepResumeError as exc:
+        raise UsageError(f"{exc} Or pass --overwrite to replace it.") from None
     summary = {"system": system.name, "config": str(args.config), **result.summary(),
                "chunks_computed": len(result.computed_chunks)}
     np.savez(out / "result.npz", ts=result.ts, y=result.y, path=result.path, path_first=result.path_first,

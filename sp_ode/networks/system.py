@@ -37,6 +37,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sp_ode.core.validation import check_positive
+from sp_ode.markov.generator import NotIrreducibleError, require_irreducible
 from sp_ode.markov.stationary import stationary_distribution
 from sp_ode.markov.warm_start import SOLVERS, WarmStationary
 from sp_ode.networks._sparse_generator import PatternedGenerator
@@ -326,12 +327,30 @@ class NetworkSystem:
     def _solve_p(self, y, ws: WarmStationary, stats: dict):
         a = self.gen.propensities(y)
         Q = self.gen.Q(y, a)
-        p, info = ws.solve(Q, y)
+        try:
+            p, info = ws.solve(Q, y)
+        except (RuntimeError, ValueError, np.linalg.LinAlgError) as exc:
+            self._name_reducible(Q, y, exc)
+            raise
         stats["solves"] = stats.get("solves", 0) + 1
         stats["max_residual"] = max(stats.get("max_residual", 0.0), info["residual"])
         stats["gmres_steps"] = stats.get("gmres_steps", 0) + info.get("steps", 0)
         stats["max_fsp_outflow_rate"] = max(stats.get("max_fsp_outflow_rate", 0.0), float(p @ self.gen.outflow(a)))
         return p, Q
+
+    def _name_reducible(self, Q, y, exc: Exception) -> None:
+        """Raise `NotIrreducibleError` naming y and the closed classes by copy numbers when a failed solve
+        (a singular pinned system, a stalled GMRES) comes from a reducible Q(y); return when Q(y) is irreducible."""
+        Qc = sp.csr_array(Q, copy=True)
+        Qc.eliminate_zeros()
+        try:
+            require_irreducible(Qc, "Q(y)", states=self.network.state_labels(self.space))
+        except NotIrreducibleError as err:
+            where = ", ".join(f"{name} = {v:.6g}" for name, v in zip(self.network.slow,
+                                                                       np.asarray(y, dtype=np.float64).ravel()))
+            raise NotIrreducibleError(f"{self.name!r}: p_st(y) is not unique at {where}: {err} The reduced flow "
+                                      "needs one stationary distribution per y; check the reactions that leave "
+                                      "each closed class.", err.closed_classes) from exc
 
     def h1(self, y, p: np.ndarray, ws: WarmStationary) -> np.ndarray:
         """h₁(y) = A^#[Dp_st(y)·g(p, y)], Dp_st = −A^#(∂_yA)p (docs/theory.md §3.3), after `ws.solve` at y."""

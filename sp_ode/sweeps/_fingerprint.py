@@ -20,7 +20,12 @@ _MAX_DEPTH = 8
 
 
 def _feed(h, obj: Any, seen: dict, depth: int) -> None:
-    """Feed a stable description of `obj` into the hash `h`."""
+    """Feed a stable description of `obj` into the hash `h`.
+
+    `seen` maps id → object and keeps each object alive until the digest is done: with ids alone, a
+    temporary (the filtered `__dict__` of a wrapper) freed mid-digest could lend its id to a later
+    object, which was then fed as an already-seen reference, so the same model hashed differently
+    from run to run and a sweep refused its own chunks."""
     if obj is None or isinstance(obj, (bool, int, float, complex, str, bytes)):
         h.update(f"{type(obj).__name__}:{obj!r};".encode())
         return
@@ -39,8 +44,6 @@ def _feed(h, obj: Any, seen: dict, depth: int) -> None:
     if depth > _MAX_DEPTH or id(obj) in seen:
         h.update(f"ref:{type(obj).__qualname__};".encode())
         return
-    # Keep the object alive while the digest runs: the id of a freed temporary (the state dicts built
-    # below) can be reused by the next one, which would then be misread as already seen.
     seen[id(obj)] = obj
     if isinstance(obj, (list, tuple)):
         h.update(f"{type(obj).__name__}[{len(obj)}];".encode())

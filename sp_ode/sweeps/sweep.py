@@ -497,7 +497,7 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
         values, N = _check_params(system, params, probe_x, probe_y, t0)
         x0_arr, y0_arr = _check_states(system, x0, y0, N)
         m, d = probe_x.size, probe_y.size
-        if system.m is None or system.d is None:  # dimensions inferred from the states: the paths compile for them
+        if system.m is None or system.d is None:    # dimensions read off x0, y0 (as simulate does)
             system = system._replace(m=m, d=d)
 
     rng = np.random.default_rng(seed)
@@ -512,7 +512,7 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
         if chunk_size is None and resumed_size is None:
             chunk_size, warning = auto_chunk_size(N, ex.workers)
             if warning:
-                warnings.warn(f"sweep: {warning} Pass a smaller `chunk_size`, or use fewer workers.", stacklevel=2)
+                warnings.warn(f"sweep: {warning} Pass a smaller `chunk_size`, or use fewer workers.", stacklevel=3)  # past in_float64: the caller's line
         elif chunk_size is None:
             chunk_size = resumed_size
         check_memory(_sweep_nbytes(N, chunk_size, m, d, ts.size),

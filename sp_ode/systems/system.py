@@ -269,12 +269,16 @@ def _master_jvp_rule(Q_y: Callable):
 
 
 def _rates_ok(Q):
-    """Every off-diagonal rate ≥ 0: checked at every evaluation inside a solve, so a rate that turns
-    negative along the path stops the solve there (f becomes NaN) and the diagnosis names t, y and
-    the rate (`sp_ode.systems.diagnosis`), instead of a solution that leaves the simplex silently.
-    Row sums need no check here: they are fixed by construction in every model that passed the door."""
+    """Every off-diagonal rate ≥ 0 and every row sum 0: checked at every evaluation inside a solve, so a
+    rate that turns negative, or a row that stops summing to zero, along the path stops the solve there
+    (f becomes NaN) and the diagnosis names t, y and the rule (`sp_ode.systems.diagnosis`), instead of a
+    solution that leaves the simplex silently.  The row-sum tolerance is float32 rounding
+    (64·n·2⁻²³·Σ_j|Q_ij|), as loose as the door's check of a float32 generator, so only a Q(y) that is
+    not a generator at y trips it."""
     n = Q.shape[-1]
-    return jnp.all(jnp.where(jnp.eye(n, dtype=bool), 0.0, Q) >= 0)
+    rates = jnp.all(jnp.where(jnp.eye(n, dtype=bool), 0.0, Q) >= 0)
+    rows = jnp.abs(Q.sum(axis=-1)) <= 64.0 * n * 2.0 ** -23 * jnp.abs(Q).sum(axis=-1)
+    return rates & jnp.all(rows)
 
 
 def _master_no_args(Q_fn: UserFunction) -> Callable:

@@ -223,6 +223,37 @@ def test_a_changed_model_file_never_resumes(tmp_path, capsys):
     assert "holds a different sweep" in err and "model, its parameters or code" in err
 
 
+def test_no_earlier_result_is_replaced_without_overwrite(tmp_path, capsys):
+    """Another command's report in --out, or another sweep's chunks: refused (exit 2) naming the file and
+    --overwrite, the file unchanged; the same sweep resumes; --overwrite starts over."""
+    base = {"system": "michaelis_menten", "t_span": [0, 2], "ts": [1, 2], "x0": "manifold", "y0": [1.0],
+            "tol": 1e-6, "route": "full", "validate_fraction": 0.0, "params": {"eps": [1e-3, 1e-4]}}
+    cfg = tmp_path / "sweep.json"
+    cfg.write_text(json.dumps(base))
+    other = tmp_path / "verify_out"
+    other.mkdir()
+    (other / "report.json").write_text('{"verify": "full report"}')
+    assert main(["sweep", str(cfg), "--out", str(other)]) == 2
+    err = capsys.readouterr().err
+    assert "report.json" in err and "never replaced silently" in err and "--overwrite" in err
+    assert (other / "report.json").read_text() == '{"verify": "full report"}' and not (other / "chunks").exists()
+
+    out = tmp_path / "o"
+    assert main(["sweep", str(cfg), "--out", str(out)]) == 0
+    first = (out / "report.json").read_text()
+    cfg.write_text(json.dumps(base | {"params": {"eps": [1e-3, 1e-5]}}))      # another sweep, same folder
+    capsys.readouterr()
+    assert main(["sweep", str(cfg), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "holds a different sweep" in err and "--overwrite" in err
+    assert (out / "report.json").read_text() == first
+    assert main(["sweep", str(cfg), "--out", str(out), "--overwrite", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["chunks_computed"] >= 1
+    np.testing.assert_array_equal(np.load(out / "result.npz")["param_eps"], [1e-3, 1e-5])
+    assert main(["sweep", str(cfg), "--out", str(out), "--json"]) == 0                 # the same sweep resumes
+    assert json.loads(capsys.readouterr().out)["chunks_computed"] == 0
+
+
 def test_a_model_file_with_a_sibling_import_runs_on_a_local_dask_cluster(tmp_path, capsys):
     """`system = "model.py:OBJECT"` importing `helpers` from its own folder: in this process and on the worker
     processes of a real LocalCluster (shipped by value: they cannot import either file), the same numbers."""

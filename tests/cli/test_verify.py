@@ -183,3 +183,6 @@ def test_negative_num_is_a_usage_error(tmp_path, capsys):
     # issue 25 item 11: `sp-ode verify --num -1` exited 0 (checked fixed, kept fixed)
     assert main(["verify", "--num", "-1", "--out", str(tmp_path / "v")]) == 2
     assert "`--num` must be >= 2; got -1" in capsys.readouterr().err
+    # `--num 0` under --smoke: the smoke grid used to replace it silently
+    assert main(["verify", "--smoke", "--num", "0", "--out", str(tmp_path / "v")]) == 2
+    assert "`--num` must be >= 2; got 0" in capsys.readouterr().err and not (tmp_path / "v").exists()

@@ -117,3 +117,20 @@ def test_bad_slow_odes_are_named():
         NetworkSystem(net, space, {"y": "q - E[M]*y"}, eps=0.1)
     with pytest.raises(NetworkError, match="'z', which is not a slow variable"):
         NetworkSystem(net, space, {"y": "1 - E[M]", "z": "1"}, eps=0.1)
+
+
+def test_a_reducible_chain_on_the_reduced_path_is_named_by_copy_numbers_and_y():
+    """X → Y or X → Z (both absorbing): the reduced solve died with SuperLU's bare "Factor is exactly singular";
+    now it names y and the closed classes by their copy numbers."""
+    net = ReactionNetwork("X -> Y, k*y; X -> Z, 1; 0 -> M, 5; M -> 0, 1", parameters={"k": 1.0}, slow=["y"],
+                          name="split")
+    s = NetworkSystem(net, net.state_space({"M": 4}, initial={"X": 1}), {"y": "-y*E[Y]"}, eps=1e-2, name="split")
+    with pytest.raises(sp_ode.NotIrreducibleError, match=r"'split': p_st\(y\) is not unique at y = 0\.5") as info:
+        sp_ode.simulate_reduced(s, (0.0, 1.0), [0.5])
+    message = str(info.value)
+    assert "2 closed" in message and "{X=0, Y=1, Z=0, M=0}" in message and "{X=0, Y=0, Z=1, M=0}" in message
+    assert len(info.value.closed_classes) == 2
+    # negative control: with the way back Y -> X the chain is irreducible and the same solve runs
+    back = ReactionNetwork("X -> Y, k*y; Y -> X, 1; 0 -> M, 5; M -> 0, 1", parameters={"k": 1.0}, slow=["y"])
+    ok = NetworkSystem(back, back.state_space({"M": 4}, initial={"X": 1}), {"y": "-y*E[Y]"}, eps=1e-2)
+    assert sp_ode.simulate_reduced(ok, (0.0, 1.0), [0.5]).status == 0

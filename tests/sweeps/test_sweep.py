@@ -8,6 +8,7 @@ are exercised at order 0 (estimated by order 1) to keep the compilations of this
 """
 from __future__ import annotations
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -361,3 +362,54 @@ def test_auto_chunk_size_gives_every_worker_two_tasks():
     size, warning = auto_chunk_size(20, 4)
     assert warning is not None and "fewer than 2" in warning and size == 8
     assert _cost.COMPILE_RATIO[0] >= 1.0
+
+
+def _switch_Q(y, args):
+    a, b = args["k"] * jnp.exp(y[0]), args["b"]
+    return jnp.array([[-a, a], [b, -b]])
+
+
+def _switch_g(t, x, y, args):
+    return jnp.array([x[1] - y[0]])
+
+
+def test_a_rate_inside_Q_of_y_and_args_is_swept_like_any_parameter():
+    """`Q(y, args)`: the rate k read only by Q is a sweep parameter (not refused as unread), and each point
+    equals an independent scipy Radau solve at that k; the reduced path at small ε reads k too."""
+    system = sp_ode.MasterEquationSystem(_switch_Q, _switch_g, eps=1e-3, args={"k": 1.0, "b": 2.0},
+                                         states=["off", "on"])
+    ks = np.array([0.5, 3.0])
+    ts = np.array([0.5, 1.0])
+    for eps, route in ((1e-3, "full"), (1e-6, "reduced")):
+        res = sweep(system, {"k": ks, "eps": np.full(2, eps)}, (0.0, 1.0), "manifold", [0.0], ts=ts, tol=1e-6,
+                    route=route, max_order=0, validate_fraction=0.0, progress_bar=False)
+        for i, k in enumerate(ks):
+            one = system.with_args({"k": k, "b": 2.0}).with_eps(eps)
+            x0 = sp_ode.critical_manifold(one, [0.0])
+            ref = sp_ode.simulate(one, (0.0, 1.0), x0, [0.0], ts=ts, backend="scipy", method="Radau",
+                                  rtol=1e-11, atol=1e-13)
+            np.testing.assert_allclose(res.y[i], ref.y, atol=3e-6)
+        assert abs(res.y[1, -1, 0] - res.y[0, -1, 0]) > 0.05        # k changes the answer (negative control)
+
+
+class _Rate:
+    """A callable model object: its state (`c`) is part of the model."""
+
+    def __init__(self, c):
+        self.c = c
+
+    def __call__(self, x, y):
+        return self.c * (y - x)
+
+
+def test_the_fingerprint_sees_the_state_of_every_callable_object():
+    """f and g callable objects: the second one's state was hashed as an already-seen reference (a freed
+    temporary lent it its id), so g's constant 2 → 3 kept the fingerprint and a sweep would resume with
+    the old model's numbers; the same model still hashes the same."""
+    from sp_ode.sweeps._fingerprint import model_digest
+
+    def system(c):
+        return sp_ode.FastSlowSystem(_Rate(1.0), _Rate(c), eps=0.01, m=1, d=1)
+
+    assert model_digest(system(2.0)) != model_digest(system(3.0))
+    assert model_digest(system(2.0)) == model_digest(system(2.0))

@@ -169,6 +169,20 @@ def test_generator_is_checked_along_the_reduced_path():
     assert traj.status == 4 and "Q(y) is not a generator" in traj.message
 
 
+def test_a_row_sum_leaving_zero_mid_path_names_t_y_and_the_state_on_the_full_path():
+    """Q(y) is a generator at y0 = 0 only (row b sums to −y): the full solves ran on, mass leaking
+    silently (status 0); now they stop where the row sum leaves float32 rounding, naming t, y, the state."""
+    system = MasterEquationSystem(_turns_bad, _g1, eps=0.01, n=2, d=1, states=["a", "b"])
+    for backend in ("diffrax", "scipy"):
+        traj = simulate(system, (0.0, 1.0), [0.5, 0.5], [0.0], backend=backend, throw=False)
+        assert traj.status == 4, (backend, traj.message)
+        assert "Q(y) is not a generator at y=[" in traj.message and "at t=" in traj.message
+        assert "rows must sum to zero" in traj.message and "(state b)" in traj.message
+        assert traj.stats["t_end"] < 1e-3
+    fixed = MasterEquationSystem(lambda y: jnp.array([[-1.0, 1.0], [1.0 + y[0], -1.0 - y[0]]]), _g1, eps=0.01)
+    assert simulate(fixed, (0.0, 1.0), [0.5, 0.5], [0.0], backend="diffrax").success   # negative control
+
+
 def test_unknown_dimension_messages_name_the_right_argument():
     me = MasterEquationSystem(_closing, _g1, eps=0.01)
     with pytest.raises(ValueError, match="`n=`"):

@@ -60,3 +60,34 @@ def test_a_failed_check_is_named_first():
     assert not report.passed and report.checks == {"hyperbolicity": "FAIL", "identity": "skipped",
                                                     "certificate": "skipped"}
     assert report.failure.startswith("normal hyperbolicity:") and report.format().splitlines()[0] == report.failure
+
+
+def _manifold_legend(monkeypatch, tmp_path, states):
+    """The legend texts of verify's manifold figure for a 3-state master equation (labelled or not)."""
+    from types import SimpleNamespace
+
+    from matplotlib.figure import Figure
+
+    from sp_ode.verification.plotting import plot_manifold
+
+    seen = []
+    monkeypatch.setattr(Figure, "savefig", lambda fig, *a, **k: seen.extend(
+        t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()))
+    ys = np.linspace(0.0, 1.0, 5)[:, None]
+    phi = np.full((5, 3), 1 / 3)
+    system = SimpleNamespace(d=1, states=states, Q_of_y=None)
+    case = SimpleNamespace(system=system, name="channel")
+    region = SimpleNamespace(y_star=None, lower=[0.0], upper=[1.0], notes=[])
+    ident = SimpleNamespace(ys=ys, phi=phi, reference=phi, error_per_point=np.zeros(5))
+    report = {"passed": True, "identity_tolerance": 1e-10,
+              "checks": {"identity": "ok", "hyperbolicity": "ok", "certificate": "ok"}}
+    plot_manifold(case, region, ident, report, tmp_path / "manifold.png")
+    return seen
+
+
+def test_the_manifold_figure_legend_names_the_states(monkeypatch, tmp_path):
+    """`states=[...]` labels one legend entry per state (colour); without labels the entries are indices."""
+    named = _manifold_legend(monkeypatch, tmp_path, ["closed", "open", "inactive"])
+    assert {"closed", "open", "inactive"} <= set(named)
+    plain = _manifold_legend(monkeypatch, tmp_path, None)
+    assert {"state 0", "state 1", "state 2"} <= set(plain) and "closed" not in plain
