@@ -10,8 +10,13 @@ trained layer's output to the limit, and D without the feedback.  The same measu
 model at initialisation (gates 0, so c = 0) is the control.  Across P it fits log D against log ε
 (slope with SE): the ODE's Tikhonov estimate would be D = O(ε), slope 1 (docs/theory.md §3.2).
 
-    python bench/fast_map_fixed_point.py --threads 1 --tokens 1000000 --seeds 3 --out out/fast_map
+    python bench/fast_map_fixed_point.py --threads 1 --tokens 1000000 --seeds 3 --n-iter 300 --n-seqs 8 \
+        --out out/fast_map
+    python bench/fast_map_fixed_point.py --threads 1 --n-iter 3000 --remeasure P16-seed0 --out out/fast_map
     python bench/fast_map_fixed_point.py --smoke
+
+(the first wrote docs/bench/fast_map/; the second re-measures a saved model with ten times the
+iterations, a convergence check of the limit and of D).
 
 Resumable: each (P, seed) writes ``runs/P<P>-seed<s>.json`` (training record and measurements) and
 its weights ``models/P<P>-seed<s>.pt``; finished ones are skipped.  Writes ``fast_map.json``,
@@ -108,7 +113,7 @@ def summarise(records: list[dict], pools: list[int]) -> dict:
 def markdown(summary: dict, meta: dict) -> str:
     lines = [f"### Frozen-y fast map of trained coupled-W{meta['window']} models (hard source, T = {meta['seq_len']}, "
              f"{meta['tokens']:,} tokens, {meta['n_iter']} iterations, {meta['n_seqs']} validation sequences)", "",
-             "| P (ε) | layer | val loss | gate |g| | fixed point of Φ_y? | raw step, last (rms/token) | "
+             "| P (ε) | layer | val loss | gate \\|g\\| | fixed point of Φ_y? | raw step, last (rms/token) | "
              "normalised step, last | decay exponent p | D (trained output vs limit) | D pooled | D without feedback | "
              "D at init |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for row in summary["by_P"]:
