@@ -10,8 +10,15 @@ trained layer's output to the limit, and D without the feedback.  The same measu
 model at initialisation (gates 0, so c = 0) is the control.  Across P it fits log D against log ε
 (slope with SE): the ODE's Tikhonov estimate would be D = O(ε), slope 1 (docs/theory.md §3.2).
 
-    python bench/fast_map_fixed_point.py --threads 1 --tokens 1000000 --seeds 3 --out out/fast_map
+    python bench/fast_map_fixed_point.py --threads 1 --tokens 1000000 --seeds 3 --n-iter 300 --n-seqs 8 \
+        --out out/fast_map
+    python bench/fast_map_fixed_point.py --threads 1 --n-iter 3000 --remeasure P16-seed0 --out out/fast_map
+    python bench/fast_map_fixed_point.py --threads 1 --n-iter 1000 --remeasure P4-seed0,P4-seed1,…,P32-seed2 \
+        --out out/fast_map
     python bench/fast_map_fixed_point.py --smoke
+
+(the first wrote docs/bench/fast_map/; the next two re-measure saved models with more iterations,
+a convergence check of the limit and of D: runs/*-iter3000.json, runs/*-iter1000.json there).
 
 Resumable: each (P, seed) writes ``runs/P<P>-seed<s>.json`` (training record and measurements) and
 its weights ``models/P<P>-seed<s>.pt``; finished ones are skipped.  Writes ``fast_map.json``,

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.docs.test_sources import stray_pipes
+
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
@@ -40,6 +42,8 @@ def test_smoke_run(fm, tmp_path, capsys):
         for layer in row["layers"]:
             assert layer["distance"] > 0 and math.isfinite(layer["distance_init"])
     assert (out / "distance_vs_eps.png").stat().st_size > 0
+    header = (out / "fast_map.md").read_text().split("\n")[2]
+    assert header.startswith("| P (ε) |") and not stray_pipes(header)  # |g| escaped: the table keeps its columns
     assert sorted(p.name for p in (out / "models").iterdir()) == ["P2-seed0.pt", "P4-seed0.pt"]
     before = {p: p.stat().st_mtime_ns for p in (out / "runs").iterdir()}
     assert fm.main(["--smoke", "--threads", "1", "--out", str(out)]) == 0  # resumes: trains nothing
