@@ -386,13 +386,28 @@ class NonFiniteField(FloatingPointError):
         self.t, self.z = t, z
 
 
+class _AfterJob:
+    """`fn`, called only once `job` (its ahead-of-time compilation) has finished; its errors surface here."""
+
+    def __init__(self, fn, job):
+        self._fn, self._job = fn, job
+
+    def __call__(self, *args):
+        if self._job is not None:
+            self._job.result()
+            self._job = None
+        return self._fn(*args)
+
+
 def _scipy_functions(problem: Problem, args_static, static_key, z0: np.ndarray, dyn) -> tuple:
     """The vector field and its Jacobian, compiled ahead of time for exactly the types scipy passes
     (t a float64 scalar, z a float64 (n,) array, the parameters `dyn`), cached per problem and types.
 
     Returns (fun, jac, compile_seconds); compile_seconds is 0 when both came from the cache.  The two
-    programs are compiled concurrently (XLA's compiler releases the GIL): on two cores the first answer
-    waits for the slower of them, not their sum.
+    programs are compiled concurrently (XLA's compiler releases the GIL), and only `fun` is waited for:
+    the first call of `jac` waits for its compilation if it is still running.  LSODA starts non-stiff and
+    asks for the Jacobian only once it switches to BDF (a reduced flow often never does), so the first
+    answer waits for f's compilation alone; Radau and BDF ask at their first step, no later than before.
     """
     t_spec = jax.ShapeDtypeStruct((), jnp.float64)
     z_spec = jax.ShapeDtypeStruct(np.shape(z0), jnp.float64)
@@ -410,12 +425,13 @@ def _scipy_functions(problem: Problem, args_static, static_key, z0: np.ndarray, 
     # programs (same types) and costs less per call than calling them directly (68 against 85 µs measured).
     fun, jac = (jax.jit(fn, compiler_options=SMALL_PROGRAM_OPTIONS) for fn in (rhs, jax.jacfwd(rhs, argnums=1)))
     lowered = [fn.lower(t_spec, z_spec, dyn_spec) for fn in (fun, jac)]
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        jobs = [pool.submit(low.compile) for low in lowered]
-        import scipy.integrate  # noqa: F401  (its import, 0.4 s, overlaps the compilation: XLA releases the GIL)
+    pool = ThreadPoolExecutor(max_workers=2)
+    fun_job, jac_job = (pool.submit(low.compile) for low in lowered)
+    pool.shutdown(wait=False)    # the threads end with their compilations
+    import scipy.integrate  # noqa: F401  (its import, 0.4 s, overlaps the compilation: XLA releases the GIL)
 
-        for job in jobs:
-            job.result()
+    fun_job.result()
+    jac = _AfterJob(jac, jac_job)
     _scipy_cache[key] = (fun, jac)
     if len(_scipy_cache) > _CACHE_SIZE:
         _scipy_cache.popitem(last=False)
