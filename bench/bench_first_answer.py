@@ -126,6 +126,7 @@ MODELS = {
         x0=[-2.0], y0=[0.0], t_span=(0.0, 20.0), rtol=1e-8, atol=1e-10),
 }
 SAVES = 5
+FLOOR = "import jax, json; print(json.dumps({}))"
 
 CHILD_SP = '''
 import sys, time, json
@@ -206,7 +207,6 @@ def err(z, ref) -> float:
 def run(names, repeat: int, scipy_methods) -> dict:
     folder = Path(tempfile.mkdtemp(prefix="sp_ode_first_answer_"))
     rows = {}
-    floor = [timed("import jax, json; print(json.dumps({}))")[0] for _ in range(repeat)]
     for name in names:
         m = MODELS[name]
         ref = reference(name)
@@ -214,8 +214,10 @@ def run(names, repeat: int, scipy_methods) -> dict:
                    rtol=m["rtol"], atol=m["atol"])
         red_kwargs = {} if name.startswith("me") else {"x_guess": m["x0"]}
         rec = {"description": m["description"], "scipy": {k: [] for k in scipy_methods}, "cold": [], "cache": [],
-               "reduced": [], "errors": {}}
+               "reduced": [], "import_jax": [], "errors": {}}
         for _ in range(repeat):
+            # the floor, interleaved with the routes so that it sees the same load
+            rec["import_jax"].append(timed(FLOOR)[0])
             for method in scipy_methods:
                 wall, out = timed(CHILD_SCIPY.format(module=write_model(folder, name, "numpy"), method=method, **fmt))
                 rec["scipy"][method].append(wall)
@@ -240,14 +242,36 @@ def run(names, repeat: int, scipy_methods) -> dict:
         rec["baseline"] = f"scipy {base}"
         rec["median"] = {"scipy": med, "cold": statistics.median(rec["cold"]), "cache": statistics.median(rec["cache"]),
                          "reduced": statistics.median(rec["reduced"])}
+        rec["median"]["import_jax"] = statistics.median(rec["import_jax"])
         rec["ratio_cold"] = rec["median"]["cold"] / med[base]
         rec["ratio_cache"] = rec["median"]["cache"] / med[base]
+        # what no JAX program can go below, and what sp_ode adds above it
+        rec["ratio_floor"] = rec["median"]["import_jax"] / med[base]
+        rec["above_floor_cold"] = rec["median"]["cold"] - rec["median"]["import_jax"]
+        rec["above_floor_cache"] = rec["median"]["cache"] - rec["median"]["import_jax"]
         rows[name] = rec
         print(f"{name}: scipy {base} {med[base]:.2f} s (error {rec['errors']['scipy ' + base]:.1e}) | sp_ode cold "
               f"{rec['median']['cold']:.2f} s = {rec['ratio_cold']:.2f}x (error {rec['errors']['sp_ode']:.1e}, "
               f"{rec['route']}) | cached {rec['median']['cache']:.2f} s = {rec['ratio_cache']:.2f}x | first "
-              f"simulate_reduced {rec['median']['reduced']:.2f} s", flush=True)
+              f"simulate_reduced {rec['median']['reduced']:.2f} s | import jax alone {rec['median']['import_jax']:.2f} s "
+              f"= {rec['ratio_floor']:.2f}x", flush=True)
+    floor = [s for r in rows.values() for s in r["import_jax"]]
     return {"models": rows, "import_jax_floor": statistics.median(floor), "import_jax_runs": floor}
+
+
+def markdown(record: dict) -> str:
+    """The record as a table: medians, each route's ratio to the fastest scipy method, the import floor."""
+    lines = ["| model | fastest scipy (fresh process) | `import jax` alone | sp_ode cold | sp_ode, second process "
+             "(compile cache) | first `simulate_reduced` after a `simulate` | max error: scipy / sp_ode |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for name, r in record["models"].items():
+        med, base = r["median"], r["baseline"]
+        lines.append(f"| {name} | {base}: {med['scipy'][base.split()[1]]:.2f} s | {med['import_jax']:.2f} s "
+                     f"(**{r['ratio_floor']:.2f}×**) | {med['cold']:.2f} s (**{r['ratio_cold']:.2f}×**; "
+                     f"{r['above_floor_cold']:.2f} s above the floor) | {med['cache']:.2f} s "
+                     f"(**{r['ratio_cache']:.2f}×**; {r['above_floor_cache']:.2f} s above) | {med['reduced']:.2f} s | "
+                     f"{r['errors'][base]:.1e} / {r['errors']['sp_ode']:.1e} |")
+    return "\n".join(lines) + "\n"
 
 
 def main(argv=None) -> int:
@@ -256,22 +280,26 @@ def main(argv=None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--scipy-methods", nargs="+", default=["LSODA", "Radau", "BDF"])
     parser.add_argument("--out", default=None, help="JSON record (e.g. docs/bench/first_answer.json)")
+    parser.add_argument("--md", default=None, help="write the table of medians here (e.g. docs/bench/first_answer_table.md)")
     parser.add_argument("--smoke", action="store_true", help="one model, one repeat, LSODA only")
     args = parser.parse_args(argv)
     if args.smoke:
         args.models, args.repeat, args.scipy_methods = ["fhn"], 1, ["LSODA"]
+    if args.out and Path(args.out).exists():     # before any work: records are never overwritten
+        raise SystemExit(f"bench_first_answer: error: {args.out} exists; choose another --out")
     record = run(args.models, args.repeat, args.scipy_methods)
     record.update(machine=platform.platform(), cpus=os.cpu_count(), threads=1, repeat=args.repeat,
                   load=os.getloadavg()[0], command=" ".join(["python", "bench/bench_first_answer.py", *(argv or sys.argv[1:])]))
     print(f"import jax alone (fresh process): {record['import_jax_floor']:.2f} s")
     if args.out:
         path = Path(args.out)
-        if path.exists():
-            raise SystemExit(f"bench_first_answer: error: {path} exists; choose another --out (records are never "
-                             "overwritten)")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(record, indent=1))
         print(f"wrote {path}")
+    print(markdown(record))
+    if args.md:
+        Path(args.md).write_text(markdown(record))
+        print(f"wrote {args.md}")
     return 0
 
 
