@@ -229,15 +229,15 @@ def bench_pinned(N: int, settings: list[str]) -> dict:
     import scipy.sparse.linalg as spla
     from threadpoolctl import threadpool_limits
 
-    from sp_ode.markov._sparse import _locate_mass, _pinned_system, quiet_stdout
+    from sp_ode.markov.solvers import locate_mass, pinned_system, quiet_stdout
 
     m = cascade(N)
     space = m.space()
     A = (-m.network.generator(space, m.y0).T).tocsr()
     A.sort_indices()
-    guess = _locate_mass(A)
+    guess = locate_mass(A)
     k = int(np.argmax(guess))
-    Ak, b, keep = _pinned_system(A, k)
+    Ak, b, keep = pinned_system(A, k)
     x0 = np.maximum(guess[keep] / guess[k], 0.0)
     rec = {"N": N, "n": space.n, "rows": {}}
     with threadpool_limits(1):
@@ -245,7 +245,7 @@ def bench_pinned(N: int, settings: list[str]) -> dict:
             builder, restart = PINNED_SETTINGS[name]
             t = time.perf_counter()
             if builder == "air_adjoint":
-                from sp_ode.markov._air import AIR_OPTIONS, AirCycles
+                from sp_ode.markov.solvers import AIR_OPTIONS, AirCycles
 
                 G = Ak.T.tocsr()
                 with quiet_stdout():
@@ -295,8 +295,7 @@ def bench_memory(N: int) -> dict:
     cycles the solver builds on it (docs/cme_memory.md)."""
     import pyamg
 
-    from sp_ode.markov._air import AIR_OPTIONS, AirCycles
-    from sp_ode.markov._sparse import quiet_stdout
+    from sp_ode.markov.solvers import AIR_OPTIONS, AirCycles, quiet_stdout
 
     m = cascade(N)
     space = m.space()

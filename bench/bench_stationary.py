@@ -49,8 +49,8 @@ import scipy.sparse as sp  # noqa: E402
 
 import sp_ode  # noqa: E402
 from sp_ode.core.files import dumps, write_json  # noqa: E402
-from sp_ode.markov._gth import gth_blocked  # noqa: E402
 from sp_ode.markov.reference import birth_death_tail, componentwise_error, ncd_chain  # noqa: E402
+from sp_ode.markov.solvers import gth_blocked  # noqa: E402
 
 METHODS = ("gth", "solve", "sparse", "jax")
 TARGETS = {"gth_max_error": 1e-14, "gth_over_lu_at_2000": 2.0, "sparse_1e6_seconds": 60.0, "sparse_1e6_gb": 4.0}
@@ -314,15 +314,15 @@ def bordered_spsolve(Q) -> np.ndarray:
 
 
 SOLVERS = {  # name → what runs in the child
-    "amg": "stationary_distribution(Q, method='sparse')  (sp_ode.markov._sparse)",
-    "spsolve_pinned": "spsolve of the same pinned M-matrix system (sp_ode.markov._sparse.pinned_direct_stationary)",
+    "amg": "stationary_distribution(Q, method='sparse')  (sp_ode.markov.solvers)",
+    "spsolve_pinned": "spsolve of the same pinned M-matrix system (sp_ode.markov.solvers.pinned_direct_stationary)",
     "spsolve_bordered": "spsolve of Q^T with its last row replaced by 1^T (dense border row)",
 }
 
 
 def child(kind: str, N: int, pin: int | None, save: str | None) -> dict:
     """Run one sparse-scale case in this (fresh) process and report its own peak RSS."""
-    from sp_ode.markov._sparse import pinned_direct_stationary
+    from sp_ode.markov.solvers import pinned_direct_stationary
 
     t = time.perf_counter()
     Q = cme(N)

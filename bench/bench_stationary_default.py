@@ -27,8 +27,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import sp_ode  # noqa: E402
-from sp_ode.markov._banded_gth import band_plan  # noqa: E402
-from sp_ode.markov.stationary import _COST, predicted_seconds  # noqa: E402
+from sp_ode.markov.solvers import COST_CONSTANTS, band_plan, predicted_seconds  # noqa: E402
 from sp_ode.networks.models import birth_death, cascade, telegraph, toggle_switch  # noqa: E402
 
 try:
@@ -150,11 +149,11 @@ def main(argv=None) -> int:
         "gth": _fit(rows, "gth", lambda r: [r["n"], float(r["n"]) ** 3]),
         "sparse": _fit(rows, "sparse", lambda r: [1.0, r["nnz"], r["n"] / max(r["bandwidth"], 1)]),
     }
-    print("fitted cost constants:", json.dumps(fits), "\nin use:", json.dumps(_COST))
+    print("fitted cost constants:", json.dumps(fits), "\nin use:", json.dumps(COST_CONSTANTS))
     record = {"command": "python bench/bench_stationary_default.py" + (" --smoke" if args.smoke else "")
               + (f" --repeat {args.repeat}" if args.repeat != 2 else ""),
               "threads": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")},
-              "load_average": os.getloadavg(), "cost_in_use": _COST, "fitted": fits, "rows": rows}
+              "load_average": os.getloadavg(), "cost_in_use": COST_CONSTANTS, "fitted": fits, "rows": rows}
     if args.out:
         Path(args.out).write_text(json.dumps(record, indent=1, default=float))
     if limits is not None:

@@ -240,7 +240,7 @@ def case(system_name: str, N: int, range_name: str, args, tmp: Path) -> dict:
 
     import sp_ode
     from sp_ode.core.precision import in_float64
-    from sp_ode.sweeps import _paths
+    from sp_ode.sweeps import stages
 
     system, name, y0 = build(system_name)
     lo, hi = RANGES[range_name]
@@ -248,10 +248,10 @@ def case(system_name: str, N: int, range_name: str, args, tmp: Path) -> dict:
     eps = np.exp(rng.uniform(np.log(lo), np.log(hi), N))
     vals = rng.uniform(0.5, 2.0, N)
     # x0 = h⁽¹⁾(y0) per point: the sweep's own manifold start (vmapped), handed to every contender
-    plan = _paths.SweepPlan(system, dict(system.args), (name,), (0.0, 2.0), TS, TOL, 1,
+    plan = stages.SweepPlan(system, dict(system.args), (name,), (0.0, 2.0), TS, TOL, 1,
                             sizes=(min(N, 512),))
-    x0 = in_float64(_paths.manifold_start)(plan, np.broadcast_to(y0, (N, y0.size)).copy(),
-                                           _paths.lanes_of(plan, eps, {name: vals}, np.arange(N)))
+    x0 = in_float64(stages.manifold_start)(plan, np.broadcast_to(y0, (N, y0.size)).copy(),
+                                           stages.lanes_of(plan, eps, {name: vals}, np.arange(N)))
     ref_idx = np.sort(rng.choice(N, size=min(args.ref_count, N), replace=False))
     t = time.perf_counter()
     ref = np.array([sp_ode.simulate(one_system(system, eps[i], vals[i], name), (0.0, 2.0), x0[i], y0,

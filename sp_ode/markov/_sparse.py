@@ -125,7 +125,7 @@ _HITTING_TOL = 0.1      # ‖1 − Gŷ‖∞ ≤ ‖·‖₂ ≤ 0.1: certifies 
 _TIGHTEST_TOL = 1e-15   # the tightest pinned-system tolerance tried when the bound needs a smaller residual
 
 
-def _pinned_system(A: sp.csr_matrix, k: int):
+def pinned_system(A: sp.csr_matrix, k: int):
     """(A_k, b, keep): A with row/column k deleted, and b = −A[keep, k] (= Q[k, keep] ≥ 0)."""
     n = A.shape[0]
     keep = np.ones(n, dtype=bool)
@@ -135,7 +135,7 @@ def _pinned_system(A: sp.csr_matrix, k: int):
     return Ak, b, keep
 
 
-def _locate_mass(A: sp.csr_matrix) -> np.ndarray:
+def locate_mass(A: sp.csr_matrix) -> np.ndarray:
     """Stage 1: a rough x ≈ c·p from AMG V-cycles on the singular system A x = 0."""
     import pyamg
 
@@ -333,7 +333,7 @@ def _sparse_stationary(Q, *, tol, maxiter, bound_tol):
 
     A = (-Q.T).tocsr()
     A.sort_indices()
-    guess = _locate_mass(A)
+    guess = locate_mass(A)
     steps = [0]
 
     def count(_):
@@ -348,7 +348,7 @@ def _sparse_stationary(Q, *, tol, maxiter, bound_tol):
         if A is None:
             A = (-Q.T).tocsr()
             A.sort_indices()
-        Ak, b, keep = _pinned_system(A, k)
+        Ak, b, keep = pinned_system(A, k)
         A = None  # 64 B/state, rebuilt only for a second attempt: at 10⁷ states memory is the limit
         x0 = np.maximum(guess[keep] / guess[k], 0.0) if guess[k] > 0 else np.zeros(n - 1)
         G = Ak.T.tocsr()
@@ -479,7 +479,7 @@ def pinned_direct_stationary(Q, pin: int | None = None) -> np.ndarray:
         return np.ones(1)
     k = n - 1 if pin is None else int(pin)
     A = (-Q.T).tocsr()
-    Ak, b, keep = _pinned_system(A, k)
+    Ak, b, keep = pinned_system(A, k)
     p = np.empty(n)
     p[keep] = spla.spsolve(Ak.tocsc(), b)
     p[k] = 1.0

@@ -81,7 +81,7 @@ COMPONENTWISE_MIN_BUDGET = 2.0
 # blocked from bandwidth 32 on), dense GTH c0·n + c1·n³, the sparse solve c0 + c1·nnz + c2·n/b (n/b, the
 # chain's length in bands: on 1-D chains the Krylov solve's steps grow with it — birth–death of 3·10⁴
 # states took 6.1 s where nnz alone predicted 0.3 s).
-_COST = {"banded": (3.8e-5, 2.1e-8), "banded_blocked": (3.0e-5, 9.0e-10), "gth": (3.6e-5, 4.8e-11),
+COST_CONSTANTS = {"banded": (3.8e-5, 2.1e-8), "banded_blocked": (3.0e-5, 9.0e-10), "gth": (3.6e-5, 4.8e-11),
          "sparse": (0.015, 2.9e-6, 2.4e-4)}
 
 
@@ -234,7 +234,7 @@ def predicted_seconds(Q, plan=None) -> dict:
     n, nnz = Q.shape[0], int(Q.nnz)
     perm, b, nbytes = band_plan(Q) if plan is None else plan
     L = np.minimum(b, n - 1 - np.arange(n - 1, dtype=np.float64)) if n > 1 else np.zeros(0)
-    c0, c1 = _COST["banded_blocked" if b >= 32 else "banded"]
+    c0, c1 = COST_CONSTANTS["banded_blocked" if b >= 32 else "banded"]
     out = {"banded": c0 * n + c1 * float(np.sum(L * L)), "gth": None, "bandwidth": b, "nnz": nnz,
            "plan": (perm, b, nbytes)}
     try:
@@ -246,11 +246,11 @@ def predicted_seconds(Q, plan=None) -> dict:
     if n <= DENSE_GTH_MAX:
         try:
             _check_dense(n, "dense GTH")
-            c0, c1 = _COST["gth"]
+            c0, c1 = COST_CONSTANTS["gth"]
             out["gth"] = c0 * n + c1 * float(n) ** 3
         except MemoryBudgetError:
             pass
-    c0, c1, c2 = _COST["sparse"]
+    c0, c1, c2 = COST_CONSTANTS["sparse"]
     out["sparse"] = c0 + c1 * nnz + c2 * n / max(b, 1)
     return out
 

@@ -15,7 +15,7 @@ import scipy.sparse.linalg as spla
 import sp_ode
 import sp_ode.markov._air as air_mod
 from sp_ode.markov._air import AIR_OPTIONS, AirCycles
-from sp_ode.markov._sparse import PRECONDITIONERS, _locate_mass, _pinned_system, quiet_stdout, sparse_stationary
+from sp_ode.markov._sparse import PRECONDITIONERS, locate_mass, pinned_system, quiet_stdout, sparse_stationary
 from sp_ode.markov.preconditioners import air_adjoint_preconditioner
 from sp_ode.networks.models import cascade
 
@@ -24,8 +24,8 @@ def _hitting_matrix(N: int):
     m = cascade(N)
     Q = m.network.generator(m.space(), m.y0)
     A = (-Q.T).tocsr()
-    k = int(np.argmax(_locate_mass(A)))
-    Ak, _, _ = _pinned_system(A, k)
+    k = int(np.argmax(locate_mass(A)))
+    Ak, _, _ = pinned_system(A, k)
     return Q, Ak.T.tocsr()
 
 

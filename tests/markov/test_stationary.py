@@ -254,8 +254,8 @@ def test_default_route_takes_gth_when_predicted_cheap_and_sparse_otherwise(monke
     assert sel["predicted_seconds"][info["method"]] <= 2 * sel["predicted_seconds"]["sparse"]
     assert info["componentwise_bound"] is not None and info["uncertified_below"] is None
     # the same Q when GTH is predicted dear (a stand-in for a wide band): the sparse solve, refined and certified
-    monkeypatch.setitem(st_mod._COST, "banded", (1.0, 1.0))
-    monkeypatch.setitem(st_mod._COST, "gth", (1.0, 1.0))
+    monkeypatch.setitem(st_mod.COST_CONSTANTS, "banded", (1.0, 1.0))
+    monkeypatch.setitem(st_mod.COST_CONSTANTS, "gth", (1.0, 1.0))
     q, info = sp_ode.stationary_distribution(Q, return_info=True)
     assert info["method"] == "sparse" and "would cost more" in info["selection"]["rule"]
     assert info["componentwise_bound"] is not None and np.max(np.abs(q - p) / p) <= 2 * info["componentwise_bound"]
