@@ -32,22 +32,10 @@ from neural.config import ModelConfig  # noqa: E402
 from neural.model import FastSlowLM  # noqa: E402
 from sp_ode.core.files import dumps, write_json  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gpu_throughput import cuda_timer  # noqa: E402  (the same CUDA-event timer)
+
 BASELINE = "dense-full"
-
-
-def _timer(device: torch.device):
-    def time_it(fn) -> float:
-        if device.type == "cuda":
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            return start.elapsed_time(end) / 1e3
-        t0 = time.perf_counter()
-        fn()
-        return time.perf_counter() - t0
-    return time_it
 
 
 def arms_at(T: int, windows: list[int], kernels: list[str], masked_max_T: int) -> list[tuple[str, str]]:
@@ -65,7 +53,7 @@ def run_T(args, T: int, device: torch.device, rng: random.Random) -> list[dict]:
     idx = torch.randint(0, 256, (batch, T + 1), device=device, generator=None)
     x, y = idx[:, :-1], idx[:, 1:]
     steps, status, params = {}, {}, {}
-    time_it = _timer(device)
+    time_it = cuda_timer(device)
     for arm, kernel in arms_at(T, args.W, args.kernels, args.masked_max_T):
         model_arm, _, fast = arm.partition("-")
         cfg = ModelConfig(seq_len=T, arm=model_arm, window=None if fast == "full" else int(fast[1:]), **shape)

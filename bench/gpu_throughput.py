@@ -32,7 +32,7 @@ from neural.model import FastSlowLM  # noqa: E402
 from sp_ode.core.files import dumps, write_json  # noqa: E402
 
 
-def _timer(device: torch.device):
+def cuda_timer(device: torch.device):
     """Seconds elapsed around a callable, measured with CUDA events on a GPU."""
     def time_it(fn) -> float:
         if device.type == "cuda":
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> dict:
                 loss.backward()
                 opt.step()
         steps[name] = step
-    time_it = _timer(device)
+    time_it = cuda_timer(device)
     for name in arms:  # warm-up: compilation, kernel selection, optimiser state
         for _ in range(args.warmup):
             time_it(steps[name])
