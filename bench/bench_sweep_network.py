@@ -147,7 +147,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     if args.smoke:
-        args.N, args.points, args.kinds, args.ref_count, args.ladder_points, args.subset = 6, 6, "slow", 1, 1, 1
+        args.N, args.points, args.kinds, args.ref_count, args.ladder_points, args.subset = 6, 6, "slow", 2, 2, 2
     record = {"issue": 26, "command": " ".join(sys.argv), "cases": []}
     for kind in args.kinds.split(","):
         record["cases"].append(run_case(args.N, kind, args))
