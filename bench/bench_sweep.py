@@ -385,7 +385,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.smoke:
         args.systems, args.n, args.ranges, args.ref_count, args.ladder_points = "mm", 8, "all", 3, 2
-        args.contenders = "sweep,scipy_LSODA,numpy_LSODA"
+        args.contenders = "sweep,numpy_LSODA"  # two fresh processes: the sweep and a baseline
     from sp_ode.core.cpu_pool import pin_to_one_core
     from sp_ode.core.files import dumps, write_json
 

@@ -26,12 +26,14 @@ def _load(name):
 def test_bench_attention_smoke(capsys, tmp_path):
     bench = _load("bench_attention")
     out = tmp_path / "record.json"
-    assert bench.main(["--smoke", "--json", "--out", str(out)]) == 0
+    # --no-flex: compiling flex_attention costs ~15 s (cold inductor cache), and a failure of it was recorded, never
+    # asserted; the flex kernel itself is tested in tests/neural/test_windowed_attention.py
+    assert bench.main(["--smoke", "--no-flex", "--json", "--out", str(out)]) == 0
     record = json.loads(capsys.readouterr().out)
     assert record == json.loads(out.read_text())
     assert record["threads"] == 1 and record["baseline"] == "dense-full"
     keys = [(r["seq_len"], r["arm"], r["kernel"]) for r in record["rows"]]
-    assert keys == [(T, a, k) for T in (32, 64) for a, k in bench.arm_list([4])]
+    assert keys == [(T, a, k) for T in (32,) for a, k in bench.arm_list([4])]
     for r in record["rows"]:
         assert r["cpu_ms"] > 0 and r["tokens_per_cpu_s"] > 0
         if r["arm"] == "dense-full":
@@ -39,10 +41,10 @@ def test_bench_attention_smoke(capsys, tmp_path):
         if r["kernel"] == "chunked":
             assert r["cpu_over_masked"] > 0
     probed = [r for r in record["rows"] if r["peak_mb"] is not None]
-    assert [(r["seq_len"], r["arm"], r["kernel"]) for r in probed] == [(32, "dense-full", "none"), (32, "dense-W4", "chunked")]
+    assert [(r["seq_len"], r["arm"], r["kernel"]) for r in probed] == [(32, "dense-W4", "chunked")]
     assert all(r["peak_mb"] >= 0 for r in probed)
     (inf,) = record["inference"]
-    assert inf["status"]["chunked"]["ok"] and inf["status"]["masked"]["ok"] and "flex" in inf["status"]
+    assert inf["status"]["chunked"]["ok"] and inf["status"]["masked"]["ok"] and "flex" not in inf["status"]
     assert record["targets"] == []  # the smoke grid has no T = 2048 / 8192 row
 
 

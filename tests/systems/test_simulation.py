@@ -255,8 +255,10 @@ def test_accuracy_does_not_depend_on_the_number_of_save_times(backend):
     # save time carries the step error.  Measured max error (diffrax, rtol 1e-8, against
     # Radau rtol 1e-13): 4.3e-10, 1.0e-10, 1.5e-10, 6.0e-10 at K = 4, 17, 64, 201 (old code:
     # 4.3e-10, 2.1e-8, 3.7e-8, 3.7e-8); scipy Radau 7.7e-10 … 1.8e-9.
+    # K = 4 and 17 only (each K is a compilation of its own, seconds each): 17 is the count that broke
+    # (old code 2.1e-8 there, far above 0.25 tolerance units), so the check still catches it.
     errs = {}
-    for K in (4, 17, 64, 201):
+    for K in (4, 17):
         ts = np.linspace(0.0, 2.0, K)
         entry, ref = _reference_me3(ts)
         traj = simulate(entry, entry.t_span, entry.x0, entry.y0, ts=ts, backend=backend)
