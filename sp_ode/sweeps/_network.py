@@ -92,6 +92,16 @@ def check_states(system: NetworkSystem, x0, y0, N: int):
     return None, y0
 
 
+def sweep_nbytes(N: int, chunk_size: int, n: int, d: int, K: int) -> int:
+    """Estimated peak bytes of a network sweep outside its tables (`build_table` checks those): one chunk's
+    stacked table paths (3 unknowns per point in one LSODA solve, banded with bandwidth 2, and its saves),
+    the assembled results (x0 is not stored) and the O(n) vectors of one sparse full solve at a time (its
+    factorisation is the network's own: `NetworkSystem.simulate`)."""
+    B3 = 3 * min(int(N), int(chunk_size))
+    stacked = 8 * (22 + 10 * B3 + 7 * B3) + 8 * B3 * 16
+    return int(stacked + int(N) * 8 * (2 * K * d + 10) + 8 * 64 * (n + d))
+
+
 # --- the plan --------------------------------------------------------------------------------------
 
 @dataclass

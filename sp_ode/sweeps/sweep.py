@@ -513,7 +513,9 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
                 warnings.warn(f"sweep: {warning} Pass a smaller `chunk_size`, or use fewer workers.", stacklevel=2)
         elif chunk_size is None:
             chunk_size = resumed_size
-        check_memory(_sweep_nbytes(N, chunk_size, m, d, ts.size),
+        # a network sweep stacks only its table paths (3 unknowns per point) and solves full systems one at a time
+        nbytes = (network.sweep_nbytes if is_network else _sweep_nbytes)(N, chunk_size, m, d, ts.size)
+        check_memory(nbytes,
                      what=f"a sweep of {N} points in chunks of {chunk_size} (m = {m}, d = {d}, {ts.size} save "
                           "times)", remedy="Lower `chunk_size` or the number of save times.")
         names = tuple(n for n in values if n != "eps")
