@@ -147,3 +147,21 @@ def test_a_large_network_sweep_is_not_priced_as_a_stacked_dense_one(monkeypatch)
     with pytest.raises(RuntimeError, match="priced"):       # past the memory check, stopped at the cost model
         sweep(big, {"eps": np.full(100, 1e-5)}, (0.0, 2.0), "manifold", [0.2], ts=TS, tol=TOL, progress_bar=False)
     assert big.n == 10_000 and seen["bytes"] < 2e7
+
+
+def _reference_error_vs_radau(system, factor):
+    """max |y_ref − y_Radau(rtol 1e-12)| at ε = 1e-6 … 1e-3 of the network validation's full solve at `factor`·tol."""
+    plan = _network.NetworkPlan(system, (), (0.0, 2.0), TS, TOL, 1)
+    worst = 0.0
+    for eps in (1e-6, 1e-5, 1e-4, 1e-3):
+        y, ok = _network.full_solve(plan, system, np.array([0.2]), eps, factor)
+        assert ok
+        worst = max(worst, float(np.max(np.abs(y - _radau(system, 0.2, eps)))))
+    return worst
+
+
+def test_network_validation_reference_judges_tol_to_a_fraction_of_a_percent(system):
+    """The sparse BDF reference at REFERENCE_TOL_FACTOR·tol is within 2e-3·tol of scipy Radau at rtol 1e-12
+    (an independent method) at every ε; one at 10·tol is not."""
+    assert _reference_error_vs_radau(system, _network.REFERENCE_TOL_FACTOR) <= 2e-3 * TOL
+    assert _reference_error_vs_radau(system, 10.0) > 2e-3 * TOL
