@@ -1,4 +1,4 @@
-"""Network sweeps (issue 26): `sp_ode.sweep` on a NetworkSystem against a loop of the fastest full sparse solve.
+"""Network sweeps: `sp_ode.sweep` on a NetworkSystem against a loop of the fastest full sparse solve.
 
 Model: the cascade of `sp_ode.networks.models` (0 → A at N(0.1 + 0.2y)·kA, A → 0, A → A + B, B → 0, all
 at 1) on the N×N grid (n = N² fast states), slow y' = r(1 − y) − 2y·E[B]/N, y(0) = 0.2; ``kA`` scales a
@@ -18,6 +18,7 @@ moves with the load, the CPU ratio much less.
 
     python bench/bench_sweep_network.py --N 32 --out docs/bench/sweep_network_1e3.json
     python bench/bench_sweep_network.py --N 100 --out docs/bench/sweep_network_1e4.json
+    python bench/bench_sweep_network.py --N 32 --reference-ladder --out docs/bench/sweep_network_reference.json
     python bench/bench_sweep_network.py --smoke
 """
 from __future__ import annotations
@@ -140,6 +141,26 @@ def run_case(N: int, kind: str, args) -> dict:
             "reference": {"points": int(ref_idx.size), "method": "BDF rtol 1e-11 atol 1e-15, sparse Jacobian"}}
 
 
+def reference_ladder(N: int, eps_values=(1e-6, 1e-5, 1e-4)) -> dict:
+    """What a validation reference costs and how accurate it is, by rtol: sparse BDF at 1e-8 … 1e-9 against
+    Radau at 1e-9 (CPU seconds, one thread) from h⁽¹⁾(y0), y0 = 0.2 — the choice of the sweep's
+    `REFERENCE_TOL_FACTOR`."""
+    system = build(N)
+    y0 = np.array([0.2])
+    rows = []
+    for eps in eps_values:
+        x0 = _network.manifold_start(system, y0, eps)
+        ref = system.simulate((0.0, 2.0), y0, x0, eps=eps, method="Radau", rtol=1e-9, atol=1e-13, t_eval=TS).y
+        for rtol in (1e-8, 3e-9, 1e-9):
+            c = time.process_time()
+            path = system.simulate((0.0, 2.0), y0, x0, eps=eps, method="BDF", rtol=rtol, atol=1e-4 * rtol, t_eval=TS)
+            rows.append({"eps": eps, "rtol": rtol, "cpu_seconds": time.process_time() - c,
+                         "error_vs_radau_1e-9": float(np.abs(path.y - ref).max())})
+            log(f"  ε = {eps:g}, BDF rtol {rtol:g}: {rows[-1]['cpu_seconds']:.2f} CPU-s, "
+                f"error {rows[-1]['error_vs_radau_1e-9']:.2e}")
+    return {"n": int(system.n), "tol": TOL, "rows": rows}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--N", type=int, default=32, help="grid side: n = N² fast states")
@@ -149,13 +170,21 @@ def main(argv=None) -> int:
     ap.add_argument("--ladder-points", type=int, default=3)
     ap.add_argument("--subset", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--reference-ladder", action="store_true",
+                    help="only the cost and accuracy of the validation reference by rtol (reference_ladder)")
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     if args.smoke:
         args.N, args.points, args.kinds, args.ref_count, args.ladder_points, args.subset = 6, 6, "slow", 2, 2, 2
-    record = {"issue": 26, "command": " ".join(sys.argv), "cases": []}
+    if args.reference_ladder:
+        record = {"command": " ".join(sys.argv), "reference_ladder": reference_ladder(args.N)}
+        if args.out:
+            write_json(args.out, record)
+        print(dumps(record, indent=2))
+        return 0
+    record = {"command": " ".join(sys.argv), "cases": []}
     for kind in args.kinds.split(","):
         record["cases"].append(run_case(args.N, kind, args))
         if args.out:

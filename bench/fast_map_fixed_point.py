@@ -108,7 +108,7 @@ def summarise(records: list[dict], pools: list[int]) -> dict:
 def markdown(summary: dict, meta: dict) -> str:
     lines = [f"### Frozen-y fast map of trained coupled-W{meta['window']} models (hard source, T = {meta['seq_len']}, "
              f"{meta['tokens']:,} tokens, {meta['n_iter']} iterations, {meta['n_seqs']} validation sequences)", "",
-             "| P (ε) | layer | val loss | gate |g| | fixed point of Φ_y? | raw step, last (rms/token) | "
+             "| P (ε) | layer | val loss | gate \\|g\\| | fixed point of Φ_y? | raw step, last (rms/token) | "
              "normalised step, last | decay exponent p | D (trained output vs limit) | D pooled | D without feedback | "
              "D at init |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for row in summary["by_P"]:
