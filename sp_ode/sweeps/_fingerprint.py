@@ -19,8 +19,12 @@ import numpy as np
 _MAX_DEPTH = 8
 
 
-def _feed(h, obj: Any, seen: set, depth: int) -> None:
-    """Feed a stable description of `obj` into the hash `h`."""
+def _feed(h, obj: Any, seen: dict, depth: int) -> None:
+    """Feed a stable description of `obj` into the hash `h`.
+
+    `seen` maps id → object for every container already described, and holds each one alive until the
+    digest is done: an id alone could be reused by a later temporary (a `__dict__` copy, a list of
+    reaction strings), which would then hash as `ref:` instead of its contents, differently from run to run."""
     if obj is None or isinstance(obj, (bool, int, float, complex, str, bytes)):
         h.update(f"{type(obj).__name__}:{obj!r};".encode())
         return
@@ -39,7 +43,7 @@ def _feed(h, obj: Any, seen: set, depth: int) -> None:
     if depth > _MAX_DEPTH or id(obj) in seen:
         h.update(f"ref:{type(obj).__qualname__};".encode())
         return
-    seen.add(id(obj))
+    seen[id(obj)] = obj
     if isinstance(obj, (list, tuple)):
         h.update(f"{type(obj).__name__}[{len(obj)}];".encode())
         for v in obj:
@@ -100,7 +104,7 @@ def _global_names(code: types.CodeType) -> list[str]:
 def model_digest(system) -> str:
     """Hex digest of the model: type, name, dimensions, ε, args and the code of f, g, Q(y) (module docstring)."""
     h = hashlib.sha256()
-    seen: set = set()
+    seen: dict = {}
     h.update(f"{type(system).__module__}.{type(system).__qualname__}:{getattr(system, 'name', '')};".encode())
     if hasattr(system, "network"):                  # a NetworkSystem
         net = system.network

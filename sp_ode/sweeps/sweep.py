@@ -528,7 +528,8 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
             engine = cost
             base = dict(system.args) if isinstance(system.args, Mapping) else {}
             plan = paths.SweepPlan(system, base, names, (t0, t1), ts, tol, int(max_order), safety=safety,
-                                   route=route, sizes=stacked.pad_sizes(chunk_size, m + d), y_scale=y_scale)
+                                   route=route, sizes=stacked.pad_sizes(chunk_size, m + d), y_scale=y_scale,
+                                   dims=(m, d))
         n_chunks = math.ceil(N / chunk_size)
         chunks = [range(i * chunk_size, min(N, (i + 1) * chunk_size)) for i in range(n_chunks)]
         options = {"validate_fraction": frac, "chunk_size": chunk_size, "seed": seed, "max_order": int(max_order),
