@@ -1,4 +1,4 @@
-"""Network sweeps (issue 26): `sp_ode.sweep` on a NetworkSystem against a loop of the fastest full sparse solve.
+"""Network sweeps: `sp_ode.sweep` on a NetworkSystem against a loop of the fastest full sparse solve.
 
 Model: the cascade of `sp_ode.networks.models` (0 → A at N(0.1 + 0.2y)·kA, A → 0, A → A + B, B → 0, all
 at 1) on the N×N grid (n = N² fast states), slow y' = r(1 − y) − 2y·E[B]/N, y(0) = 0.2; ``kA`` scales a
@@ -13,9 +13,12 @@ the sparse Jacobian) from h⁽¹⁾(y0) = p_st + εh₁ on ``--ref-count`` point
 Radau with the sparse Jacobian, atol = 1e-4·rtol) runs at the loosest rtol of 1e-5 … 1e-10 whose max error
 there is ≤ tol, and its loop is timed on ``--subset`` points and extrapolated ×points/subset (said so).
 The sweep runs first, cold, in this process: tables, probes, paths and its 1 % validation included.
+Wall and CPU seconds (`time.process_time`, one thread) are both recorded: on a shared machine the wall ratio
+moves with the load, the CPU ratio much less.
 
     python bench/bench_sweep_network.py --N 32 --out docs/bench/sweep_network_1e3.json
     python bench/bench_sweep_network.py --N 100 --out docs/bench/sweep_network_1e4.json
+    python bench/bench_sweep_network.py --N 32 --reference-ladder --out docs/bench/sweep_network_reference.json
     python bench/bench_sweep_network.py --smoke
 """
 from __future__ import annotations
@@ -76,9 +79,9 @@ def run_case(N: int, kind: str, args) -> dict:
     y0 = np.array([0.2])
     log(f"bench_sweep_network: n = {system.n}, {kind} sweep of {P} points, load {os.getloadavg()[0]:.1f}")
 
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     res = sp_ode.sweep(system, params, (0.0, 2.0), "manifold", y0, ts=TS, tol=TOL, progress_bar=False)
-    sweep_s = time.perf_counter() - t
+    sweep_s, sweep_cpu = time.perf_counter() - t, time.process_time() - c
     summ = res.summary()
     log(f"  sweep: {sweep_s:.2f} s, paths {summ['paths']}, stages {summ['stage_seconds']}")
     log("  " + res.report().replace("\n", "\n  "))
@@ -111,26 +114,51 @@ def run_case(N: int, kind: str, args) -> dict:
             baselines[method] = {"reached": False, "tried": pick["tried"]}
             continue
         sub = rng.choice(P, size=min(args.subset, P), replace=False)
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         for i in sub:
             x0 = sweep_network.manifold_start(at(i), y0, float(eps[i]))
             full(at(i), float(eps[i]), y0, method, pick["rtol"], 1e-4 * pick["rtol"], x0)
-        per = (time.perf_counter() - t) / sub.size
+        per, per_cpu = (time.perf_counter() - t) / sub.size, (time.process_time() - c) / sub.size
         baselines[method] = {"reached": True, "rtol": pick["rtol"], "error": pick["error"], "tried": pick["tried"],
                              "seconds_per_point": per, "loop_seconds": per * P,
+                             "cpu_seconds_per_point": per_cpu, "loop_cpu_seconds": per_cpu * P,
                              "extrapolated": f"×{P / sub.size:.4g}: {sub.size} of {P} points timed"}
         log(f"  full {method} rtol {pick['rtol']:g}: {per:.3f} s per point (x0 included) → {per * P:.1f} s for "
             f"{P}; error {pick['error']:.2e}")
     reached = {k: v for k, v in baselines.items() if v.get("reached")}
     fastest = min(reached, key=lambda k: reached[k]["loop_seconds"]) if reached else None
     speedup = reached[fastest]["loop_seconds"] / sweep_s if fastest else None
-    log(f"  → loop of {fastest} / sweep = {speedup:.3g} (target ≥ 10), sweep error {sweep_err:.2e}")
+    fastest_cpu = min(reached, key=lambda k: reached[k]["loop_cpu_seconds"]) if reached else None
+    speedup_cpu = reached[fastest_cpu]["loop_cpu_seconds"] / sweep_cpu if fastest_cpu else None
+    log(f"  → loop of {fastest} / sweep = {speedup:.3g} wall, {speedup_cpu:.3g} CPU (target ≥ 10), sweep error "
+        f"{sweep_err:.2e}")
     return {"n": int(system.n), "kind": kind, "swept": ["eps", name], "points": P, "tol": TOL,
-            "sweep": {"seconds": sweep_s, "summary": summ, "max_error_on_reference": sweep_err,
+            "sweep": {"seconds": sweep_s, "cpu_seconds": sweep_cpu, "summary": summ, "max_error_on_reference": sweep_err,
                       "within_tol_on_reference": sweep_err <= TOL},
             "baselines": baselines, "fastest_full": fastest, "speedup_vs_fastest_full_loop": speedup,
+            "fastest_full_cpu": fastest_cpu, "speedup_cpu_vs_fastest_full_loop": speedup_cpu,
             "target_met": bool(speedup is not None and speedup >= 10 and sweep_err <= TOL),
             "reference": {"points": int(ref_idx.size), "method": "BDF rtol 1e-11 atol 1e-15, sparse Jacobian"}}
+
+
+def reference_ladder(N: int, eps_values=(1e-6, 1e-5, 1e-4)) -> dict:
+    """What a validation reference costs and how accurate it is, by rtol: sparse BDF at 1e-8 … 1e-9 against
+    Radau at 1e-9 (CPU seconds, one thread) from h⁽¹⁾(y0), y0 = 0.2 — the choice of the sweep's
+    `REFERENCE_TOL_FACTOR`."""
+    system = build(N)
+    y0 = np.array([0.2])
+    rows = []
+    for eps in eps_values:
+        x0 = _network.manifold_start(system, y0, eps)
+        ref = system.simulate((0.0, 2.0), y0, x0, eps=eps, method="Radau", rtol=1e-9, atol=1e-13, t_eval=TS).y
+        for rtol in (1e-8, 3e-9, 1e-9):
+            c = time.process_time()
+            path = system.simulate((0.0, 2.0), y0, x0, eps=eps, method="BDF", rtol=rtol, atol=1e-4 * rtol, t_eval=TS)
+            rows.append({"eps": eps, "rtol": rtol, "cpu_seconds": time.process_time() - c,
+                         "error_vs_radau_1e-9": float(np.abs(path.y - ref).max())})
+            log(f"  ε = {eps:g}, BDF rtol {rtol:g}: {rows[-1]['cpu_seconds']:.2f} CPU-s, "
+                f"error {rows[-1]['error_vs_radau_1e-9']:.2e}")
+    return {"n": int(system.n), "tol": TOL, "rows": rows}
 
 
 def main(argv=None) -> int:
@@ -142,13 +170,21 @@ def main(argv=None) -> int:
     ap.add_argument("--ladder-points", type=int, default=3)
     ap.add_argument("--subset", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--reference-ladder", action="store_true",
+                    help="only the cost and accuracy of the validation reference by rtol (reference_ladder)")
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     if args.smoke:
         args.N, args.points, args.kinds, args.ref_count, args.ladder_points, args.subset = 6, 6, "slow", 2, 2, 2
-    record = {"issue": 26, "command": " ".join(sys.argv), "cases": []}
+    if args.reference_ladder:
+        record = {"command": " ".join(sys.argv), "reference_ladder": reference_ladder(args.N)}
+        if args.out:
+            write_json(args.out, record)
+        print(dumps(record, indent=2))
+        return 0
+    record = {"command": " ".join(sys.argv), "cases": []}
     for kind in args.kinds.split(","):
         record["cases"].append(run_case(args.N, kind, args))
         if args.out:

@@ -7,7 +7,8 @@ The table shows every entry of p (≤ 20 states, else the first 10 and last 5)
 with 17 significant digits in exponent form, so no positive entry prints as 0,
 then the bound on ‖p − p_st‖₁ (docs/theory.md §7) and the negatives clipped.
 `--out FILE` writes p to `.npy` or `.csv` (an existing file is refused unless
-`--overwrite`).  A `.json` file may name its states (`"states": [...]`), and the
+`--overwrite`); a `.csv` starts with `#` lines saying what the bound certifies — componentwise, or
+normwise only with the level below which entries are not certified (`np.loadtxt` skips them).  A `.json` file may name its states (`"states": [...]`), and the
 table then shows p by name.  A float32 `.npy` is accepted: its rounding is part of
 the bound (docs/theory.md §7.12).  `--reversibility` adds the numeric detailed-balance
 check (`sp_ode.check_detailed_balance`).  Exit codes: 0 the bound meets
@@ -49,6 +50,17 @@ def add_arguments(parser) -> None:
                         help="also check detailed balance numerically (tolerance from the rounding of the rates)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--no-gap", action="store_true", help="skip the spectral gap (large chains)")
+
+
+def _export_header(info: dict) -> str:
+    """The `#` lines a .csv export of p starts with: what its bound certifies, and where a normwise answer
+    stops being certified (`np.loadtxt` skips them)."""
+    lines = [f"stationary distribution (method = {info['method']}); ‖p − p_st‖₁ ≤ {info['bound']:.3g}"]
+    if info.get("componentwise_bound") is not None:
+        lines.append(f"componentwise: |p̂_i − p_i| ≤ {info['componentwise_bound']:.3g}·p_i for every entry")
+    elif info.get("uncertified_below") is not None:
+        lines.append(f"normwise only: entries below {info['uncertified_below']:.3g} are NOT certified")
+    return "\n".join(lines)
 
 
 def _bad(path: Path, rule: str) -> UsageError:
@@ -173,7 +185,7 @@ def run(args) -> int:
         if out.suffix.lower() == ".npy":
             np.save(buffer, p)
         else:
-            np.savetxt(buffer, p, fmt="%.17g")
+            np.savetxt(buffer, p, fmt="%.17g", header=_export_header(info), encoding="utf-8")
         atomic_write_bytes(out, buffer.getvalue())
     balance = check_detailed_balance(Q, states=states) if args.reversibility else None
     record = {"n": int(p.shape[0]), "p": p, "passed": True, "residual": info["residual"], "spectral_gap": gap,

@@ -560,6 +560,9 @@ def stationary_distribution(Q, method: str | None = None, *, tol: float | None =
                 extra["failure"] = f"no componentwise certificate: {extra['componentwise_failure']}"
         elif accept and m == "sparse":
             extra = _label_normwise(extra, "componentwise=False")
+        elif accept and m not in ("gth", "banded") and extra.get("componentwise_bound") is None:
+            # an LU or JAX answer asked for by name: its a-posteriori bound is normwise only, said so plainly
+            extra = _label_normwise(extra, f"method={m!r} certifies ‖p − p_st‖₁ only")
         if accept:
             break
         escalations.append({"method": m, "bound": bound,

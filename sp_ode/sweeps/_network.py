@@ -51,7 +51,10 @@ REDUCED_TOL_FACTOR = 1e-3
 # at its rtol (factor 1, five times the worst measured), which validation checks like every estimate
 FULL_TOL_FACTOR = 1e-1
 FULL_GLOBAL_FACTOR = 1.0
-REFERENCE_TOL_FACTOR = 1e-3      # BDF at 1e-9 for tol 1e-6: within 5e-10 of Radau at 1e-13 (cascade, n = 64)
+# BDF at 3e-9 for tol 1e-6 (cascade, n = 1024, ε = 1e-6, 1e-5): within 6.7e-10 = 6.7e-4·tol of Radau at 1e-9,
+# for 0.31 / 0.23 CPU-s against 1.28 / 0.34 s at 1e-3·tol (took 84 % of a 100-point sweep at n = 10⁴); at
+# 1e-2·tol the error reaches 5e-3·tol (n = 36), too close to the 1e-2·tol where estimates are judged
+REFERENCE_TOL_FACTOR = 3e-3
 ATOL_OF_X = 1e-4          # atol of the fast components relative to rtol: probabilities are ≪ 1
 TABLE_TOL = 1e-12        # the floor of a table's tolerance; a sweep asks REDUCED_TOL_FACTOR·tol (`table_tol`)
 MAX_NODES = 257
@@ -90,6 +93,16 @@ def check_states(system: NetworkSystem, x0, y0, N: int):
     if y0.shape != (N, d) or not np.all(np.isfinite(y0)):
         raise ValueError(f"`y0` must be finite with shape ({d},) or ({N}, {d}); got {np.shape(y0)}.")
     return None, y0
+
+
+def sweep_nbytes(N: int, chunk_size: int, n: int, d: int, K: int) -> int:
+    """Estimated peak bytes of a network sweep outside its tables (`build_table` checks those): one chunk's
+    stacked table paths (3 unknowns per point in one LSODA solve, banded with bandwidth 2, and its saves),
+    the assembled results (x0 is not stored) and the O(n) vectors of one sparse full solve at a time (its
+    factorisation is the network's own: `NetworkSystem.simulate`)."""
+    B3 = 3 * min(int(N), int(chunk_size))
+    stacked = 8 * (22 + 10 * B3 + 7 * B3) + 8 * B3 * 16
+    return int(stacked + int(N) * 8 * (2 * K * d + 10) + 8 * 64 * (n + d))
 
 
 # --- the plan --------------------------------------------------------------------------------------

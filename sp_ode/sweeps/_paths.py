@@ -97,6 +97,7 @@ class SweepPlan:
     decision: Any = None
     max_steps: int = MAX_STEPS
     y_scale: float = 1.0
+    dims: tuple | None = None       # (m, d) read off x0/y0 when the system declares none
     _split: tuple = field(default=None, repr=False)
 
     def __post_init__(self):
@@ -128,11 +129,11 @@ class SweepPlan:
 
     @property
     def m(self) -> int:
-        return int(self.system.m)
+        return int(self.system.m if self.system.m is not None else self.dims[0])
 
     @property
     def d(self) -> int:
-        return int(self.system.d)
+        return int(self.system.d if self.system.d is not None else self.dims[1])
 
     def size_for(self, b: int) -> int:
         """The smallest compiled stack size that holds b points (the largest size if none does)."""

@@ -174,3 +174,14 @@ def test_float32_file_json_states_and_reversibility(tmp_path, capsys):
     assert "detailed balance: reversible" in out
     (tmp_path / "bad.json").write_text(json.dumps({"Q": Q.tolist(), "states": ["off"]}))
     assert main(["stationary", str(tmp_path / "bad.json")]) == 2
+
+
+def test_csv_export_says_what_its_bound_certifies(tmp_path):
+    # GTH: componentwise; an LU answer asked for by name: normwise only, with the uncertified level
+    np.save(tmp_path / "Q.npy", Q)
+    for method, words in (("gth", "# componentwise: |p̂_i − p_i| ≤"), ("solve", "# normwise only: entries below")):
+        target = tmp_path / f"p_{method}.csv"
+        assert main(["stationary", str(tmp_path / "Q.npy"), "--method", method, "--out", str(target)]) == 0
+        text = target.read_text(encoding="utf-8")
+        assert words in text and text.startswith("# stationary distribution")
+        np.testing.assert_allclose(np.loadtxt(target), [0.6, 0.4], rtol=1e-12)

@@ -7,6 +7,8 @@ sweep's table paths and from its BDF reference) started on p_st(y0) + εh₁(y0)
 """
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pytest
 
@@ -124,3 +126,42 @@ def test_a_changed_network_never_resumes(system, tmp_path):
     assert again.computed_chunks == () and np.array_equal(again.y, first.y)
     with pytest.raises(SweepResumeError):
         sweep(system.with_parameters(kA=1.1), {"eps": np.array([1e-4, 1e-3])}, (0.0, 2.0), "manifold", [0.2], **kw)
+
+
+def test_a_large_network_sweep_is_not_priced_as_a_stacked_dense_one(monkeypatch):
+    """n = 10⁴ fast states, 100 points: the network route stacks only 3 unknowns per point and solves full
+    systems one at a time, so its estimate is megabytes (the stacked dense estimate is terabytes)."""
+    from sp_ode.sweeps.sweep import _sweep_nbytes
+
+    assert _sweep_nbytes(100, 100, 10_000, 1, 4) > 1e11
+    assert _network.sweep_nbytes(100, 100, 10_000, 1, 4) < 2e7
+    net = ReactionNetwork("0 -> A, N*(0.1 + 0.2*y); A -> 0, 1; A -> A + B, 1; B -> 0, 1",
+                          parameters={"N": 100.0}, slow=["y"], name="cascade")
+    big = NetworkSystem(net, net.state_space(bounds={"A": 99, "B": 99}), {"y": "1 - y - 2*y*E[B]/N"}, eps=1e-4)
+    seen = {}
+    monkeypatch.setattr(_network, "decide", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("priced")))
+
+    def check(nbytes, **kw):
+        seen["bytes"] = nbytes
+    monkeypatch.setattr(importlib.import_module("sp_ode.sweeps.sweep"), "check_memory", check)
+    with pytest.raises(RuntimeError, match="priced"):       # past the memory check, stopped at the cost model
+        sweep(big, {"eps": np.full(100, 1e-5)}, (0.0, 2.0), "manifold", [0.2], ts=TS, tol=TOL, progress_bar=False)
+    assert big.n == 10_000 and seen["bytes"] < 2e7
+
+
+def _reference_error_vs_radau(system, factor):
+    """max |y_ref − y_Radau(rtol 1e-12)| at ε = 1e-6 … 1e-3 of the network validation's full solve at `factor`·tol."""
+    plan = _network.NetworkPlan(system, (), (0.0, 2.0), TS, TOL, 1)
+    worst = 0.0
+    for eps in (1e-6, 1e-5, 1e-4, 1e-3):
+        y, ok = _network.full_solve(plan, system, np.array([0.2]), eps, factor)
+        assert ok
+        worst = max(worst, float(np.max(np.abs(y - _radau(system, 0.2, eps)))))
+    return worst
+
+
+def test_network_validation_reference_judges_tol_to_a_fraction_of_a_percent(system):
+    """The sparse BDF reference at REFERENCE_TOL_FACTOR·tol is within 2e-3·tol of scipy Radau at rtol 1e-12
+    (an independent method) at every ε; one at 10·tol is not."""
+    assert _reference_error_vs_radau(system, _network.REFERENCE_TOL_FACTOR) <= 2e-3 * TOL
+    assert _reference_error_vs_radau(system, 10.0) > 2e-3 * TOL

@@ -1,0 +1,22 @@
+"""bench/bench_transient.py --smoke runs end to end and its record holds (the closed forms inside the bounds)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_bench_transient_smoke(tmp_path):
+    out = tmp_path / "transient.json"
+    run = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_transient.py"), "--smoke", "--json",
+                          "--out", str(out)], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert run.returncode == 0, run.stderr[-3000:]
+    rec = json.loads(run.stdout)
+    assert rec == json.loads(out.read_text())
+    p, b, leak = rec["poisson"], rec["birth_death"], rec["leak"]
+    assert p["max_relative_error"] <= 1e-9 and p["l1_error_over_bound"] <= 1.0 and p["mean_inside"] and p["sd_inside"]
+    assert b["mean_inside"] and b["sd_inside"] and leak["identity_holds"]
+    assert rec["adaptive"]["last_bounds"]["A"] > rec["adaptive"]["first_bounds"]["A"]
