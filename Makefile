@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test lint bench clean docs docs-smoke docstrings
+.PHONY: setup demo test test-slow lint bench clean docs docs-smoke docstrings
 
 setup: $(STAMP)
 
@@ -23,8 +23,13 @@ demo: $(STAMP)
 # One BLAS/OpenMP thread per pytest worker: two workers fill the two cores, and
 # oversubscribed OpenMP threads were measured 7-26x slower on a shared machine.
 # --dist loadgroup: the docs site is built once, on one worker (tests/docs/test_site.py).
+# Tests marked `slow` (a whole verdict at full size, minutes; its figures are bench records) run with
+# `make test-slow`; `make test` runs every other test.
 test: $(STAMP) lint
-	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --dist loadgroup tests
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --dist loadgroup -m "not slow" tests
+
+test-slow: $(STAMP)
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 $(PY) -m pytest -q -m slow tests
 
 # Lint rules (ruff) and the one-way import contracts (import-linter), both in pyproject.toml.
 lint: $(STAMP)
