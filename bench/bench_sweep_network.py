@@ -91,7 +91,7 @@ def run_case(N: int, kind: str, args) -> dict:
 
     ref_idx = np.sort(rng.choice(P, size=min(args.ref_count, P), replace=False))
     t = time.perf_counter()
-    starts = {int(i): sweepsweep_network.manifold_start(at(i), y0, float(eps[i])) for i in ref_idx}
+    starts = {int(i): sweep_network.manifold_start(at(i), y0, float(eps[i])) for i in ref_idx}
     ref = np.array([full(at(i), float(eps[i]), y0, "BDF", 1e-11, 1e-15, starts[int(i)])[0] for i in ref_idx])
     log(f"  reference ({ref_idx.size} points, BDF rtol 1e-11): {time.perf_counter() - t:.1f} s")
     sweep_err = float(np.abs(res.y[ref_idx] - ref).max())
@@ -116,7 +116,7 @@ def run_case(N: int, kind: str, args) -> dict:
         sub = rng.choice(P, size=min(args.subset, P), replace=False)
         t, c = time.perf_counter(), time.process_time()
         for i in sub:
-            x0 = sweepsweep_network.manifold_start(at(i), y0, float(eps[i]))
+            x0 = sweep_network.manifold_start(at(i), y0, float(eps[i]))
             full(at(i), float(eps[i]), y0, method, pick["rtol"], 1e-4 * pick["rtol"], x0)
         per, per_cpu = (time.perf_counter() - t) / sub.size, (time.process_time() - c) / sub.size
         baselines[method] = {"reached": True, "rtol": pick["rtol"], "error": pick["error"], "tried": pick["tried"],
