@@ -10,6 +10,9 @@ from sp_ode.cli import main
 USER_Q = '''
 import numpy as np
 
+# One worker runs this module (make test: --dist loadgroup), so its module fixture is built once, not per worker.
+pytestmark = pytest.mark.xdist_group("test_fit_phi")
+
 def Q(y):
     """2-state switch a = e^{y0}, b = 1 + y1^2 (irreducible everywhere)."""
     a, b = np.exp(y[0]), 1.0 + y[1] ** 2

@@ -15,6 +15,9 @@ import textwrap
 import numpy as np
 import pytest
 
+# One worker runs this module (make test: --dist loadgroup), so its module fixture is built once, not per worker.
+pytestmark = pytest.mark.xdist_group("test_precision")
+
 _SCRIPT = textwrap.dedent(r'''
     import json, warnings
     import jax, jax.numpy as jnp

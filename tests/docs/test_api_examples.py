@@ -33,6 +33,9 @@ EXPECT = {
 
 RUNNER = """
 import contextlib, io, json, sys, traceback
+
+# One worker runs this module (make test: --dist loadgroup), so its module fixture is built once, not per worker.
+pytestmark = pytest.mark.xdist_group("test_api_examples")
 results = {}
 for name, code in json.loads(sys.stdin.read()).items():
     out = io.StringIO()

@@ -24,6 +24,9 @@ distributed = pytest.importorskip("distributed", reason="the `dask` extra is not
 
 from sp_ode.sweeps.sweep import MANIFEST, SweepClusterError, sweep  # noqa: E402
 
+# One worker runs this module (make test: --dist loadgroup), so its module fixture is built once, not per worker.
+pytestmark = pytest.mark.xdist_group("test_dask")
+
 TS = np.array([0.5, 1.0, 2.0])
 N = 96
 OPTS = dict(ts=TS, tol=1e-6, chunk_size=8, max_order=0, validate_fraction=0.0, progress_bar=False)

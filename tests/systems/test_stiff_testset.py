@@ -22,9 +22,18 @@ def _solve(name: str, backend: str, rtol: float = RTOL):
     return p, np.concatenate([traj.x[-1], traj.y[-1]]), traj
 
 
+class _Solves(dict):
+    """(problem, backend) -> _solve(...), each solved on first use: under pytest-xdist each worker solves
+    only the pairs its tests read, not all eight."""
+
+    def __missing__(self, key):
+        self[key] = _solve(*key)
+        return self[key]
+
+
 @pytest.fixture(scope="module")
 def results():
-    return {(name, backend): _solve(name, backend) for name in STIFF_PROBLEMS for backend in ("diffrax", "scipy")}
+    return _Solves()
 
 
 @pytest.mark.parametrize("backend", ["diffrax", "scipy"])

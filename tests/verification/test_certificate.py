@@ -12,6 +12,9 @@ from sp_ode.core.files import dumps
 from sp_ode.verification.certificate import DEFAULT_PS, GivenManifold, convergence_certificate
 from sp_ode.verification.rates import fit_rate
 
+# One worker runs this module (make test: --dist loadgroup), so its module fixture is built once, not per worker.
+pytestmark = pytest.mark.xdist_group("test_certificate")
+
 PS = (64, 128, 256, 512, 1024, 2048, 4096)
 
 
