@@ -7,11 +7,11 @@ import pytest
 
 from sp_ode.cli import main
 
-USER_Q = '''
-import numpy as np
-
 # One worker runs this module (make test: --dist loadgroup), so its module fixture is built once, not per worker.
 pytestmark = pytest.mark.xdist_group("test_fit_phi")
+
+USER_Q = '''
+import numpy as np
 
 def Q(y):
     """2-state switch a = e^{y0}, b = 1 + y1^2 (irreducible everywhere)."""

@@ -17,6 +17,9 @@ from pathlib import Path
 
 import pytest
 
+# One worker runs this module (make test: --dist loadgroup), so its module fixture is built once, not per worker.
+pytestmark = pytest.mark.xdist_group("test_api_examples")
+
 ROOT = Path(__file__).resolve().parents[2]
 API = ROOT / "docs" / "api"
 NOT_RUN = {"verification": "a minute of solves", "sweeps": "a minute of solves"}
@@ -34,8 +37,6 @@ EXPECT = {
 RUNNER = """
 import contextlib, io, json, sys, traceback
 
-# One worker runs this module (make test: --dist loadgroup), so its module fixture is built once, not per worker.
-pytestmark = pytest.mark.xdist_group("test_api_examples")
 results = {}
 for name, code in json.loads(sys.stdin.read()).items():
     out = io.StringIO()
