@@ -131,6 +131,8 @@ def test_flex_kernel_forward_equals_reference_and_refuses_cpu_backward():
     try:
         with torch.no_grad():
             out = window_attention(q, k, v, 16, kernel="flex")
+    except (TypeError, ValueError, NotImplementedError):
+        raise                     # our own refusals are failures here, never a reason to skip
     except Exception as exc:  # the compiled kernel needs a C++ toolchain; say which, do not pass silently
         pytest.skip(f"flex_attention could not compile on this machine: {type(exc).__name__}: {exc}")
     assert float((out - masked_window_attention(q, k, v, 16)).abs().max()) <= TOL
