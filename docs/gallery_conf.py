@@ -65,7 +65,9 @@ def figure_scraper(block, script, **kwargs) -> str:
                 path = next(script.run_vars.image_path_iterator)
                 shutil.copyfile(item, path)
                 paths.append(path)
-    return figure_md_or_html(paths, script) if paths else ""
+    # One single-image block per figure: mkdocs-gallery's several-image form (HLIST_HEADER) leaves
+    # a literal "%s" and raw list markup on the page (its template is never filled).
+    return "\n\n".join(figure_md_or_html([path], script) for path in paths)
 
 
 def reset_argv(script) -> list[str]:

@@ -13,6 +13,8 @@ reports, one line each (exit 1 when there is any):
 - Sphinx markup shown as typed: ``:class:``, ``:func:``, ``:data:``, ``:mod:``, ``:meth:``,
   ``:attr:`` roles, or double backticks (reST literals) in text or inline code;
 - a page that the navigation does not reach (every built page must be linked from the menu);
+- gallery image markup shown as typed: a literal ``%s`` or a ``{: .mkd-glr…}`` attribute list in
+  the text (mkdocs-gallery's several-image template, which it never fills);
 - a page that loads a script or a style sheet from another host (the site serves its own
   KaTeX, so it renders offline), or a KaTeX asset missing from the site.
 """
@@ -25,6 +27,7 @@ from pathlib import Path
 
 ROLES = re.compile(r":(class|func|data|mod|meth|attr|exc|obj):`")
 RAW_MATH = re.compile(r"\\\[|\\\(|\$\$")
+RAW_GALLERY = re.compile(r"%s|\{:\s*\.mkd-glr")
 BROKEN_TABLE = re.compile(r"<p>\s*\|")
 EXTERNAL_ASSET = re.compile(r"<(?:script[^>]*\ssrc|link[^>]*\shref)=\"(?:https?:)?//", re.I)
 KATEX_FILES = ("assets/katex/katex.min.js", "assets/katex/katex.min.css", "assets/javascripts/katex-render.js")
@@ -130,6 +133,8 @@ def check_site(site) -> list[str]:
                 problems.append(f"{rel}: raw LaTeX outside rendered math in {where}: {text.strip()[:80]!r}")
             if ROLES.search(text):
                 problems.append(f"{rel}: a Sphinx role shown as typed in {where}: {text.strip()[:80]!r}")
+            if not in_code and RAW_GALLERY.search(text):
+                problems.append(f"{rel}: gallery image markup shown as typed in {where}: {text.strip()[:80]!r}")
             if "``" in text:
                 problems.append(f"{rel}: double backticks shown as typed in {where}: {text.strip()[:80]!r}")
         url = _page_url(site, html)

@@ -112,9 +112,11 @@ def test_site_check_fires_on_each_problem(tmp_path):
                           '<link rel="stylesheet" href="https://example.org/font.css">')
     _page(tmp_path, "orphan", "<p>not linked from the menu</p>")
     _page(tmp_path, "nomath", '<div class="arithmatex">\\[x\\]</div>')
+    _page(tmp_path, "gallery", '<ul class="mkd-glr-horizontal"><p>%s</p><li>* ![a](b.png){: .mkd-glr-multi-img}</li></ul>')
     problems = "\n".join(check_site(tmp_path))
     for expected in ("a table did not render", "raw LaTeX", "Sphinx role", "double backticks", "another host",
-                     "orphan/: built, but not in the navigation", "does not load KaTeX"):
+                     "orphan/: built, but not in the navigation", "does not load KaTeX",
+                     "gallery image markup"):
         assert expected in problems, f"{expected!r} not reported:\n{problems}"
 
 
