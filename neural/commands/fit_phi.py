@@ -6,7 +6,8 @@ Q(y), evaluates on a held-out grid inside the domain and on points outside it
 and writes `report.json`, figures (`--format png|pdf|svg`, `--dpi`) and the fitted
 network (`phi/`: safetensors weights + config; `neural.load_phi`) under `--out`; a folder that already
 holds a fit (`report.json` or `phi/`) is refused before any work unless `--overwrite` (or `--resume`,
-which continues a sparse fit there).  Exit 1 when
+which continues a sparse fit there).  Without `--out` each run gets a fresh folder
+`out/fit-phi/DATE/TIME` (`out/fit-phi/latest` links the newest).  Exit 1 when
 training stopped on a non-finite loss or the certificate failed to bound the error.
 """
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sp_ode.cli.common import UsageError, default_out, refuse_existing
+from sp_ode.cli.common import UsageError, refuse_existing, run_folder
 
 HELP = "fit an MLP phi_theta(y) to p_st(y) and certify its error"
 
@@ -46,7 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads while training (default 1)")
     parser.add_argument("--device", default="cpu", help="cpu only: the fit is a small float64 problem")
     parser.add_argument("--out", default=None,
-                        help="output folder: report.json, figures and the fitted φ_θ in phi/ (default out/fit-phi)")
+                        help="output folder: report.json, figures and the fitted φ_θ in phi/ (default: a fresh out/fit-phi/DATE/TIME, linked as out/fit-phi/latest; "
+                             "--resume without --out continues the latest)")
     parser.add_argument("--overwrite", action="store_true", help="replace the fit already in --out")
     parser.add_argument("--format", default="png", help="figure format: png (default) | pdf | svg")
     parser.add_argument("--dpi", type=int, default=150, help="figure resolution in dots per inch (default 150)")
@@ -92,7 +94,7 @@ def run(args) -> int:
     check_choice("--format", args.format, FORMATS)
     if args.dpi <= 0:
         raise UsageError(f"`--dpi` must be a positive integer; got {args.dpi}.")
-    out = Path(args.out if args.out is not None else default_out("fit-phi"))
+    out = Path(args.out) if args.out is not None else run_folder("fit-phi", resume=args.resume)
     if out.exists() and not out.is_dir():
         raise UsageError(f"`--out` {str(out)!r} is a file; give a folder.")
     if not (args.overwrite or args.resume):  # before the fit: a second run never replaces the first one silently

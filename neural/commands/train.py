@@ -42,7 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--compile", action="store_true", help="torch.compile the model")
     parser.add_argument("--threads", type=int, default=None,
                         help="torch CPU threads (default torch's; 1 is often fastest for small models on a busy machine)")
-    parser.add_argument("--out", default=None, help="run directory (default out/train)")
+    parser.add_argument("--out", default=None, help="run directory (default: a fresh out/train/DATE/TIME, linked as "
+                        "out/train/latest; --resume without --out continues the latest)")
     parser.add_argument("--resume", action="store_true",
                         help="continue from OUT/checkpoint.pt (a larger --tokens extends a finished run)")
     parser.add_argument("--overwrite", action="store_true", help="replace the run already in OUT")
@@ -82,14 +83,14 @@ def run(args: argparse.Namespace) -> int:
 
     from neural.data import load_corpus, markov_corpus
     from neural.train import FIGURE_FORMATS, NATS_TO_BITS, check_run_folder, train
-    from sp_ode.cli.common import EXIT_FAILED, UsageError, default_out
+    from sp_ode.cli.common import EXIT_FAILED, UsageError, run_folder
     from sp_ode.core.files import dumps, write_json
     from sp_ode.core.validation import check_choice
 
     check_choice("--format", args.format, FIGURE_FORMATS)
     if args.dpi <= 0:
         raise UsageError(f"`--dpi` must be a positive integer; got {args.dpi}.")
-    args.out = args.out if args.out is not None else default_out("train")
+    args.out = args.out if args.out is not None else str(run_folder("train", resume=args.resume))
     model_config, train_config = configs_from_args(args)
     if args.threads is not None:
         if args.threads < 1:

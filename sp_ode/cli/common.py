@@ -1,6 +1,8 @@
 """What every `sp-ode` subcommand shares: the usage error, exit codes, the output folder convention."""
 from __future__ import annotations
 
+import os
+from datetime import datetime
 from pathlib import Path
 
 # sp_ode's own subcommands: name -> module.
@@ -32,8 +34,51 @@ class UsageError(Exception):
 
 
 def default_out(command: str) -> str:
-    """The one output convention: `out/<command>/` under the current directory."""
+    """`out/<command>/` under the current directory: the folder of a command that resumes by content (`sweep`)."""
     return str(Path("out") / command)
+
+
+LATEST = "latest"
+
+
+def run_folder(command: str, *, root: str | Path = "out", resume: bool = False) -> Path:
+    """A fresh folder for one run of `command`: `out/<command>/<YYYY-MM-DD>/<HH-MM-SS>`, and `latest` beside them.
+
+    The default output of every command that writes a result (as Hydra's `outputs/DATE/TIME`):
+    repeating a command never collides with an earlier run and never replaces it. A second
+    run in the same second gets `-2`, `-3`, … (the folder is created here, atomically, so two
+    processes never share one). `out/<command>/latest` is a symbolic link to the newest run
+    folder (replaced atomically). With `resume=True` the latest run folder is returned instead,
+    for `--resume` without `--out` (a UsageError when there is none). The clock only names the
+    folder; nothing computed depends on it.
+    """
+    base = Path(root) / command
+    link = base / LATEST
+    if resume:
+        if not link.exists():
+            raise UsageError(f"`--resume` without `--out` continues the latest run in {str(base)!r}, and there is "
+                             f"none; pass the run folder as `--out`.")
+        return link.resolve()
+    stamp = datetime.now()
+    day, second = stamp.strftime("%Y-%m-%d"), stamp.strftime("%H-%M-%S")
+    (base / day).mkdir(parents=True, exist_ok=True)
+    k = 1
+    while True:
+        folder = base / day / (second if k == 1 else f"{second}-{k}")
+        try:
+            folder.mkdir()
+            break
+        except FileExistsError:
+            k += 1
+    tmp = base / f".{LATEST}.{os.getpid()}"
+    try:
+        if tmp.is_symlink() or tmp.exists():
+            tmp.unlink()
+        tmp.symlink_to(folder.relative_to(base), target_is_directory=True)
+        os.replace(tmp, link)
+    except OSError:  # a file system without symbolic links: the run folder is still printed by the command
+        pass
+    return folder
 
 
 def refuse_existing(paths, *, what: str, flag: str = "--overwrite") -> None:

@@ -2,7 +2,8 @@
 
 Computes p_st(y) over a grid of y for the default generator family (cycle3,
 three states, y ∈ [−2, 2]), checks Qᵀp = 0 at every point, prints a short
-table and writes `report.json` and `p_st.png` under `--out`.  Then it runs
+table and writes `report.json` and `p_st.png` under `--out` (default: a fresh run folder
+`out/demo/DATE/TIME`, linked as `out/demo/latest`).  Then it runs
 `sp-ode verify` on the default fast–slow system (me3: a master equation over the
 same family): normal hyperbolicity on the visited region, the identity φ = p_st by
 independent methods (docs/theory.md §7.3) and the convergence certificate (§3.5), with
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sp_ode.cli.common import BUILTIN_HELP, UsageError
+from sp_ode.cli.common import BUILTIN_HELP, UsageError, run_folder
 from sp_ode.cli.verify import DEMO_SYSTEM
 from sp_ode.core.files import dumps, write_json
 from sp_ode.core.reporting import figures
@@ -32,7 +33,8 @@ HELP = BUILTIN_HELP["demo"]
 def add_arguments(parser) -> None:
     parser.add_argument("--family", default=None, help="generator family (default: cycle3)")
     parser.add_argument("--num", type=int, default=None, help="grid points in y, >= 2 (default 41; 9 with --smoke)")
-    parser.add_argument("--out", default="out/demo", help="output folder")
+    parser.add_argument("--out", default=None,
+                        help="output folder (default: a fresh out/demo/DATE/TIME, linked as out/demo/latest)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--smoke", action="store_true", help="tiny, fast version")
     parser.add_argument("--skip-verify", action="store_true",
@@ -72,7 +74,7 @@ def run(args) -> int:
     if args.num is not None and args.num < 2:  # checked under --smoke too: a given value is never ignored
         raise UsageError(f"`--num` must be >= 2 (grid points in y); got {args.num}.")
     num = args.num if args.num is not None else (9 if args.smoke else 41)
-    out = Path(args.out)
+    out = run_folder("demo") if args.out is None else Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     table = stationary_table(family, family.grid(num))
     figure = plot_stationary(table, out / "p_st.png")

@@ -12,9 +12,10 @@ JSON (format: `sp_ode.symbolic.io`).  The command
    (reported; they do not change the verdict, since a non-reversible chain is not an error).
 
 `--json` prints one object (`p`: the n entries as sympy-parsable strings, `passed`);
-`--out` writes `report.json` and `p_st.tex` into a folder (default `out/symbolic`),
-or one report when it ends in `.json` or `.tex`; an existing report is refused before any
-work unless `--overwrite`.  A claim right up to normalisation is reported as "proportional
+`--out` writes `report.json` and `p_st.tex` into a folder, or one report when it ends in
+`.json` or `.tex`; an existing report there is refused before any work unless `--overwrite`.
+Without `--out` each run writes into a fresh folder `out/symbolic/DATE/TIME`
+(`out/symbolic/latest` links the newest), so the same query can be repeated.  A claim right up to normalisation is reported as "proportional
 to p_st (normalisation c = …)".  `--timeout SECONDS` bounds the symbolic work (checked
 between steps, with a progress bar on stderr): past it the command stops with one line
 saying where (exit 3).  Exit 0 when the certificate (and the claim) hold, 1 when not, 2 for a
@@ -26,7 +27,7 @@ import sys
 import time
 from pathlib import Path
 
-from sp_ode.cli.common import BUILTIN_HELP, EXIT_FAILED, EXIT_OK, EXIT_RUNTIME, UsageError, default_out, refuse_existing
+from sp_ode.cli.common import BUILTIN_HELP, EXIT_FAILED, EXIT_OK, EXIT_RUNTIME, UsageError, refuse_existing, run_folder
 from sp_ode.core.files import atomic_write_bytes, dumps, write_json
 from sp_ode.symbolic.io import GeneratorFileError, read_claim, read_generator
 from sp_ode.symbolic.reversibility import detailed_balance, kolmogorov_criterion
@@ -44,7 +45,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--latex", action="store_true", help="print p_st as LaTeX (aligned, one denominator)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--out", default=None,
-                        help="folder for report.json and p_st.tex, or a .json/.tex file (default out/symbolic)")
+                        help="folder for report.json and p_st.tex, or a .json/.tex file "
+                             "(default: a fresh out/symbolic/DATE/TIME, linked as out/symbolic/latest)")
     parser.add_argument("--max-trees", type=int, default=None, metavar="N",
                         help="refuse generators with more than N spanning in-trees (default 250000)")
     parser.add_argument("--overwrite", action="store_true", help="replace an earlier report in --out")
@@ -53,8 +55,8 @@ def add_arguments(parser) -> None:
 
 
 def _out_target(out: str | None) -> tuple[Path | None, Path | None]:
-    """(json path, tex path) to write; either may be None."""
-    target = Path(out if out is not None else default_out("symbolic"))
+    """(json path, tex path) to write; either may be None. Without `--out`, a fresh run folder (`run_folder`)."""
+    target = Path(out) if out is not None else run_folder("symbolic")
     suffix = target.suffix.lower()
     if suffix in (".json", ".tex"):
         if target.is_dir():
@@ -69,7 +71,7 @@ def run(args) -> int:
     import sympy
 
 
-    json_path, tex_path = _out_target(args.out)
+    json_path, tex_path = _out_target(args.out) if args.out is not None else (None, None)
     if args.timeout is not None and not args.timeout > 0:
         raise UsageError(f"`--timeout` must be a positive number of seconds; got {args.timeout}.")
     try:
@@ -77,7 +79,9 @@ def run(args) -> int:
         claim = read_claim(args.claim, gen) if args.claim else None
     except GeneratorFileError as exc:
         raise UsageError(str(exc)) from None
-    if not args.overwrite:  # before any symbolic work
+    if args.out is None:  # the inputs are valid: a fresh run folder, never an earlier run's
+        json_path, tex_path = _out_target(None)
+    elif not args.overwrite:  # before any symbolic work
         refuse_existing([json_path, tex_path], what="a `sp-ode symbolic` report")
     labels = list(gen.states)
     deadline = None if args.timeout is None else time.perf_counter() + args.timeout

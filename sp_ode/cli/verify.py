@@ -5,7 +5,8 @@ independent methods, the ε-certificate; or, for a reaction network, its paths, 
 slopes — is `sp_ode.verification.report.verify` (docs/theory.md §3.5, §7.3, §7.7).  This
 module only turns `--system` (a catalogue name, `network:NAME` or `file.py:OBJECT`) into
 an object, prints the summary (`--json`: one JSON object), writes the figures and
-`report.json` under `--out` (refusing an earlier report without `--overwrite`) and
+`report.json` under `--out` (refusing an earlier report without `--overwrite`; without
+`--out`, into a fresh run folder `out/verify/DATE/TIME`, linked as `out/verify/latest`) and
 exits 0 when every check passed, 1 when one failed (the first line of the message names it).
 """
 from __future__ import annotations
@@ -14,7 +15,7 @@ import inspect
 import sys
 from pathlib import Path
 
-from sp_ode.cli.common import BUILTIN_HELP, UsageError
+from sp_ode.cli.common import BUILTIN_HELP, UsageError, run_folder
 from sp_ode.core.files import dumps, load_object
 from sp_ode.networks.models import NETWORK_MODELS, NetworkModel
 from sp_ode.networks.system import NetworkSystem
@@ -57,7 +58,8 @@ def add_arguments(parser) -> None:
                         help="time span (default: the system's)")
     parser.add_argument("--x0", type=float, nargs="+", default=None, help="initial fast state (default: the system's)")
     parser.add_argument("--y0", type=float, nargs="+", default=None, help="initial slow state (default: the system's)")
-    parser.add_argument("--out", default="out/verify", help="output folder (default out/verify)")
+    parser.add_argument("--out", default=None,
+                        help="output folder (default: a fresh out/verify/DATE/TIME, linked as out/verify/latest)")
     parser.add_argument("--overwrite", action="store_true", help="replace an earlier report in --out")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--smoke", action="store_true", help=f"tiny, fast version (P = {SMOKE_PS}, 9 grid points)")
@@ -144,7 +146,7 @@ def run(args) -> int:
         raise UsageError(f"`--num` must be >= 2; got {args.num}.")
     case = resolve_system(args.system, t_span=args.t_span, x0=args.x0, y0=args.y0,
                           overrides=parse_overrides(args.overrides), smoke=args.smoke)
-    out = Path(args.out)
+    out = run_folder("verify") if args.out is None else Path(args.out)
     if (out / "report.json").exists() and not args.overwrite:
         raise UsageError(f"`--out` {str(out)!r} already holds a verify report; choose another folder or pass "
                          "--overwrite.")

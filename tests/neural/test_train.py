@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -237,11 +238,17 @@ def test_fresh_run_into_an_existing_run_folder_is_refused(tmp_path, capsys):
     assert (tmp_path / "run" / "loss.svg").is_file() and not (tmp_path / "run" / "loss.png").exists()
 
 
-def test_default_out_is_out_train(tmp_path, monkeypatch, capsys):
+def test_default_out_is_a_fresh_run_folder_and_resume_continues_the_latest(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert cli_main(["train", *CLI_TINY, "--steps", "1"]) == 0
-    assert json.loads(capsys.readouterr().out)["out"] == "out/train"
-    assert (tmp_path / "out" / "train" / "checkpoint.pt").is_file()
+    first = Path(json.loads(capsys.readouterr().out)["out"])
+    assert first.parts[:2] == ("out", "train") and (tmp_path / first / "checkpoint.pt").is_file()
+    assert cli_main(["train", *CLI_TINY, "--steps", "1"]) == 0   # the same command again: a new folder
+    second = Path(json.loads(capsys.readouterr().out)["out"])
+    assert second != first and (tmp_path / first / "checkpoint.pt").is_file()
+    assert (tmp_path / "out" / "train" / "latest").resolve() == (tmp_path / second).resolve()
+    assert cli_main(["train", *CLI_TINY, "--steps", "2", "--resume"]) == 0   # continues out/train/latest
+    assert Path(json.loads(capsys.readouterr().out)["out"]).resolve() == (tmp_path / second).resolve()
 
 
 def _nan_at(monkeypatch, call: int):
