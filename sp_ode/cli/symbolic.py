@@ -115,7 +115,8 @@ def run(args) -> int:
     }
     passed = cert.passed
     if ccert is not None:
-        record["claim"] = {"file": str(args.claim), "p": [str(x) for x in claim], **ccert.to_dict()}
+        record["claim"] = {"file": str(args.claim), "p": [str(x) for x in claim], **ccert.to_dict(),
+                           "differs_at": _differing_entries(claim, nums, den, labels) if not ccert.passed else []}
         passed = passed and ccert.passed
     if args.reversibility:
 
@@ -142,6 +143,23 @@ def run(args) -> int:
     return EXIT_OK if passed else EXIT_FAILED
 
 
+def _differing_entries(claim, nums, den, labels: list[str]) -> list[dict]:
+    """The states where a false claim differs from the exact p_st just computed (claimed and exact values).
+
+    Compared exactly: claim_r − num_r/den is brought over one denominator (`sympy.cancel`), so an entry
+    is named only when it really differs, not when it is written another way.
+    """
+    import sympy
+
+    out = []
+    for r, (c, num) in enumerate(zip(claim, nums)):
+        exact = num / den
+        if sympy.cancel(sympy.together(c - exact)) != 0:
+            out.append({"state": labels[r], "claimed": str(c),
+                        "exact": str(sympy.factor(exact)) if len(str(den)) < 400 else f"({num})/({den})"})
+    return out
+
+
 def _with_labels(text: str, labels: list[str]) -> str:
     """State indices in a message, followed by their labels when the file named the states."""
     if labels == [str(k) for k in range(len(labels))]:
@@ -161,14 +179,20 @@ def _print(record: dict, result, labels: list[str], args) -> None:
         claim = record["claim"]
         verdict = "TRUE (Q^T p = 0, 1^T p = 1 exactly)" if claim["passed"] else claim["verdict"]
         print(f"claim {claim['file']}: {verdict}")
+        for item in claim.get("differs_at", []):
+            print(f"  differs from p_st at state {item['state']}: claimed {item['claimed']}, exact {item['exact']}")
         for item in claim["leftover"]:
             print(f"  {item['identity']} = {item['leftover']}")
     if "reversibility" in record:
         rev = record["reversibility"]
-        if labels != [str(k) for k in range(len(labels))]:
-            print(f"reversibility (states numbered {', '.join(f'{k} = {x}' for k, x in enumerate(labels))}):")
-        for key, name in (("detailed_balance", "detailed balance"), ("kolmogorov", "Kolmogorov cycles")):
+        numbered = (f" (states numbered {', '.join(f'{k} = {x}' for k, x in enumerate(labels))})"
+                    if labels != [str(k) for k in range(len(labels))] else "")
+        # a property of the chain, reported; not a check (a non-reversible chain is not an error)
+        print(f"reversible: {'yes' if rev['reversible'] else 'no'} (a property of the chain, not a check; "
+              f"it does not enter the verdict){numbered}")
+        for key, name in (("detailed_balance", "detailed balance"), ("kolmogorov", "Kolmogorov's cycle criterion")):
             part = rev[key]
-            status = "holds" if part["holds"] else f"fails: {'; '.join(part['violations'][:3])}"
-            print(f"{name}: {status} ({part['checked']} checked)")
-    print(f"verdict: {record['verdict'].upper()}")
+            status = "holds" if part["holds"] else f"does not hold: {'; '.join(part['violations'][:3])}"
+            print(f"  {name} {status} ({part['checked']} checked)")
+    checked = "p_st exact" + (" and the claim" if "claim" in record else "")
+    print(f"verdict ({checked}): {record['verdict'].upper()}")

@@ -67,7 +67,7 @@ def test_text_and_latex_write_the_denominator_once(enzyme, capsys, tmp_path):
     assert main(["symbolic", str(enzyme), "--out", str(tmp_path / "o")]) == 0
     text = capsys.readouterr().out
     assert text.count("/ D") == 3 and text.count("k1*k2*s + k1*k3*s + k2*k3 + k3*km1") == 1
-    assert "verdict: PASS" in text
+    assert "verdict (p_st exact): PASS" in text
     assert main(["symbolic", str(enzyme), "--latex", "--out", str(tmp_path / "p.tex")]) == 0
     latex = capsys.readouterr().out
     assert latex.count("{D}") == 3 and "\\begin{aligned}" in latex and "D &= " in latex
@@ -87,7 +87,10 @@ def test_false_claim_prints_its_leftover(enzyme, capsys, tmp_path):
     claim.write_text(f"E : {HAND[0] / D}\nES : k1*s/({D})\nEP = {HAND[2] / D}\n")
     assert main(["symbolic", str(enzyme), "--claim", str(claim), "--out", str(tmp_path / "o")]) == 1
     text = capsys.readouterr().out
-    assert "FALSE" in text and "verdict: FAIL" in text
+    assert "FALSE" in text and "verdict (p_st exact and the claim): FAIL" in text
+    # the one wrong entry is named, with its exact value; the two right ones are not
+    assert "differs from p_st at state ES: claimed" in text
+    assert "at state E:" not in text and "at state EP:" not in text
     # Leftover of row EP: k2 p_ES - k3 p_EP = k1 k2 s (1 - k3) / D, derived from the claim by hand.
     assert main(["symbolic", str(enzyme), "--claim", str(claim), "--json", "--out", str(tmp_path / "o2")]) == 1
     leftover = {x["identity"]: x["leftover"] for x in _json(capsys)["claim"]["leftover"]}
@@ -107,7 +110,10 @@ def test_reversibility_of_a_birth_death_chain(tmp_path, capsys):
 def test_enzyme_cycle_is_not_reversible(enzyme, capsys, tmp_path):
     assert main(["symbolic", str(enzyme), "--reversibility", "--out", str(tmp_path / "o")]) == 0
     text = capsys.readouterr().out
-    assert "detailed balance: fails" in text and "one-way edge" in text
+    # worded as a property that cannot be read as a failed check next to "verdict: PASS"
+    assert "reversible: no (a property of the chain, not a check" in text
+    assert "detailed balance does not hold" in text and "one-way edge" in text and "fails" not in text
+    assert "verdict (p_st exact): PASS" in text
 
 
 def test_matrix_format_with_star_diagonal(tmp_path, capsys):
