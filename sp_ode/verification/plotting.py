@@ -124,7 +124,8 @@ def plot_manifold(case, region, ident, report: dict, path: Path) -> Path:
         if phi.shape[1] <= 12:                          # one legend entry per state (colour)
             handles += [Line2D([], [], color=f"C{i % 10}", lw=2,
                                label=str(names[i]) if names is not None else f"state {i}") for i in range(phi.shape[1])]
-        axes[0].legend(handles=handles, fontsize=7, loc="best")
+        # outside the axes: inside, "best" still covered a curve whenever the states fill the panel
+        axes[0].legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
         axes[0].set_ylabel(r"$x = \varphi(y)$" + (" (one colour per state)" if phi.shape[1] > 1 else "")
                            + slice_note, fontsize=9)
         lo, hi = float(region.lower[0]), float(region.upper[0])

@@ -163,7 +163,8 @@ def _first_line(text: str) -> str:
 def format_report(report: dict) -> str:
     """The summary of a general or master-equation report (its `to_dict()` or report.json)."""
     checks, msgs = report["checks"], report["messages"]
-    lines = [f"sp-ode verify: {report['system']} — {report['description']}"]
+    desc = (report.get("description") or "").strip()
+    lines = [f"sp-ode verify: {report['system']}" + (f" — {desc}" if desc else "")]
     if report["failure"]:
         lines.insert(0, _first_line(report["failure"]))
     body = msgs["hyperbolicity"].removeprefix("normal hyperbolicity: ")

@@ -29,6 +29,9 @@ def test_verify_a_catalogue_system(name, kind, tmp_path):
     record = json.loads(report.to_json())
     assert record["checks"] == report.checks and abs(record["slope_corrected"] - 2.0) <= 0.15
     assert _lines_end_in_a_status(report.format()) and str(report) == report.format()
+    # a system without a description: the header ends with its name, not with a dangling dash
+    from sp_ode.verification.report import format_report
+    assert format_report({**record, "description": ""}).splitlines()[0] == f"sp-ode verify: {record['system']}"
     files = report.write(tmp_path)
     assert {p.rsplit("/", 1)[-1] for p in files} == {"manifold.png", "convergence.png", "report.json"}
     with pytest.raises(FileExistsError, match="overwrite=True"):
