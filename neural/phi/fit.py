@@ -50,7 +50,7 @@ from neural.phi.families import (
     sigma_min_on_complement,
     training_points,
 )
-from neural.phi.model import PhiMLP
+from neural.phi.model import FitSummary, PhiMLP
 from neural.phi.sparse import SparseFamily
 from neural.phi.surrogate import SurrogateFit, fit_surrogate
 from sp_ode.core.reporting import progress
@@ -276,8 +276,8 @@ def _check_match(model: PhiMLP, system: PhiSystem) -> None:
 
 # --- training --------------------------------------------------------------------------
 
-@dataclass
-class PhiFit:
+@dataclass(repr=False)
+class PhiFit(FitSummary):
     """The result of [`fit_phi`][neural.phi.fit.fit_phi].
 
     Attributes

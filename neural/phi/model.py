@@ -27,6 +27,7 @@ import math
 import numpy as np
 import torch
 
+from sp_ode.core.summary import Summarised, number, shape_of
 from sp_ode.core.validation import check_choice, check_finite_array, check_positive_int
 
 ACTIVATIONS = {"tanh": torch.nn.Tanh, "silu": torch.nn.SiLU, "gelu": torch.nn.GELU}
@@ -282,3 +283,32 @@ class PhiMLP(torch.nn.Module):
                 else:
                     out[i:i + chunk] = L.cpu().numpy()
         return out[0] if single else out
+
+
+class FitSummary(Summarised):
+    """`print(fit)`, `fit.summary()` and the notebook view of a φ_θ fit (`PhiFit`, `SurrogateFit`).
+
+    A few lines: the loss and its final value, the network's size, the times, the last held-out
+    error and certificate, and the history's size (never its numbers: `fit.history` has them).
+    """
+
+    def _summary_title(self) -> str:
+        return f"{type(self).__name__}: φ_θ fitted to p_st of {getattr(self.system, 'name', '?')} ({self.status})"
+
+    def _summary_rows(self) -> list[tuple[str, str]]:
+        hist = self.history or {}
+        steps = hist.get("step") or []
+        rows = [("loss", f"{self.loss}, final {number(self.final_loss)} after {steps[-1] if steps else 0} steps"),
+                ("model", f"{sum(p.numel() for p in self.model.parameters())} parameters"),
+                ("time", f"train {self.train_seconds:.1f} s, setup {self.setup_seconds:.1f} s")]
+        for key, label in (("max_abs_error", "held-out max |φ_θ − p_st|"),
+                           ("max_error_l1", "held-out max ‖φ_θ − p_st‖₁"),
+                           ("max_certificate", "held-out max certificate")):
+            if hist.get(key):
+                rows.append((label, number(hist[key][-1])))
+        if self.anchors:
+            rows.append(("anchors", f"{len(self.anchors)} exact solves"))
+        rows.append(("history", shape_of(hist)))
+        if self.message:
+            rows.append(("message", self.message))
+        return rows

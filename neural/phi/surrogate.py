@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from neural.phi.certificate import Anchor, CertifiedPrediction, certified_predict, certify, exact_solve, make_anchor
-from neural.phi.model import PhiMLP
+from neural.phi.model import FitSummary, PhiMLP
 from neural.phi.sparse import SparseFamily, design_points, residual_torch
 from sp_ode.core.files import atomic_write_bytes
 from sp_ode.core.reporting import progress
@@ -52,8 +52,8 @@ OPTIMIZERS = ("lbfgs", "adam")
 WEIGHTINGS = ("chi2", "l2")
 
 
-@dataclass
-class SurrogateFit:
+@dataclass(repr=False)
+class SurrogateFit(FitSummary):
     """The result of [`fit_surrogate`][neural.phi.surrogate.fit_surrogate] (the attributes of [`neural.PhiFit`][neural.phi.fit.PhiFit], plus the anchors).
 
     Attributes

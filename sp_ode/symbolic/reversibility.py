@@ -13,12 +13,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sp_ode.core.summary import Summarised, number
 from sp_ode.symbolic.generator import parse_generator
 from sp_ode.symbolic.stationary import MAX_TREES, symbolic_stationary
 
 
-@dataclass(frozen=True)
-class ReversibilityReport:
+@dataclass(frozen=True, repr=False)
+class ReversibilityReport(Summarised):
     """Result of an exact reversibility check.
 
     Attributes
@@ -40,6 +41,13 @@ class ReversibilityReport:
     violations: tuple[str, ...]
     checked: int
     seconds: float
+
+    def _summary_title(self) -> str:
+        return f"ReversibilityReport: {'reversible' if self.reversible else 'not reversible'} ({self.method})"
+
+    def _summary_rows(self) -> list[tuple[str, str]]:
+        rows = [("checked", f"{self.checked} identities"), ("seconds", number(self.seconds, 3))]
+        return rows + [("does not hold", v[:120]) for v in self.violations[:3]]
 
 
 def _names(states, n: int) -> list[str]:

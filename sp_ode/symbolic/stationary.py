@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 import sympy
 
+from sp_ode.core.summary import Summarised, number
 from sp_ode.core.validation import check_finite, check_finite_array, check_positive
 from sp_ode.markov.stationary import stationary_distribution
 from sp_ode.symbolic.generator import (
@@ -184,8 +185,8 @@ def _expr(x: Any) -> sympy.Expr:
     return sympy.Add(*terms)
 
 
-@dataclass(frozen=True)
-class StationaryCertificate:
+@dataclass(frozen=True, repr=False)
+class StationaryCertificate(Summarised):
     """The record of an exact stationarity check.
 
     Attributes
@@ -232,6 +233,17 @@ class StationaryCertificate:
             return f"proportional to p_st (normalisation c = {self.normalisation}): the claim divided by c is p_st"
         return "FALSE"
 
+    def _summary_title(self) -> str:
+        return f"StationaryCertificate: {self.verdict}"
+
+    def _summary_rows(self) -> list[tuple[str, str]]:
+        held = sum(1 for _, h in self.identities if h)
+        rows = [("identities", f"{held} of {len(self.identities)} hold exactly"),
+                ("p > 0", {True: "certified", None: "not decided", False: "not certified"}[self.positive]),
+                ("domain", self.domain), ("seconds", number(self.seconds, 3))]
+        rows += [(f"leftover {s}", str(e)[:120]) for s, e in self.leftover[:5]]
+        return rows
+
     def to_dict(self) -> dict:
         return {
             "passed": self.passed,
@@ -257,8 +269,8 @@ def _domain_name(K: Any) -> str:
     return str(K).replace(" with lex order", "")[:200]
 
 
-@dataclass(eq=False)
-class SymbolicStationary:
+@dataclass(eq=False, repr=False)
+class SymbolicStationary(Summarised):
     """p_st of a symbolic generator by the Markov chain tree theorem.
 
     Attributes
@@ -399,6 +411,16 @@ class SymbolicStationary:
             for r in range(self.n):
                 lines.append(f"p_{{{sub[r]}}} &= {sympy.latex(self.p[r])}")
         return "\\begin{aligned}\n" + " \\\\\n".join(lines) + "\n\\end{aligned}"
+
+    def _summary_title(self) -> str:
+        return f"SymbolicStationary: exact p_st of an {self.n}-state generator ({self.n_trees} spanning in-trees)"
+
+    def _summary_rows(self) -> list[tuple[str, str]]:
+        nums, den = self.common_form
+        rows = [(f"p[{r}]", f"({str(nums[r])[:100]}) / D") for r in range(min(self.n, 8))]
+        if self.n > 8:
+            rows.append(("…", f"{self.n - 8} more (`.text()` prints all)"))
+        return rows + [("D", str(den)[:160]), ("seconds", number(self.seconds, 3))]
 
     def text(self, labels: Sequence[str] | None = None) -> str:
         """Plain-text p_st with the common denominator written once (sympy-parsable pieces)."""

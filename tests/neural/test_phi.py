@@ -109,6 +109,11 @@ def test_kl_training_reduces_error_substantially():
     assert h["max_abs_error"][0] > 0.3
     assert h["max_abs_error"][-1] < h["max_abs_error"][0] / 50
     assert h["loss"][-1] < h["loss"][0] / 1e3
+    # print(fit) is a short summary (it dumped ~300 history numbers): the last held-out error, no history
+    text = repr(fit)
+    assert text == fit.summary() and len(text.splitlines()) <= 10 and "cycle3" in text
+    assert f"{h['max_abs_error'][-1]:.4g}" in text and "list of 41" in text
+    assert "<table>" in fit._repr_html_()
 
 
 def test_residual_loss_never_sees_p_st(monkeypatch):
