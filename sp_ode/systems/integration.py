@@ -36,6 +36,30 @@ STATUS_OK, STATUS_MAX_STEPS, STATUS_STEP_FAILURE, STATUS_OTHER, STATUS_VECTOR_FI
 # each restarted from the last state of the one before, until t1 or max_steps: memory
 # grows with the steps actually taken, never with the budget.
 STEP_CHUNK = 4096
+# A rung of the escalation ladder stops itself when even this many times the budget it has left is predicted
+# short of t1 (`predicted_steps`): climbing on would spend minutes to fail the same way.
+PREDICTION_MARGIN = 4.0
+# ... but never while its steps are growing: a last step this many times the interval's mean step (a solve
+# leaving its initial layer) says the rate so far overstates the cost of the rest.
+GROWING_STEPS = 10.0
+# ... and never from fewer steps than this (a few steps of a starting solver say nothing of its rate).
+MIN_CHECK_STEPS = 256
+
+
+def predicted_steps(t_mark: float, t_now: float, t1: float, steps: int, h_last: float) -> float:
+    """Steps a solve at `t_now` still needs to reach `t1`, from its last `steps` steps (taken since `t_mark`).
+
+    Optimistic: the smaller of the interval's rate, steps·(t1 − t_now)/(t_now − t_mark), and the
+    last step size kept for the rest, (t1 − t_now)/h_last. Both count work, never time, so the
+    decision is the same under any load. NaN when undefined (no progress, no step size) or while the
+    steps are growing (`GROWING_STEPS`).
+    """
+    covered, rest = t_now - t_mark, t1 - t_now
+    if not (covered > 0 and rest > 0 and steps > 0 and np.isfinite(h_last) and h_last > 0):
+        return float("nan")
+    if h_last > GROWING_STEPS * covered / steps:
+        return float("nan")
+    return float(min(steps * rest / covered, rest / h_last))
 
 _CACHE_SIZE = 64
 
@@ -438,7 +462,14 @@ def _scipy_functions(problem: Problem, args_static, static_key, z0: np.ndarray, 
     return fun, jac, time.perf_counter() - start
 
 
-def _scipy_one(fun, jac, z0, t0, t1, ts, rtol, atol, method, max_steps) -> dict:
+def _scipy_one(fun, jac, z0, t0, t1, ts, rtol, atol, method, max_steps, check_every: int = 0) -> dict:
+    """One scipy solve of at most `max_steps` steps.
+
+    With `check_every` > 0 (a rung of the escalation ladder above the first) it predicts, after every
+    `check_every` steps from the second interval on (the first repeats the failed attempt and may be an
+    initial layer), what the rest costs at the last interval's rate, and stops when even
+    `PREDICTION_MARGIN` times the budget left cannot reach t1 (`predicted_steps` in the result).
+    """
     import scipy.integrate
 
     solver_cls = getattr(scipy.integrate, method)
@@ -453,10 +484,19 @@ def _scipy_one(fun, jac, z0, t0, t1, ts, rtol, atol, method, max_steps) -> dict:
             next_i += 1
     status, message, steps = STATUS_OK, "", 0
     bad = None          # (t, z) where the vector field was found non-finite
+    t_mark, predicted = None, float("nan")
     while solver.status == "running":
         if steps >= max_steps:
             status, message = STATUS_MAX_STEPS, "The maximum number of solver steps was reached."
             break
+        if check_every >= MIN_CHECK_STEPS and steps and steps % check_every == 0:
+            if t_mark is not None:
+                need = predicted_steps(t_mark, float(solver.t), t1, check_every, float(solver.step_size or np.nan))
+                if need > PREDICTION_MARGIN * (max_steps - steps):
+                    status, predicted = STATUS_MAX_STEPS, need
+                    message = "Stopped: the steps left in the budget are predicted not to reach the end."
+                    break
+            t_mark = float(solver.t)
         try:  # an exception leaves solver.t, solver.y at the last accepted step
             msg = solver.step()
         except NonFiniteField as exc:
@@ -496,11 +536,11 @@ def _scipy_one(fun, jac, z0, t0, t1, ts, rtol, atol, method, max_steps) -> dict:
             "t_bad": t_bad, "z_bad": z_bad,
             "status": status, "solver_message": message,
             "num_steps": steps, "nfev": int(solver.nfev), "njev": int(solver.njev),
-            "nlu": int(getattr(solver, "nlu", 0))}
+            "nlu": int(getattr(solver, "nlu", 0)), "predicted_steps": predicted}
 
 
 def solve_scipy(problem: Problem, z0, t0, t1, ts, *, eps, args, rtol, atol, method, max_steps,
-                batched: bool = False, batch_args: bool = False, split=None) -> dict:
+                batched: bool = False, batch_args: bool = False, split=None, check_every: int = 0) -> dict:
     """Integrate with a scipy OdeSolver (Radau/BDF/LSODA) and the JAX Jacobian; loops over a batch.
 
     `split`, when given, is `split_args(args)` already computed by the caller.
@@ -527,7 +567,7 @@ def solve_scipy(problem: Problem, z0, t0, t1, ts, *, eps, args, rtol, atol, meth
             return out
 
         jac = lambda t, z: np.asarray(jac_c(np.float64(t), z, dyn))
-        return _scipy_one(fun, jac, zi, float(t0), float(t1), ts_np, rtol, atol, method, max_steps)
+        return _scipy_one(fun, jac, zi, float(t0), float(t1), ts_np, rtol, atol, method, max_steps, check_every)
 
     start = time.perf_counter()
     if not batched:

@@ -257,10 +257,12 @@ def prepare_batch(x0, y0, args, batch_args: bool) -> tuple[np.ndarray, np.ndarra
     return np.ascontiguousarray(x0), np.ascontiguousarray(y0), B
 
 
-def failure_message(status, t_end, t0, t1, solver_message, max_steps, cause: str | None = None) -> str:
+def failure_message(status, t_end, t0, t1, solver_message, max_steps, cause: str | None = None,
+                    predicted: tuple[float, int] | None = None) -> str:
     """An actionable message for the first failed solve (empty when all succeeded).
 
-    `cause`, when a diagnosis found one (`diagnosis.diagnose`), replaces the generic advice.
+    `cause`, when a diagnosis found one (`diagnosis.diagnose`), replaces the generic advice;
+    `predicted` = (steps still needed, steps taken, the checking interval) when a rung stopped itself.
     """
     status = np.atleast_1d(np.asarray(status))
     bad = np.flatnonzero(status != 0)
@@ -271,6 +273,11 @@ def failure_message(status, t_end, t0, t1, solver_message, max_steps, cause: str
     where = f"at t={te:.6g} of [{t0:g}, {t1:g}]"
     if cause is not None:
         text = f"solve stopped {where}: {cause}"
+    elif status[i] == integration.STATUS_MAX_STEPS and predicted is not None:
+        text = (f"stopped {where} after {predicted[1]} steps: at the rate of its last {predicted[2]} steps the "
+                f"rest needs about {predicted[0]:.2g} more, over {integration.PREDICTION_MARGIN:g}x the budget "
+                "left on the escalation ladder, so the ladder was not climbed further; raise max_steps above that, "
+                "loosen rtol/atol or shorten t_span.")
     elif status[i] == integration.STATUS_MAX_STEPS:
         text = f"max_steps ({max_steps}) reached {where}; raise max_steps or loosen rtol/atol."
     elif status[i] == integration.STATUS_STEP_FAILURE:
@@ -417,8 +424,9 @@ def run_engines(problem: integration.Problem, z0, t0: float, t1: float, ts, *, e
                   batched=batched, batch_args=batch_args, split=(args_now, split[1], split[2]))
         if b == "diffrax":   # a larger budget continues with the program compiled for the first one
             out = integration.solve_diffrax(problem, z_now, t0, t1, ts, chunk=options.max_steps, **kw)
-        else:
-            out = integration.solve_scipy(problem, z_now, t0, t1, ts, **kw)
+        else:   # a rung above the first checks, every first-attempt budget, whether it can still finish
+            out = integration.solve_scipy(problem, z_now, t0, t1, ts, check_every=options.max_steps if k else 0,
+                                          **kw)
         raw = out if raw is None else (_merge_lanes(raw, out, lanes) if lanes is not None else _carry_stats(out, raw))
         status = np.atleast_1d(np.asarray(raw["status"]))
         failing = np.flatnonzero(np.isin(status, ESCALATE_ON))
@@ -436,6 +444,8 @@ def run_engines(problem: integration.Problem, z0, t0: float, t1: float, ts, *, e
         stalled = reached is not None and t_first - reached <= 1e-9 * (t1 - t0)
         if stalled:
             break              # the retry got no further: a singularity, not a budget or a method
+        if np.isfinite(np.atleast_1d(raw.get("predicted_steps", np.nan))[first]):
+            break              # the rung itself predicted it cannot finish: so can no later one (integration)
         budget_only = status[first] == integration.STATUS_MAX_STEPS
         nxt = k + 1 if budget_only else next((i for i in range(k + 1, len(rungs)) if rungs[i][:2] != (b, m)),
                                               len(rungs))
@@ -617,8 +627,12 @@ def finish(raw: dict, m: int, t0: float, t1: float, max_steps: int, throw: bool,
             status_arr[i] = integration.STATUS_VECTOR_FIELD
     raw["status"] = status_arr if batched else status_arr.reshape(np.shape(raw["status"]))
     status = raw["status"] if batched else int(status_arr[0])
+    need = np.atleast_1d(raw.get("predicted_steps", np.nan))
+    bad_i = np.flatnonzero(np.atleast_1d(status_arr) != 0)
+    predicted = ((float(need[bad_i[0]]), int(np.atleast_1d(raw["num_steps"])[bad_i[0]]), int(max_steps))
+                 if bad_i.size and need.size > bad_i[0] and np.isfinite(need[bad_i[0]]) else None)
     message = failure_message(raw["status"], raw["t_end"], t0, t1, raw["solver_message"],
-                              raw.pop("budget", max_steps), cause)
+                              raw.pop("budget", max_steps), cause, predicted)
     backend, method = raw.pop("backend"), raw.pop("method")
     if message and raw.get("escalations"):
         steps = " → ".join([raw["escalations"][0]["from"]] + [f"{e['to']} ({e['budget']} steps)"

@@ -86,6 +86,28 @@ def test_a_diffrax_budget_is_extended_with_the_same_compiled_program():
     np.testing.assert_allclose(grown.y, ref.y, rtol=0, atol=1e-9)
 
 
+def test_a_hopeless_budget_stops_climbing_and_says_what_it_would_need():
+    # van der Pol to t = 1e9: relaxation oscillations of period ≈ 1.6 need ~1e12 steps; the ladder (8x the
+    # budget, then Radau) used to spend minutes to fail the same way. The 8x rung stops after its second
+    # interval of 2000 steps (the prediction counts steps, not time) and Radau is not tried.
+    e = sp_ode.get_system("vanderpol")
+    traj = sp_ode.simulate(e.system, (0.0, 1e9), e.x0, e.y0, throw=False, max_steps=2000)
+    assert traj.status == 1 and [x["to"] for x in traj.stats["escalations"]] == ["scipy/LSODA"]
+    assert traj.stats["num_steps"] == 4000 and traj.stats["predicted_steps"] > 4 * (8 - 2) * 2000
+    assert "the ladder was not climbed further" in traj.message and "more, over 4x" in traj.message
+
+
+def test_the_step_prediction_is_optimistic_and_steps_out_of_the_way_of_growing_steps():
+    from sp_ode.systems.integration import predicted_steps
+    # 100 steps over [0, 1], last step 0.01: 900 more to reach t = 10 by either estimate
+    assert predicted_steps(0.0, 1.0, 10.0, 100, 0.01) == pytest.approx(900.0)
+    # the smaller of the two estimates: a last step of 0.09 (< 10x the mean 0.01) predicts only 100
+    assert predicted_steps(0.0, 1.0, 10.0, 100, 0.09) == pytest.approx(100.0)
+    # steps growing (a solve leaving its initial layer): no prediction, so no stop
+    assert np.isnan(predicted_steps(0.0, 1.0, 10.0, 100, 0.5))
+    assert np.isnan(predicted_steps(1.0, 1.0, 10.0, 100, 0.01))          # no progress: nothing to extrapolate
+
+
 def test_a_singularity_is_not_escalated_forever():
     # y(0) = -1 blows up at t ≈ 1 (the reduced flow y' = -y²): the ladder stops when a retry gets no further
     e = sp_ode.get_system("toy", eps=1e-2)
