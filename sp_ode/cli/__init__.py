@@ -12,7 +12,6 @@ print one line `sp-ode CMD: error: …`; `--debug` adds the traceback.
 from __future__ import annotations
 
 import argparse
-import difflib
 import importlib
 import os
 import sys
@@ -22,6 +21,7 @@ from sp_ode import __version__
 from sp_ode.cli.common import BUILTIN, BUILTIN_HELP, EXIT_FAILED, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, UsageError
 from sp_ode.core.cache import use_compilation_cache
 from sp_ode.core.cpu_pool import pin_to_one_core
+from sp_ode.core.validation import did_you_mean
 
 ONE_CORE_COMMANDS = frozenset({"sweep"})  # commands run pinned to one core by program()
 
@@ -48,9 +48,9 @@ class _Parser(argparse.ArgumentParser):
         if message.startswith("unrecognized arguments:"):
             flags = [opt for action in self._actions for opt in action.option_strings]
             for word in message.split(":", 1)[1].split():
-                close = difflib.get_close_matches(word.split("=")[0], flags, n=1, cutoff=0.6)
+                close = did_you_mean(word.split("=")[0], flags)
                 if close:
-                    hint = f" (did you mean {close[0]}?)"
+                    hint = f" (did you mean {close}?)"
                     break
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}{hint}\n")
@@ -120,8 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     chosen = next((a for a in argv if a in table), None)
     if chosen is None and positional and not any(a in ("-h", "--help", "--version") for a in argv):
         word = positional[0]
-        close = difflib.get_close_matches(word, list(table), n=1, cutoff=0.5)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        close = did_you_mean(word, table, cutoff=0.5)
+        hint = f" (did you mean {close!r}?)" if close else ""
         print(f"sp-ode: error: unknown command {word!r}{hint}; commands: {', '.join(table)}", file=sys.stderr)
         return EXIT_USAGE
     parser = build_parser(only=chosen or "")

@@ -10,10 +10,11 @@ takes.
 """
 from __future__ import annotations
 
-import difflib
 import inspect
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Generic, TypeVar
+
+from sp_ode.core.validation import hint
 
 __all__ = ["Catalogue"]
 
@@ -60,9 +61,8 @@ class Catalogue(Mapping, Generic[T]):
 
     # --- the lookup ---
     def _unknown(self, name) -> str:
-        close = difflib.get_close_matches(name, list(self._entries), n=1, cutoff=0.6) if isinstance(name, str) else []
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        return f"`{self.arg}` must be one of {tuple(self._entries)} ({self.kind} catalogue); got {name!r}{hint}."
+        return (f"`{self.arg}` must be one of {tuple(self._entries)} ({self.kind} catalogue); got {name!r}"
+                f"{hint(name, self._entries)}.")
 
     def check(self, name) -> str:
         """`name` if it is in the catalogue; else ValueError listing the valid names."""

@@ -19,11 +19,40 @@ def _seen(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def did_you_mean(word: Any, choices: Iterable[str], *, cutoff: float = 0.6) -> str | None:
+    """The valid name a mistyped `word` most likely meant, or None.
+
+    Case first: a choice equal to `word` but for case ('GP' for 'Gp') wins outright, since such
+    names are usually distinct on purpose only when both exist. Otherwise the closest by
+    `difflib` similarity of the lower-cased names (so 'kpp' finds 'kp', 'Gpp' finds 'GP'), at
+    least `cutoff`. The one home of every "did you mean" in sp_ode.
+    """
+    import difflib
+
+    if not isinstance(word, str):
+        return None
+    choices = [c for c in dict.fromkeys(choices) if isinstance(c, str) and c != word]
+    same_but_case = [c for c in choices if c.lower() == word.lower()]
+    if len(same_but_case) == 1:
+        return same_but_case[0]
+    lowered: dict[str, str] = {}
+    for c in choices:
+        lowered.setdefault(c.lower(), c)
+    close = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=cutoff)
+    return lowered[close[0]] if close else None
+
+
+def hint(word: Any, choices: Iterable[str], *, cutoff: float = 0.6) -> str:
+    """`" (did you mean 'X'?)"` for `did_you_mean`, or the empty string."""
+    close = did_you_mean(word, choices, cutoff=cutoff)
+    return f" (did you mean {close!r}?)" if close is not None else ""
+
+
 def check_choice(name: str, value: Any, choices: Iterable[str]) -> str:
-    """`value` must be one of `choices` (strings)."""
+    """`value` must be one of `choices` (strings); a typo is answered with the closest choice."""
     choices = tuple(choices)
     if not isinstance(value, str) or value not in choices:
-        raise ValueError(f"`{name}` must be one of {choices}; got {_seen(value)}.")
+        raise ValueError(f"`{name}` must be one of {choices}; got {_seen(value)}{hint(value, choices)}.")
     return value
 
 

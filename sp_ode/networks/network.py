@@ -37,6 +37,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sp_ode.core.memory import check_memory
+from sp_ode.core.validation import did_you_mean, hint
 from sp_ode.markov.generator import check_generator
 from sp_ode.networks._rates import NetworkSyntaxError, Reaction, parse_rate, parse_reactions
 from sp_ode.networks.state_space import StateSpace, TruncationReport, enumerate_states
@@ -214,8 +215,8 @@ class ReactionNetwork:
                 what = "species" if unknown[0][:1].isupper() else "name"
                 raise UnknownSymbolError(
                     f"reaction {r.name!r} ({r}): unknown {what} {unknown[0]!r} in the rate — not a species "
-                    f"{self.species}, a parameter {tuple(self.parameters)} or a slow variable {self.slow}.",
-                    reaction=r.name, species=unknown[0])
+                    f"{self.species}, a parameter {tuple(self.parameters)} or a slow variable {self.slow}"
+                    f"{hint(unknown[0], known)}.", reaction=r.name, species=unknown[0])
             rate = rate.subs({s: self.symbols[str(s)] for s in rate.free_symbols})
             if r.mass_action:
                 for s, c in r.reactants:
@@ -265,15 +266,16 @@ class ReactionNetwork:
 
         Species declared in `species` that no reaction names are not reported (they were asked for).
         """
-        import difflib
-
         out = []
         seen = self._appearances()
         for s, where in seen.items():
             if len(where) == 1:
                 r = self.reactions[where[0]]
-                close = difflib.get_close_matches(s, [x for x in self.species if x != s], n=1, cutoff=0.6)
-                hint = f" — did you mean {close[0]!r}?" if close else ""
+                close = did_you_mean(s, self.species)
+                only_made = s not in dict(r.reactants)
+                if only_made and close is None:
+                    continue      # a final product (C -> E + P): made once and never used is no typo
+                hint = f" — did you mean {close!r}?" if close else ""
                 out.append(f"species {s!r} appears in only one reaction, {r.name!r} ({r}){hint} A species that "
                            "no other reaction makes or uses is often a misspelt name.")
         for j, s in enumerate(self.species):

@@ -215,6 +215,32 @@ def test_misspelt_species_is_warned_about_naming_the_reaction():
         ReactionNetwork(GENE, parameters=GENE_PARAMS, slow=["y"])
 
 
+def test_a_final_product_is_not_a_typo_but_a_case_slip_is_named():
+    # the textbook Michaelis–Menten network: P is made once and never used, which is what a product is
+    mm = "S + E -> C, kf; C -> S + E, kb; C -> E + P, kcat"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ReactionNetwork(mm, parameters={"kf": 1.0, "kb": 1.0, "kcat": 1.0})
+    # a product misspelt by case (Gp for GP) is still caught, and the suggestion is GP, not P or G
+    slip = "0 -> G, k; G -> 0, g; G -> G + GP, k; GP -> 0, g; G -> G + Gp, k"
+    with pytest.warns(NetworkWarning, match=r"'Gp' appears in only one reaction.*did you mean 'GP'\?"):
+        ReactionNetwork(slip, parameters={"k": 1.0, "g": 1.0})
+
+
+def test_a_misspelt_parameter_gets_a_suggestion():
+    from sp_ode.networks.network import UnknownSymbolError
+    with pytest.raises(UnknownSymbolError, match=r"unknown name 'kpp'.*did you mean 'kp'\?"):
+        ReactionNetwork("0 -> A, kpp; A -> 0, g", parameters={"kp": 1.0, "g": 1.0})
+
+
+def test_did_you_mean_is_case_aware():
+    from sp_ode.core.validation import did_you_mean
+    assert did_you_mean("Gp", ["P", "G", "GP"]) == "GP"          # before: difflib offered 'P' and 'G'
+    assert did_you_mean("kpp", ["kp", "g"]) == "kp"
+    assert did_you_mean("xyz", ["kp", "g"]) is None               # nothing close: no guess
+    assert did_you_mean("kp", ["kp"]) is None                     # a valid name is not a typo
+
+
 def test_species_only_consumed_or_only_produced_is_warned_about():
     with pytest.warns(NetworkWarning, match=r"'M' is produced \(by 'R1'\) but consumed by no reaction"):
         ReactionNetwork("0 -> M, k; M -> M + P, k; P -> 0, g", parameters={"k": 1.0, "g": 1.0})
