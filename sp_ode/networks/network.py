@@ -319,9 +319,15 @@ class ReactionNetwork:
             lines.append("  state space: give bounds=, total= or initial= (summary(...) or state_space(...)) to "
                          "size the projection")
         else:
-            space = self.state_space(bounds, total=total, initial=initial)
-            lines.append(f"  state space: {space.n} states (the projection of bounds={dict(bounds or {})}, "
-                         f"total={total}, initial={dict(initial) if initial else None})")
+            try:
+                space = self.state_space(bounds, total=total, initial=initial)
+            except NetworkError as exc:   # a summary says what to pass instead of raising (its docstring's promise)
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                lines.append(f"  state space: not sized by what was given ({first}); give bounds= for the species "
+                             "the conservation laws leave unbounded")
+            else:
+                lines.append(f"  state space: {space.n} states (the projection of bounds={dict(bounds or {})}, "
+                             f"total={total}, initial={dict(initial) if initial else None})")
         warns = self.typo_warnings()
         if warns:
             lines.append("  possible typos:")

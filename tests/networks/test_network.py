@@ -258,3 +258,6 @@ def test_summary_lists_species_reactions_laws_and_size():
     assert "state space: 62 states" in text and "R3: G_on -> G_on + M, k_m" in text
     assert "give bounds=" in net.summary() and "possible typos" not in text
     assert len(text.splitlines()) <= 20                                   # one screen
+    # initial= alone cannot bound M (no conservation law holds it): the summary says what to pass, no raise
+    unbounded = net.summary(initial={"G_off": 1})
+    assert "state space: not sized by what was given" in unbounded and "give bounds=" in unbounded
