@@ -11,12 +11,14 @@ exits 0 when every check passed, 1 when one failed (the first line of the messag
 """
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import sys
 from pathlib import Path
 
 from sp_ode.cli.common import BUILTIN_HELP, UsageError, run_folder
 from sp_ode.core.files import dumps, load_object
+from sp_ode.core.validation import hint
 from sp_ode.networks.models import NETWORK_MODELS, NetworkModel
 from sp_ode.networks.system import NetworkSystem
 from sp_ode.systems.catalogue import SYSTEMS, get_system
@@ -46,7 +48,8 @@ def add_arguments(parser) -> None:
                              "OBJECT a system, a catalogue entry, a NetworkSystem or a NetworkModel (or a "
                              f"zero-argument factory of one) (default: {DEMO_SYSTEM})")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="catalogue parameter, e.g. --set I=0.5 for fitzhugh_nagumo (repeatable)")
+                        help="a parameter, e.g. --set I=0.5 for fitzhugh_nagumo (repeatable): of a catalogue system, a "
+                             "user file's factory function, or a user system's eps, P or dict args")
     parser.add_argument("--Ps", type=int, nargs="+", default=None, metavar="P",
                         help="block sizes P (ε = 1/P) for the certificate, at least 4 (default 4 8 ... 4096; "
                              "network models: at least 5, default ε = 10^-1.5 ... 10^-3.5)")
@@ -107,11 +110,11 @@ def system_object(spec, *, overrides=None, smoke: bool = False):
         text = f"catalogue network {key}" + (f" ({', '.join(f'{k}={v}' for k, v in kwargs.items())})" if kwargs else "")
         return NETWORK_MODELS[key](**kwargs), text
     if ":" in spec or spec.endswith(".py"):
-        if overrides:
-            raise UsageError("`--set` applies to catalogue systems; pass parameters inside your file instead.")
         obj = load_object(spec, name="--system")
         if callable(obj) and not isinstance(obj, (FastSlowSystem, NetworkModel)) and not hasattr(obj, "system"):
-            obj = obj()
+            obj = _call_factory(spec, obj, overrides or {})
+        elif overrides:
+            obj = _with_overrides(spec, obj, overrides)
         if not isinstance(obj, (FastSlowSystem, NetworkModel, NetworkSystem)) and \
                 not isinstance(getattr(obj, "system", None), FastSlowSystem):
             raise TypeError(f"`--system` {spec!r} must name a FastSlowSystem, a catalogue entry, a NetworkSystem or "
@@ -121,6 +124,39 @@ def system_object(spec, *, overrides=None, smoke: bool = False):
         return get_system(spec, **(overrides or {})), None
     raise UsageError(f"`--system` must be one of {tuple(SYSTEMS)}, network:NAME (NAME one of "
                      f"{tuple(NETWORK_MODELS)}) or path/to/file.py:OBJECT; got {spec!r}.")
+
+
+def _call_factory(spec: str, factory, overrides: dict):
+    """A user's factory called with the `--set` values as keyword arguments (those it takes)."""
+    if overrides:
+        params = inspect.signature(factory).parameters
+        takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+        for key in overrides:
+            if key not in params and not takes_any:
+                raise UsageError(f"`--set {key}`: {spec} takes {tuple(params)}{hint(key, params)}.")
+    return factory(**overrides)
+
+
+def _with_overrides(spec: str, obj, overrides: dict):
+    """`--set` on a user's system object: `eps`/`P`, or keys of its dict `args` (a catalogue entry's system too)."""
+    system = obj if isinstance(obj, FastSlowSystem) else getattr(obj, "system", None)
+    if not isinstance(system, FastSlowSystem):
+        raise UsageError(f"`--set` applies to a FastSlowSystem's args, eps or P, or to a factory function's "
+                         f"parameters; {spec} is a {type(obj).__name__}: pass the values inside the file instead.")
+    args = dict(system.args) if isinstance(system.args, dict) else None
+    for key, value in overrides.items():
+        if key == "eps":
+            system = system.with_eps(value)
+        elif key == "P":
+            system = system.with_P(int(value))
+        elif args is not None and key in args:
+            args[key] = value
+        else:
+            known = ("eps", "P", *(args or {}))
+            raise UsageError(f"`--set {key}`: not a parameter of {spec}; it takes {known}{hint(key, known)}.")
+    if args is not None:
+        system = system.with_args(args)
+    return system if isinstance(obj, FastSlowSystem) else dataclasses.replace(obj, system=system)
 
 
 def resolve_system(spec, *, t_span=None, x0=None, y0=None, overrides=None, smoke: bool = False):

@@ -186,3 +186,24 @@ def test_negative_num_is_a_usage_error(tmp_path, capsys):
     # `--num 0` under --smoke: the smoke grid used to replace it silently
     assert main(["verify", "--smoke", "--num", "0", "--out", str(tmp_path / "v")]) == 2
     assert "`--num` must be >= 2; got 0" in capsys.readouterr().err and not (tmp_path / "v").exists()
+
+
+def test_set_applies_to_a_users_file(tmp_path):
+    # `--set` was refused for user model files; it sets a system's dict args, eps or P, or a factory's keywords
+    from sp_ode.cli.common import UsageError
+    from sp_ode.cli.verify import system_object
+
+    path = tmp_path / "model.py"
+    path.write_text("import sp_ode\n"
+                    "def f(t, x, y, args):\n    return -x + args['a'] * y**2\n"
+                    "def g(t, x, y, args):\n    return -x\n"
+                    "system = sp_ode.FastSlowSystem(f, g, eps=1e-2, args={'a': 1.0}, m=1, d=1)\n"
+                    "def factory(a=1.0):\n    return sp_ode.FastSlowSystem(f, g, eps=1e-2, args={'a': a}, m=1, d=1)\n")
+    obj, _ = system_object(f"{path}:system", overrides={"a": 2.0, "eps": 1e-3})
+    assert obj.args == {"a": 2.0} and obj.eps == 1e-3
+    obj, _ = system_object(f"{path}:factory", overrides={"a": 3.0})
+    assert obj.args == {"a": 3.0}
+    with pytest.raises(UsageError, match=r"`--set aa`: not a parameter .* \(did you mean 'a'\?\)"):
+        system_object(f"{path}:system", overrides={"aa": 1.0})
+    with pytest.raises(UsageError, match=r"`--set b`: .*takes \('a',\)"):
+        system_object(f"{path}:factory", overrides={"b": 1.0})
