@@ -14,7 +14,9 @@ generator is accepted with its rounding in the error bound, docs/theory.md §7.1
 numbers computed *in the user's own code* stay float32 unless made inside
 `with sp_ode.float64():`.  A JAX callable that sp_ode hands back to the user (e.g.
 `SlowManifold.jax_fn()`, `neural.PhiMLP.jax_fn()`) computes in float64 when called
-through sp_ode (`simulate_reduced(phi=...)`) or inside that block.
+through sp_ode (`simulate_reduced(phi=...)`) or inside that block.  What a user's f or g
+closes over in float32 is found in its traced program (`float32_leaves`) and named by a
+`Float32Warning` at the first solve: such a constant keeps about 7 digits whatever the tolerance.
 """
 from __future__ import annotations
 
@@ -81,3 +83,65 @@ def float64_callable(fn: F) -> F:
             return fn(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
+
+
+class Float32Warning(UserWarning):
+    """A user's function closes over float32 values, which limit a float64 solve to about 7 digits."""
+
+
+def _float32_looking(value) -> bool:
+    """A float64 literal that is exactly a float32 with a short float32 repr but a long float64 one.
+
+    That is how `np.float32(0.2)` reaches a trace: as 0.20000000298023224, which no one types.
+    """
+    import numpy as np
+
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return False
+    if not np.isfinite(v) or v == 0.0 or float(np.float32(v)) != v:
+        return False
+    return len(repr(np.float32(v)).strip("np.float32()")) + 4 < len(repr(v))
+
+
+def float32_leaves(fn: Callable, *example) -> list[str]:
+    """The float32 values `fn` closes over, one phrase each (empty when there are none).
+
+    `fn` is traced once (`jax.make_jaxpr`, inside `float64`) on `example` (arrays or
+    `jax.ShapeDtypeStruct`s); its program lists what it closes over: float32 (or smaller)
+    constants — a `jnp.array(0.1)` made at module level in a process without float64 —, and
+    float64 literals that are float32 roundings (`np.float32(0.2)` shows as 0.20000000298023224).
+    Each keeps about 7 significant digits (relative rounding 2^-24 ≈ 6e-8), whatever the solver's
+    tolerance. Sub-programs (jit, cond, scan) are searched too.
+    """
+    import jax
+    import numpy as np
+
+    with float64():
+        closed = jax.make_jaxpr(fn)(*example)
+    found: list[str] = []
+
+    def const(c) -> None:
+        dtype = getattr(c, "dtype", None)
+        if dtype is not None and np.issubdtype(dtype, np.floating) and np.dtype(dtype).itemsize < 8:
+            arr = np.asarray(c)
+            shown = f"{arr.item():.7g}" if arr.size == 1 else f"shape {arr.shape}"
+            found.append(f"a {np.dtype(dtype).name} constant ({shown})")
+
+    def walk(jaxpr, consts) -> None:
+        for c in consts:
+            const(c)
+        for eqn in jaxpr.eqns:
+            for v in eqn.invars:
+                if type(v).__name__ == "Literal" and _float32_looking(getattr(v, "val", None)):
+                    found.append(f"the float32-rounded literal {float(v.val)!r} (float32 {np.float32(v.val)!r})")
+            for p in eqn.params.values():
+                for sub in (p if isinstance(p, (tuple, list)) else (p,)):
+                    if hasattr(sub, "jaxpr") and hasattr(sub, "consts"):   # a ClosedJaxpr
+                        walk(sub.jaxpr, sub.consts)
+                    elif hasattr(sub, "eqns"):                              # a Jaxpr
+                        walk(sub, ())
+
+    walk(closed.jaxpr, closed.consts)
+    return list(dict.fromkeys(found))

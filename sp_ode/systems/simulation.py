@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -42,7 +43,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sp_ode.core.precision import in_float64
+from sp_ode.core.precision import Float32Warning, float32_leaves, in_float64
 from sp_ode.core.validation import check_finite_array
 from sp_ode.markov.generator import check_generator
 from sp_ode.systems import diagnosis, integration
@@ -310,10 +311,29 @@ def _checked_shapes(system: FastSlowSystem, x0, y0, args, batch_args: bool, batc
         return found
     probe_args = jax.tree_util.tree_map(lambda a: np.asarray(a)[0], args) if batch_args else args
     found = system.check_shapes(x0[0] if batched else x0, y0[0] if batched else y0, probe_args, t0)
+    _warn_float32_leaves(system, found, probe_args)
     _shapes_ok[key] = found
     if len(_shapes_ok) > 256:
         _shapes_ok.popitem(last=False)
     return found
+
+
+def _warn_float32_leaves(system: FastSlowSystem, md: tuple[int, int], args) -> None:
+    """Warn, at the first solve of a system, when f or g closes over float32 values (`float32_leaves`)."""
+    m, d = md
+    xs, ys = jax.ShapeDtypeStruct((m,), jnp.float64), jax.ShapeDtypeStruct((d,), jnp.float64)
+    ts = jax.ShapeDtypeStruct((), jnp.float64)
+    for name, fn in (("f", system.f), ("g", system.g)):
+        try:
+            leaves = float32_leaves(lambda t, x, y, fn=fn: fn(t, x, y, args), ts, xs, ys)
+        except Exception:  # noqa: BLE001 - the shape check passed; a trace this one cannot make is not the user's error
+            continue
+        if leaves:
+            warnings.warn(f"`{name}` of system {system.name!r} closes over {', '.join(leaves[:3])}"
+                          f"{' and more' if len(leaves) > 3 else ''}: computed in float32, each keeps about 7 digits "
+                          "(relative rounding 6e-8) whatever rtol, so a solve asked for rtol < 1e-7 cannot reach it. "
+                          "Make them float64 (a Python float, np.float64, or create them inside "
+                          "`with sp_ode.float64():`).", Float32Warning, stacklevel=4)
 
 
 def fast_slow_problem(system: FastSlowSystem, m: int) -> integration.Problem:

@@ -183,3 +183,32 @@ def test_a_rate_turning_negative_mid_path_names_t_y_and_the_rate():
         assert traj.stats["t_end"] == pytest.approx(1.0, abs=1e-3)   # y(t) = t reaches 1 at t = 1
     ok = simulate(system, (0.0, 0.9), np.ones(3) / 3, [0.0], backend="diffrax")   # negative control
     assert ok.success
+
+
+K32 = jnp.array(0.1)      # strong float32, made at import in the user's (float32) process
+
+
+def _f_k32(t, x, y, args):
+    return -(1 + K32) * x + y      # 1 + K is computed in float32, then meets the float64 x
+
+
+def _g_lin(t, x, y, args):
+    return -x
+
+
+def test_a_float32_constant_closed_over_is_named_at_the_first_solve():
+    # the newcomer's trap: y(2) came back 7e-9 off at rtol 1e-11, without a word
+    from sp_ode.core.precision import Float32Warning, float32_leaves
+
+    leaky = FastSlowSystem(_f_k32, _g_lin, eps=1e-3, m=1, d=1, name="leaky")
+    with pytest.warns(Float32Warning, match=r"`f` of system 'leaky' closes over a float32 constant \(0\.1\)"):
+        simulate(leaky, (0.0, 0.1), [0.0], [1.0], rtol=1e-11, atol=1e-13)
+    # a float32 scalar of NumPy reaches the trace as a float32-rounded float64 literal: named too
+    assert float32_leaves(lambda x: x * np.float32(0.2), np.ones(1))[0].startswith("the float32-rounded literal")
+    # negative control: the same model with a Python float is quiet (and so is a float64 array)
+    clean = FastSlowSystem(lambda t, x, y, args: -(1 + 0.1) * x + y, _g_lin, eps=1e-3, m=1, d=1, name="clean")
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", Float32Warning)
+        simulate(clean, (0.0, 0.1), [0.0], [1.0], rtol=1e-11, atol=1e-13)
+    assert float32_leaves(lambda x: x * np.float64(0.2) + jnp.asarray(W64), np.ones(4)) == []
