@@ -19,6 +19,7 @@ from .core.memory import (
     MemoryBudgetError as MemoryBudgetError,
 )
 from .core.precision import (
+    Float32Warning as Float32Warning,
     float64 as float64,
 )
 from .manifolds.critical_manifold import (
