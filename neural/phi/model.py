@@ -308,6 +308,9 @@ class FitSummary(Summarised):
                 rows.append((label, number(hist[key][-1])))
         if self.anchors:
             rows.append(("anchors", f"{len(self.anchors)} exact solves"))
+        use = (self.config or {}).get("usefulness")
+        if use:
+            rows.append(("beats the exact solve", ("yes: " if use["useful"] else "no: ") + use["text"]))
         rows.append(("history", shape_of(hist)))
         if self.message:
             rows.append(("message", self.message))

@@ -26,6 +26,7 @@ from __future__ import annotations
 import io
 import math
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -321,13 +322,7 @@ def _fit(family, loss, weighting, width, depth, activation, head, rank, n_train,
         history["loss_kl"].append(kl)
         history["loss"].append(res + kl_weight * kl)
         if monitor:
-            q = model.predict(np.stack([a.y for a in monitor]))
-            errs, certs = [], []
-            for a, qa in zip(monitor, q):
-                errs.append(float(np.abs(qa - a.p).sum()))
-                Q = family.Q(a.y)
-                certs.append(min([certify(Q, qa, b)["certificate"] for b in _nearest(anchors, a.z, 3)],
-                                 default=math.inf))
+            errs, certs = _monitor_errors(model, family, monitor, anchors)
             history["max_error_l1"].append(max(errs))
             history["max_certificate"].append(max(certs))
         return res, kl
@@ -386,8 +381,69 @@ def _fit(family, loss, weighting, width, depth, activation, head, rank, n_train,
               "anchor_seconds": float(sum(a.seconds for a in anchors)),
               "monitor_seconds": float(sum(a.seconds for a in monitor))}
     model = model.cpu().eval()
+    usefulness = _usefulness(model, family, monitor, anchors, history)
+    if usefulness is not None:
+        config["usefulness"] = usefulness
+        if not usefulness["useful"]:
+            message = f"{message}; {usefulness['text']}"
+            warnings.warn(f"φ_θ on {family.name!r}: {usefulness['text']}", UselessSurrogateWarning, stacklevel=3)
     return SurrogateFit(model, family, loss, history["loss"][-1], history, status, message, train_seconds,
                         setup_seconds, config, anchors, monitor)
+
+
+class UselessSurrogateWarning(UserWarning):
+    """A fitted φ_θ cannot be certified to `USEFUL_TOL` on held-out points: the exact solve would be used instead."""
+
+
+USEFUL_TOL = 1e-3   # certified_predict's default tolerance: below it a point is answered without a solve
+USEFUL_FRACTION = 0.5   # a surrogate certified at fewer held-out points than this saves less than half the solves
+
+
+def _monitor_errors(model, family, monitor: list[Anchor], anchors: list[Anchor]) -> tuple[list, list]:
+    """True ℓ1 errors and anchored certificates of φ_θ at the held-out monitor points."""
+    q = model.predict(np.stack([a.y for a in monitor]))
+    errs, certs = [], []
+    for a, qa in zip(monitor, q):
+        errs.append(float(np.abs(qa - a.p).sum()))
+        Q = family.Q(a.y)
+        certs.append(min([certify(Q, qa, b)["certificate"] for b in _nearest(anchors, a.z, 3)], default=math.inf))
+    return errs, certs
+
+
+def _usefulness(model, family, monitor: list[Anchor], anchors: list[Anchor], history: dict) -> dict | None:
+    """Whether φ_θ beats the exact solve: the share of held-out points its certificate answers at `USEFUL_TOL`.
+
+    Below `USEFUL_FRACTION` the fit is reported as useless, plainly, with the training it would need:
+    the learning curve max-certificate(step) ∝ step^b fitted over its second half (log–log least
+    squares) and extrapolated to `USEFUL_TOL`; when it no longer falls (b > −0.05), the text says that
+    more steps will not help (a wider network, more training points or anchors). None without monitor points.
+    """
+    if not monitor:
+        return None
+    errs, certs = _monitor_errors(model, family, monitor, anchors)
+    certified = int(sum(c <= USEFUL_TOL for c in certs))
+    frac = certified / len(certs)
+    steps = np.asarray(history["step"], dtype=float)
+    curve = np.asarray(history["max_certificate"], dtype=float)
+    keep = (steps > 0) & np.isfinite(curve) & (curve > 0)
+    steps, curve = steps[keep], curve[keep]
+    steps, curve = steps[len(steps) // 2:], curve[len(curve) // 2:]
+    needed = None
+    slope = float(np.polyfit(np.log(steps), np.log(curve), 1)[0]) if len(steps) >= 3 else float("nan")
+    if np.isfinite(slope) and slope < -0.05 and curve[-1] > USEFUL_TOL:
+        needed = float(steps[-1] * (USEFUL_TOL / curve[-1]) ** (1.0 / slope))
+    useful = frac >= USEFUL_FRACTION
+    text = (f"φ_θ is certified to {USEFUL_TOL:g} at {certified} of {len(certs)} held-out points "
+            f"(max ‖φ_θ − p_st‖₁ = {max(errs):.3g})")
+    if not useful:
+        text += (", so it cannot beat the exact solve: `certified_predict` would solve exactly at most points; "
+                 + (f"the learning curve (certificate ∝ step^{slope:.2f}) reaches {USEFUL_TOL:g} after about "
+                    f"{needed:.2g} steps" if needed is not None else
+                    "its learning curve has stopped falling, so more steps will not help: use a wider network, "
+                    "more training points or more anchors"))
+    return {"useful": useful, "tol": USEFUL_TOL, "certified": certified, "held_out": len(certs),
+            "max_error_l1": float(max(errs)), "max_certificate": float(max(certs)), "slope": slope,
+            "steps_needed": needed, "text": text}
 
 
 def _nearest(anchors: list[Anchor], z: np.ndarray, count: int) -> list[Anchor]:

@@ -255,3 +255,26 @@ def test_factored_head_grid_path_equals_the_gather_path():
     net = sp_ode.ReactionNetwork("0 -> A, y; A -> 0, 1; 0 -> B, 1; B -> 0, 1", slow=["y"])
     J = net.state_space({"A": 4, "B": 4}, total=5)
     assert not PhiMLP(1, J.n, head="factored", coords=J.states)._grid
+
+
+def test_a_surrogate_that_cannot_beat_the_exact_solve_says_so(monkeypatch):
+    # a newcomer's defaults on a network returned φ_θ off by 1.9 in ℓ1, certified nowhere, without a word
+    import neural.phi.surrogate as surrogate
+
+    fam = _two_species(N=6)
+    with pytest.warns(surrogate.UselessSurrogateWarning, match="cannot beat the exact solve"):
+        fit = surrogate.fit_surrogate(fam, steps=4, width=4, n_train=16, n_anchors=2, n_monitor=4)
+    use = fit.config["usefulness"]
+    assert not use["useful"] and use["certified"] < 2 and use["held_out"] == 4
+    assert "cannot beat the exact solve" in fit.message and "held-out points" in fit.message
+    # the verdict follows the certificates: all four held-out points certified -> useful, nothing said
+    monkeypatch.setattr(surrogate, "_monitor_errors", lambda *a: ([1e-5] * 4, [1e-4] * 4))
+    history = {"step": [0, 1, 2, 3, 4], "max_certificate": [1.0, 0.1, 0.01, 1e-3, 1e-4]}
+    good = surrogate._usefulness(None, fam, fit.monitor, fit.anchors, history)
+    assert good["useful"] and good["certified"] == 4 and good["steps_needed"] is None
+    # a falling learning curve ∝ step^-1 at 1e-1 after 10 steps reaches 1e-3 after ~1000 steps
+    monkeypatch.setattr(surrogate, "_monitor_errors", lambda *a: ([0.5] * 4, [0.1] * 4))
+    steps = np.arange(1, 11, dtype=float)
+    bad = surrogate._usefulness(None, fam, fit.monitor, fit.anchors,
+                                {"step": list(steps), "max_certificate": list(1.0 / steps)})
+    assert not bad["useful"] and bad["steps_needed"] == pytest.approx(1000.0, rel=1e-6)
