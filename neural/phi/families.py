@@ -16,7 +16,7 @@ is sharper than T4's and, unlike A^#, needs no p_st to compute.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -44,6 +44,8 @@ class PhiSystem:
         Number of states and dimension of y.
     lower, upper : ndarray (d,)
         The training domain.
+    states : tuple of n str, optional
+        The states' names (a MasterEquationSystem's `states=`), used in figures and tables.
     """
 
     name: str
@@ -52,6 +54,11 @@ class PhiSystem:
     d: int
     lower: np.ndarray
     upper: np.ndarray
+    states: tuple[str, ...] | None = None
+
+    def state_name(self, i: int) -> str:
+        """The name of state `i`: its label when the system named its states, else the index."""
+        return str(i) if self.states is None else str(self.states[i])
 
     def grid(self, per_axis: int, *, pad: float = 0.0) -> np.ndarray:
         """A tensor grid of `per_axis**d` points (N, d) over D widened by `pad`·(upper − lower) per side."""
@@ -233,10 +240,13 @@ def _from_system(system, domain, d: int | None, spec: str | None = None) -> PhiS
     if d is not None and system.d is not None and d != system.d:
         raise ValueError(f"`d` = {d} does not match system {system.name!r}, which has d = {system.d}.")
     if isinstance(system.Q_of_y, GeneratorFamily):
-        return _from_family(system.name, system.Q_of_y, domain, d)
-    # system.Q evaluates Q_of_y in float64 on a JAX array of shape (d,); a PhiSystem's Q returns NumPy
-    return _from_callable(system.name, lambda y, _s=system: np.asarray(_s.Q(y), dtype=np.float64), domain,
-                          system.d if system.d is not None else d)
+        found = _from_family(system.name, system.Q_of_y, domain, d)
+    else:   # system.Q evaluates Q_of_y in float64 on a JAX array of shape (d,); a PhiSystem's Q returns NumPy
+        found = _from_callable(system.name, lambda y, _s=system: np.asarray(_s.Q(y), dtype=np.float64), domain,
+                               system.d if system.d is not None else d)
+    states = getattr(system, "states", None)
+    return replace(found, states=tuple(states)) if states is not None and isinstance(found, PhiSystem) \
+        else found
 
 
 def _from_callable(name: str, fn: Callable, domain, d: int | None) -> PhiSystem:

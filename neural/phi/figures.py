@@ -31,6 +31,12 @@ def _merge(held, extra):
     return ys[order], cat
 
 
+def _state(system, i: int) -> str | None:
+    """State `i`'s name when the system named its states (None: label by index)."""
+    states = getattr(system, "states", None)
+    return None if states is None else str(states[i])
+
+
 def _shade_domain(ax, fit):
     lo, hi = fit.system.lower[0], fit.system.upper[0]
     ax.axvspan(lo, hi, color="0.92", zorder=0, label="training domain")
@@ -45,7 +51,9 @@ def plot_components(fit, held, extra, path: Path, plt, dpi: int = 150) -> Path:
         fig, ax = plt.subplots(figsize=(7, 4))
         _shade_domain(ax, fit)
         for i in range(n):
-            line, = ax.plot(ys, P[:, i], lw=1.5, label=f"$p_{{st,{i}}}$" if n <= 10 else None)
+            name = _state(fit.system, i)
+            line, = ax.plot(ys, P[:, i], lw=1.5, label=(name if name is not None else f"$p_{{st,{i}}}$") if n <= 10
+                            else None)
             ax.plot(ys, F[:, i], "--", color=line.get_color(), lw=1.2)
         ax.plot([], [], "k-", label="$p_{st}(y)$")
         ax.plot([], [], "k--", label=r"$\varphi_\theta(y)$")
@@ -62,7 +70,8 @@ def plot_components(fit, held, extra, path: Path, plt, dpi: int = 150) -> Path:
                 ax = axes[row, i]
                 im = ax.imshow(arr[:, i].reshape(m, m).T, origin="lower", extent=extent, aspect="auto",
                                vmin=held.p_st[:, i].min(), vmax=held.p_st[:, i].max())
-                ax.set_title(f"${label}$ component {i}", fontsize=9)
+                name = _state(fit.system, i)
+                ax.set_title(f"${label}$ " + (f"of {name}" if name is not None else f"component {i}"), fontsize=9)
                 ax.set_xlabel("$y_0$")
                 ax.set_ylabel("$y_1$")
                 fig.colorbar(im, ax=ax, fraction=0.046)

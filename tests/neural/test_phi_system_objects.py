@@ -111,3 +111,25 @@ def test_cli_fit_phi_with_a_system_object(tmp_path, capsys):
     assert main(["fit-phi", "--smoke", "--steps", "1", "--system", f"{f}:FHN", "--domain", "-1", "1",
                  "--out", str(tmp_path / "o2")]) == 2
     assert "has no generator" in capsys.readouterr().err
+
+
+def test_named_states_reach_the_fit_phi_figure(monkeypatch, tmp_path):
+    # fit-phi's figure labelled the states p_st,0 … p_st,4 although the system had `states=`
+    from matplotlib.figure import Figure
+
+    from neural.phi.figures import plot_components
+    from neural.phi.fit import evaluate_phi, fit_phi
+    from sp_ode.core.reporting import figures
+
+    system = sp_ode.MasterEquationSystem(_switch_Q, _switch_g, eps=0.01, d=1, name="switch", states=["closed", "open"])
+    ps = resolve_system(system, [-1.0, 1.0])
+    assert ps.states == ("closed", "open") and ps.state_name(1) == "open"
+    assert resolve_system(sp_ode.get_system("me3")).states is None        # unnamed: indices, as before
+    fit = fit_phi(ps, loss="kl", steps=2, n_train=8, monitor=False)
+    held = evaluate_phi(fit.model, ps, ps.grid(5))
+    seen = []
+    monkeypatch.setattr(Figure, "savefig", lambda fig, *a, **k: seen.extend(
+        t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()))
+    plot_components(fit, held, evaluate_phi(fit.model, ps, np.zeros((0, 1)), extrapolation=True),
+                    tmp_path / "c.png", figures())
+    assert {"closed", "open"} <= set(seen) and not any("st,0" in s for s in seen)
