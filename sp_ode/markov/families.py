@@ -54,6 +54,8 @@ class GeneratorFamily:
         The box domain D = [lower, upper] ⊂ ℝᵈ, each shape (d,).
     description
         One line for tables and reports.
+    states : tuple of n str, optional
+        The states' names (tables and figures use them instead of indices).
     """
 
     name: str
@@ -64,6 +66,7 @@ class GeneratorFamily:
     upper: tuple[float, ...]
     description: str = ""
     closed_form: Callable | None = field(default=None, compare=False)
+    states: tuple[str, ...] | None = field(default=None, compare=False)
 
     def __call__(self, y):
         """Q(y), shape (n, n); `y` has shape (d,) (a scalar is accepted when d = 1)."""
