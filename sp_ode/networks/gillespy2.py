@@ -148,12 +148,12 @@ def from_gillespy2(model, *, slow: Sequence[str] = (), parameters: Mapping[str, 
 
     >>> import gillespy2, sp_ode
     >>> model = gillespy2.Model(name="dimer", volume=300)
-    >>> model.add_parameter([gillespy2.Parameter(name="k", expression=0.6),
-    ...                      gillespy2.Parameter(name="kd", expression=1.0)])
-    >>> model.add_species([gillespy2.Species(name="A", initial_value=30),
-    ...                    gillespy2.Species(name="B", initial_value=0)])
-    >>> model.add_reaction([gillespy2.Reaction(name="dim", reactants={"A": 2}, products={"B": 1}, rate="k"),
-    ...                     gillespy2.Reaction(name="split", reactants={"B": 1}, products={"A": 2}, rate="kd")])
+    >>> _ = model.add_parameter([gillespy2.Parameter(name="k", expression=0.6),
+    ...                          gillespy2.Parameter(name="kd", expression=1.0)])
+    >>> _ = model.add_species([gillespy2.Species(name="A", initial_value=30),
+    ...                        gillespy2.Species(name="B", initial_value=0)])
+    >>> _ = model.add_reaction([gillespy2.Reaction(name="dim", reactants={"A": 2}, products={"B": 1}, rate="k"),
+    ...                         gillespy2.Reaction(name="split", reactants={"B": 1}, products={"A": 2}, rate="kd")])
     >>> net, initial = sp_ode.from_gillespy2(model)
     >>> initial
     {'A': 30, 'B': 0}

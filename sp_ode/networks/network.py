@@ -166,6 +166,24 @@ class ReactionNetwork:
     TypeError, ValueError
         Non-numeric or non-finite parameter values; a name used both as a species and
         a parameter or slow variable.
+
+    Examples
+    --------
+    A birth–death process, its propensities in counts and its stationary mean:
+
+    >>> import sp_ode
+    >>> net = sp_ode.ReactionNetwork("make: 0 -> M, k; decay: M -> 0, g", parameters={"k": 10.0, "g": 1.0})
+    >>> net.propensities([[3]])[:, 0]           # k, and g·M at M = 3
+    array([10.,  3.])
+    >>> space = net.state_space({"M": 60})      # the projection M ∈ {0, …, 60}
+    >>> p = sp_ode.stationary_distribution(net.generator(space))
+    >>> round(float(p @ space.states[:, 0]), 9) # Poisson(k/g): E[M] = 10
+    10.0
+
+    Mass action counts distinct reactant pairs (Gillespie 1977): `2 A -> B, c` has propensity c·A(A−1)/2.
+
+    >>> sp_ode.ReactionNetwork("2 A -> B, c; B -> 2 A, d", parameters={"c": 1.0, "d": 1.0}).propensities([[4, 0]])[0]
+    array([6.])
     """
 
     def __init__(self, reactions, *, parameters: Mapping | None = None, slow: Sequence[str] = (),

@@ -140,6 +140,29 @@ def from_sbml(source: str | Path, *, slow: Sequence[str] = (), parameters: Mappi
         SBML read errors, a reaction without kinetic law or with bad stoichiometry (named),
         a species in concentration units in a compartment of size ≠ 1 (named), a slow
         variable that is not a parameter of the model, a `parameters` key that is not one.
+
+    Warns
+    -----
+    NetworkWarning
+        Species declared as concentrations with initial amounts whose kinetic laws look written in
+        counts (GillesPy2's export): read by the SBML rules as count/V, another model when V ≠ 1.
+
+    Examples
+    --------
+    A birth–death model as SBML text (here written by Antimony; a file path works the same):
+
+    >>> import antimony, sp_ode
+    >>> _ = antimony.loadAntimonyString("model bd\\n birth: -> M; k\\n death: M -> ; g*M\\n"
+    ...                                 " k = 10; g = 1; M = 0\\nend")
+    >>> net, initial = sp_ode.from_sbml(antimony.getSBMLString("bd"))
+    >>> initial
+    {'M': 0}
+    >>> [str(r) for r in net.reactions]          # each kinetic law is the whole propensity (`=>`)
+    ['birth: 0 => M, k', 'death: M => 0, g * M']
+    >>> space = net.state_space({"M": 60})
+    >>> p = sp_ode.stationary_distribution(net.generator(space))
+    >>> round(float(p @ space.states[:, 0]), 9)  # Poisson(k/g): E[M] = 10
+    10.0
     """
     libsbml = _libsbml()
     text = str(source)
