@@ -109,6 +109,7 @@ def test_concentration_species_are_count_over_volume_in_the_laws():
     np.testing.assert_allclose(np.diag(Q, -1), np.arange(1, 6) / 2.0)
 
 
+@pytest.mark.filterwarnings("ignore:visit_Num is deprecated:DeprecationWarning")   # inside GillesPy2 1.8.3
 def test_gillespy2_export_pattern_is_warned_about_naming_species_and_volume(tmp_path):
     # GillesPy2 exports species as concentrations with initial amounts and writes its laws in counts
     # (k·A·(A−1)/vol): read by the SBML rules at volume 300 that is another model, so it must not pass silently
