@@ -73,6 +73,9 @@ from .markov.stationary import (
     stationary_jax as stationary_jax,
     stationary_residual as stationary_residual,
 )
+from .networks.gillespy2 import (
+    from_gillespy2 as from_gillespy2,
+)
 from .networks.models import (
     NETWORK_MODELS as NETWORK_MODELS,
     get_network_model as get_network_model,

@@ -44,12 +44,17 @@ from sp_ode.networks.state_space import StateSpace, TruncationReport, enumerate_
 
 __all__ = ["ReactionNetwork", "Reaction", "parse_rate", "NetworkError", "NetworkSyntaxError",
            "UnknownSymbolError", "NegativeCountError", "PropensityError", "TruncationError",
-           "UnusedSlowVariableError", "NetworkWarning", "StateLabels"]
+           "UnusedSlowVariableError", "NetworkWarning", "StateLabels", "DEFAULT_CONVENTION"]
 
 # States decoded before the conservation / total filter: a bound on enumeration *time*
 # (memory is estimated separately, sp_ode.networks.state_space).
 _MAX_BOX = 2 * 10**9
 _MAX_DENSE_JAX = 4096      # the JAX generator is dense: n² float64
+
+
+#: The propensity convention of the reaction grammar (`sp_ode.networks._rates`), printed by `summary()`.
+DEFAULT_CONVENTION = ("sp_ode's: `->` is stochastic mass action a = c·Π_s C(x_s, ν_s) (Gillespie 1977: "
+                      "`2 A -> B, c` has a = c·A·(A-1)/2), `=>` takes the rate as the whole propensity")
 
 
 class NetworkError(ValueError):
@@ -145,6 +150,10 @@ class ReactionNetwork:
         Named quantities that are functions of the counts, not states of the chain (an SBML
         species set by an assignment rule, a boundary species' constant amount); read with
         [`observable`][sp_ode.networks.network.ReactionNetwork.observable].
+    convention : str, optional
+        The propensity convention the reactions were written in, as one sentence for
+        [`summary`][sp_ode.networks.network.ReactionNetwork.summary] (default: sp_ode's own, `DEFAULT_CONVENTION`;
+        [`sp_ode.from_gillespy2`][sp_ode.networks.gillespy2.from_gillespy2] names GillesPy2's).
 
     Raises
     ------
@@ -158,10 +167,29 @@ class ReactionNetwork:
     TypeError, ValueError
         Non-numeric or non-finite parameter values; a name used both as a species and
         a parameter or slow variable.
+
+    Examples
+    --------
+    A birth–death process, its propensities in counts and its stationary mean:
+
+    >>> import sp_ode
+    >>> net = sp_ode.ReactionNetwork("make: 0 -> M, k; decay: M -> 0, g", parameters={"k": 10.0, "g": 1.0})
+    >>> net.propensities([[3]])[:, 0]           # k, and g·M at M = 3
+    array([10.,  3.])
+    >>> space = net.state_space({"M": 60})      # the projection M ∈ {0, …, 60}
+    >>> p = sp_ode.stationary_distribution(net.generator(space))
+    >>> round(float(p @ space.states[:, 0]), 9) # Poisson(k/g): E[M] = 10
+    10.0
+
+    Mass action counts distinct reactant pairs (Gillespie 1977): `2 A -> B, c` has propensity c·A(A−1)/2.
+
+    >>> sp_ode.ReactionNetwork("2 A -> B, c; B -> 2 A, d", parameters={"c": 1.0, "d": 1.0}).propensities([[4, 0]])[0]
+    array([6.])
     """
 
     def __init__(self, reactions, *, parameters: Mapping | None = None, slow: Sequence[str] = (),
-                 species: Sequence[str] | None = None, name: str | None = None, observables: Mapping | None = None):
+                 species: Sequence[str] | None = None, name: str | None = None, observables: Mapping | None = None,
+                 convention: str | None = None):
         import sympy
 
         rxns = parse_reactions(reactions) if isinstance(reactions, str) else list(reactions)
@@ -192,6 +220,9 @@ class ReactionNetwork:
         for clash in set(self.parameters) & set(self.slow):
             raise ValueError(f"{clash!r} is both a parameter and a slow variable; rename one.")
         self.name = name or "network"
+        if convention is not None and not isinstance(convention, str):
+            raise TypeError(f"`convention` must be a string (one sentence); got {type(convention).__name__}.")
+        self.convention = convention or DEFAULT_CONVENTION
 
         S = len(self.species)
         idx = {s: i for i, s in enumerate(self.species)}
@@ -305,8 +336,10 @@ class ReactionNetwork:
             lines.append("  slow variables: " + ", ".join(self.slow))
         if self.parameters:
             lines.append("  parameters: " + ", ".join(f"{k} = {v:g}" for k, v in self.parameters.items()))
-        lines.append("  reactions:")
-        lines += [f"    {r}" for r in self.reactions]
+        lines.append(f"  propensity convention: {self.convention}")
+        lines.append("  reactions, each with its propensity a(x) in copy numbers:")
+        width = max(len(str(r)) for r in self.reactions)
+        lines += [f"    {str(r):<{width}}   a = {e}" for r, e in zip(self.reactions, self.propensity_exprs)]
         laws = self.conservation_laws()
         if len(laws):
             lines.append("  conservation laws:")
@@ -345,7 +378,8 @@ class ReactionNetwork:
             if k not in self.parameters:
                 raise ValueError(f"unknown parameter {k!r}; parameters are {tuple(self.parameters)}.")
         return ReactionNetwork(self.reactions, parameters={**self.parameters, **values}, slow=self.slow,
-                               species=self.species, name=self.name, observables=self.observables)
+                               species=self.species, name=self.name, observables=self.observables,
+                               convention=self.convention)
 
     def observable(self, name: str, states, y=None) -> np.ndarray:
         """Values (m,) of the observable `name` at the rows of `states` (m, S).

@@ -140,6 +140,29 @@ def from_sbml(source: str | Path, *, slow: Sequence[str] = (), parameters: Mappi
         SBML read errors, a reaction without kinetic law or with bad stoichiometry (named),
         a species in concentration units in a compartment of size ≠ 1 (named), a slow
         variable that is not a parameter of the model, a `parameters` key that is not one.
+
+    Warns
+    -----
+    NetworkWarning
+        Species declared as concentrations with initial amounts whose kinetic laws look written in
+        counts (GillesPy2's export): read by the SBML rules as count/V, another model when V ≠ 1.
+
+    Examples
+    --------
+    A birth–death model as SBML text (here written by Antimony; a file path works the same):
+
+    >>> import antimony, sp_ode
+    >>> _ = antimony.loadAntimonyString("model bd\\n birth: -> M; k\\n death: M -> ; g*M\\n"
+    ...                                 " k = 10; g = 1; M = 0\\nend")
+    >>> net, initial = sp_ode.from_sbml(antimony.getSBMLString("bd"))
+    >>> initial
+    {'M': 0}
+    >>> [str(r) for r in net.reactions]          # each kinetic law is the whole propensity (`=>`)
+    ['birth: 0 => M, k', 'death: M => 0, g * M']
+    >>> space = net.state_space({"M": 60})
+    >>> p = sp_ode.stationary_distribution(net.generator(space))
+    >>> round(float(p @ space.states[:, 0]), 9)  # Poisson(k/g): E[M] = 10
+    10.0
     """
     libsbml = _libsbml()
     text = str(source)
@@ -265,8 +288,56 @@ def from_sbml(source: str | Path, *, slow: Sequence[str] = (), parameters: Mappi
     params = {k: v for k, v in params.items() if k in used}
     net = ReactionNetwork(reactions, parameters=params, slow=list(slow), species=species,
                           name=name or model.getId() or "sbml", observables=observables)
+    _warn_counts_read_as_concentrations(model, reader, [s for s in species if s in concentration], values)
     return net, initial
 
+
+def _warn_counts_read_as_concentrations(model, reader, species: list[str], values: dict) -> None:
+    """Warn when concentration species look like counts: GillesPy2's export pattern (docs/theory.md §7.11).
+
+    GillesPy2 writes each species with `hasOnlySubstanceUnits="false"` and an `initialAmount`, in a
+    compartment `vol`, and its kinetic laws in counts: k·A·(A−1)/vol, k·A·B/vol, k·B, k·vol.  A law in
+    concentrations is an extent per time, V·f([X]): it never divides by V.  So a law naming such species
+    that divides by its compartment (any id), or is not multiplied by a compartment named `vol` (GillesPy2's
+    id), is read as counts written where the SBML rules read count/V — another model when V ≠ 1.  A
+    unimolecular law `k*X` elsewhere is left alone: the SBML test suite (DSMTS 001-11) means exactly that.
+    """
+    import warnings
+
+    import sympy
+
+    from sp_ode.networks.network import NetworkWarning
+
+    suspects: dict[str, list[str]] = {}          # compartment -> its concentration species declared by amount
+    for sid in species:
+        s = model.getSpecies(sid)
+        if s.isSetInitialAmount() and values.get(s.getCompartment(), 1.0) != 1.0:
+            suspects.setdefault(s.getCompartment(), []).append(sid)
+    for comp, names in suspects.items():
+        V, laws = sympy.Symbol(comp), []
+        for r in model.getListOfReactions():
+            e = reader.expression(r.getKineticLaw().getMath(), where=f"reaction {r.getId()!r}", reaction=r.getId(),
+                                  resolve=sympy.Symbol)
+            if not {str(x) for x in e.free_symbols} & set(names):
+                continue
+            num, den = sympy.fraction(sympy.together(e))
+            try:
+                power = sympy.degree(num, V) - sympy.degree(den, V)
+            except sympy.PolynomialError:     # V inside a function: no reading either way
+                continue
+            if power < 0 or (power == 0 and comp == "vol"):
+                laws.append(r.getId())
+        if laws:
+            shown = ", ".join(repr(n) for n in names)
+            warnings.warn(
+                f"SBML model {model.getId() or model.getName()!r}: species {shown} are declared as concentrations "
+                f"(hasOnlySubstanceUnits=\"false\") in compartment {comp!r} of size {values[comp]:g}, with initial "
+                f"amounts, but the kinetic laws of {', '.join(repr(r) for r in laws[:4])} look written in counts "
+                f"(divided by {comp!r}, or not multiplied by it, as GillesPy2's export writes them).  By the SBML "
+                f"rules each of these species is read as count/{values[comp]:g}, so the propensities differ from the "
+                "exporting simulator's.  If the laws are in counts, declare the species "
+                "hasOnlySubstanceUnits=\"true\", or read the GillesPy2 model itself with sp_ode.from_gillespy2.",
+                NetworkWarning, stacklevel=3)
 
 def _assignment_rules(reader, rules: dict, meaning: dict) -> dict:
     """{variable: sympy expression} of the assignment rules, each substituted into the others (a DAG)."""

@@ -450,6 +450,21 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
         The scheduler cannot be reached, or stops answering, within `connect_timeout`.
     MemoryBudgetError
         The estimate of `_sweep_nbytes` exceeds the memory budget (before any chunk runs).
+
+    Examples
+    --------
+    Michaelis–Menten from the catalogue at 8 values of ε, y at t = 1 within 1e-6:
+
+    >>> import numpy as np, sp_ode
+    >>> entry = sp_ode.get_system("michaelis_menten")
+    >>> result = sp_ode.sweep(entry.system, {"eps": np.logspace(-4, -2, 8)}, (0.0, 1.0), "manifold", [1.0],
+    ...                       ts=[1.0], tol=1e-6, progress_bar=False)
+    >>> result.y.shape                           # (N points, K save times, d)
+    (8, 1, 1)
+    >>> bool(np.all(result.estimate <= 1e-6))    # every point's error estimate within tol
+    True
+
+    A network system sweeps the same way (x0 = "manifold"); see docs/guide/reaction_networks.md.
     """
     # a NetworkSystem can only exist once its module is imported: sympy and the network code load only then
     networks = sys.modules.get("sp_ode.networks.system")

@@ -85,6 +85,16 @@ def test_getting_started_shows_the_program_output_and_figure(site):
     assert (site / "generated" / "gallery" / "images" / "mkd_glr_first_model_001.png").is_file()
 
 
+def test_reaction_network_guide_shows_every_route_and_the_conventions(site):
+    text = html_text((site / "guide" / "reaction_networks" / "index.html").read_text())
+    for call in ("sp_ode.ReactionNetwork(", "sp_ode.from_sbml(", "sp_ode.from_antimony(", "sp_ode.from_gillespy2(",
+                 "sp_ode.stationary_distribution(Q, return_info=True)", "sp_ode.transient_distribution(",
+                 "res.intervals(", "sp_ode.sweep(system", "sp_ode.verify_network("):
+        assert call in text, f"the reaction-network guide does not show {call}"
+    assert "Propensity conventions" in text and "Gillespie (1977)" in text
+    assert "k·A·(A − 1)/V" in text and "c·A·(A − 1)/2" in text      # GillesPy2's 2 A → … against Gillespie's
+
+
 def html_text(html: str) -> str:
     import html as html_module
     import re

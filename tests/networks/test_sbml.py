@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import sp_ode
-from sp_ode.networks.network import NetworkError, ReactionNetwork
+from sp_ode.networks.network import NetworkError, NetworkWarning, ReactionNetwork
 
 libsbml = pytest.importorskip("libsbml")      # installed with the `sbml` and `test` extras
 antimony = pytest.importorskip("antimony")
@@ -107,6 +107,42 @@ def test_concentration_species_are_count_over_volume_in_the_laws():
     Q = net.generator(net.state_space({"M": 5}), [1.0]).toarray()
     np.testing.assert_allclose(np.diag(Q, 1), 4.0)                   # k·y: no species in the law, no scaling
     np.testing.assert_allclose(np.diag(Q, -1), np.arange(1, 6) / 2.0)
+
+
+@pytest.mark.filterwarnings("ignore:visit_Num is deprecated:DeprecationWarning")   # inside GillesPy2 1.8.3
+def test_gillespy2_export_pattern_is_warned_about_naming_species_and_volume(tmp_path):
+    # GillesPy2 exports species as concentrations with initial amounts and writes its laws in counts
+    # (k·A·(A−1)/vol): read by the SBML rules at volume 300 that is another model, so it must not pass silently
+    gillespy2 = pytest.importorskip("gillespy2")
+    m = gillespy2.Model(name="dimer", volume=300)
+    m.add_parameter([gillespy2.Parameter(name="k", expression=3.0), gillespy2.Parameter(name="kd", expression=0.1)])
+    m.add_species([gillespy2.Species(name="A", initial_value=30), gillespy2.Species(name="B", initial_value=0)])
+    m.add_reaction([gillespy2.Reaction(name="dim", reactants={"A": 2}, products={"B": 1}, rate="k"),
+                    gillespy2.Reaction(name="split", reactants={"B": 1}, products={"A": 2}, rate="kd")])
+    path = tmp_path / "dimer.xml"
+    gillespy2.export_SBML(m, filename=str(path))
+    with pytest.warns(NetworkWarning, match=r"species 'A', 'B' are declared as concentrations .* compartment "
+                                            r"'vol' of size 300.*'dim', 'split'.*sp_ode.from_gillespy2"):
+        from_sbml(path)
+
+
+def test_laws_in_concentrations_or_unit_volume_are_not_warned_about():
+    import warnings
+
+    # negative controls: laws multiplied by the compartment (an extent per time in concentrations), V = 1, and
+    # the unimolecular k*X of DSMTS 001-11 (concentrations, V = 2: its published means read X as count/V)
+    species = _sp("X", 5, substance=False)
+    dimer = _rx("Dimer", [("X", 2)], [], f"<apply><divide/>{_times('<ci>Mu</ci>', _times('<ci>X</ci>', '<ci>X</ci>'))}"
+                                         "<ci>Cell</ci></apply>")                  # Mu·X²/Cell: a law in counts
+    in_conc = _rx("Dimer", [("X", 2)], [], _times("<ci>Cell</ci>", _times("<ci>Mu</ci>", _times("<ci>X</ci>",
+                                                                                             "<ci>X</ci>"))))
+    pars = _par("Lambda", 0.1) + _par("Mu", 0.2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NetworkWarning)
+        from_sbml(_doc(species, _BIRTH_DEATH + in_conc, pars, size=300.0))
+        from_sbml(_doc(species, _BIRTH_DEATH + dimer, pars, size=1.0))
+    with pytest.warns(NetworkWarning, match=r"species 'X' .* 'Cell' of size 300.* of 'Dimer' look written in counts"):
+        from_sbml(_doc(species, _BIRTH_DEATH + dimer, pars, size=300.0))
 
 
 # --- files are parsed, never evaluated ------------------------------------------------------
