@@ -102,6 +102,25 @@ def _conservation_laws(stoich: np.ndarray) -> np.ndarray:
     return np.array(rows, dtype=np.int64).reshape(len(rows), stoich.shape[1])
 
 
+def _check_rate_numbers(rate, reaction: Reaction) -> None:
+    """Refuse a rate holding a division by zero or an exact number beyond float64, naming the reaction.
+
+    The grammar refuses both as it builds (`sp_ode.core.expressions`); a rate given as a sympy
+    object (`Reaction.expression`) is checked here, so that neither surfaces later as an untyped
+    `KeyError`/`OverflowError` from lambdify.
+    """
+    import sympy
+
+    if rate.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo):
+        raise NetworkSyntaxError(f"reaction {reaction.name!r} ({reaction}): the rate {rate} divides by zero or has a "
+                                 "pole; it is not a number.", reaction=reaction.name)
+    for number in rate.atoms(sympy.Rational):
+        if max(abs(int(number.p)), int(number.q)) > 2**1023:
+            raise NetworkSyntaxError(f"reaction {reaction.name!r} ({reaction}): the exact number in its rate is "
+                                     f"beyond the float64 range (about 10^{max(len(str(abs(number.p))), len(str(number.q))) - 1}); propensities "
+                                     "are computed in float64.", reaction=reaction.name)
+
+
 class StateLabels(Sequence):
     """The states of a projection named by their copy numbers, `"{G_on=1, M=3}"`, built on demand.
 
@@ -217,6 +236,7 @@ class ReactionNetwork:
                     f"{self.species}, a parameter {tuple(self.parameters)} or a slow variable {self.slow}.",
                     reaction=r.name, species=unknown[0])
             rate = rate.subs({s: self.symbols[str(s)] for s in rate.free_symbols})
+            _check_rate_numbers(rate, r)
             if r.mass_action:
                 for s, c in r.reactants:
                     X = self.symbols[s]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import sympy
 
 import sp_ode
 from sp_ode.networks.network import NetworkError, ReactionNetwork
@@ -457,3 +458,72 @@ def test_dsmts_immigration_death_with_boundary_species_and_dimerisation_mirrored
     with pytest.raises(AssertionError):
         _published_inside(res, net, "P", _T, [100, 91.031866, 83.61694, 54.574231, 52.214271],
                           [0, 3.862504, 4.815194, 5.558298, 5.51176], 6)
+
+
+# --- bounded work: function definitions expanded once, sizes guarded (issue 35, item 8) --------
+
+_MATHML = 'xmlns="http://www.w3.org/1998/Math/MathML"'
+
+
+def _chain(levels: int, f0: str, body) -> str:
+    """`_law` whose birth law is y·f_levels(k), f_j(x) = body(j) calling f_{j-1} twice, f_0(x) = f0."""
+    fds = [f'<functionDefinition id="f0"><math {_MATHML}><lambda><bvar><ci>x</ci></bvar>{f0}</lambda></math>'
+           "</functionDefinition>"]
+    fds += [f'<functionDefinition id="f{j}"><math {_MATHML}><lambda><bvar><ci>x</ci></bvar>{body(j)}</lambda>'
+            "</math></functionDefinition>" for j in range(1, levels + 1)]
+    return _law(f"<apply><times/><ci>y</ci><apply><ci>f{levels}</ci><ci>k</ci></apply></apply>",
+                "<listOfFunctionDefinitions>" + "".join(fds) + "</listOfFunctionDefinitions>")
+
+
+def _twice(op: str, shifted: bool = False):
+    """f_j(x) = f_{j-1}(x) op f_{j-1}(x + 2^j) (shifted: 2^j distinct terms) or f_{j-1}(x) op f_{j-1}(x)."""
+    def body(j: int) -> str:
+        second = f"<apply><plus/><ci>x</ci><cn>{2**j}</cn></apply>" if shifted else "<ci>x</ci>"
+        return f"<apply><{op}/><apply><ci>f{j - 1}</ci><ci>x</ci></apply><apply><ci>f{j - 1}</ci>{second}</apply></apply>"
+    return body
+
+
+def _composed(j: int) -> str:
+    return f"<apply><ci>f{j - 1}</ci><apply><ci>f{j - 1}</ci><ci>x</ci></apply></apply>"
+
+
+def test_a_chain_of_function_definitions_is_expanded_once_per_definition():
+    # f_j(x) = f_{j-1}(x) + f_{j-1}(x): 2^20 calls when re-expanded at every call (> 30 s); one expansion each here
+    net, _ = from_sbml(_chain(20, "<ci>x</ci>", _twice("plus")), slow=["y"])
+    k, y = sympy.symbols("k y")
+    assert net.propensity_exprs[0] == 2**20 * k * y        # closed form: f_20(x) = 2^20·x
+    # composition f_j = f_{j-1}∘f_{j-1} of x + 1: f_20(x) = x + 2^20
+    net, _ = from_sbml(_chain(20, "<apply><plus/><ci>x</ci><cn>1</cn></apply>", _composed), slow=["y"])
+    assert sympy.simplify(net.propensity_exprs[0] - y * (k + 2**20)) == 0
+
+
+@pytest.mark.parametrize("f0, body, limit", [
+    ("<apply><exp/><ci>x</ci></apply>", _composed, "MAX_TREE_DEPTH"),                 # exp∘exp∘…: 2^20 deep
+    ("<apply><power/><ci>x</ci><cn>2</cn></apply>", _twice("plus", shifted=True), "MAX_TERMS"),  # 2^20 squares
+    ("<apply><times/><ci>x</ci><ci>x</ci></apply>", _composed, "MAX_EXACT_BITS"),     # x^(2^(2^20))
+    ("<ci>x</ci>", _twice("times", shifted=True), "MAX_TERMS"),                       # 2^20 distinct factors
+])
+def test_function_definitions_that_grow_are_refused_naming_the_reaction_and_limit(f0, body, limit):
+    from sp_ode.networks.network import NetworkSyntaxError
+
+    with pytest.raises(NetworkSyntaxError, match=limit) as exc:
+        from_sbml(_chain(20, f0, body), slow=["y"])
+    assert exc.value.reaction == "birth" and "reaction 'birth'" in str(exc.value)
+
+
+def test_a_recursive_function_definition_is_refused():
+    from sp_ode.networks.network import NetworkSyntaxError
+
+    doc = _law("<apply><ci>f</ci><ci>k</ci></apply>", _function("<apply><ci>f</ci><ci>x</ci></apply>"))
+    with pytest.raises(NetworkSyntaxError, match="MAX_CALL_DEPTH"):
+        from_sbml(doc)
+
+
+@pytest.mark.parametrize("law, rule", [("10^(2000000001/2)", "MAX_EXACT_BITS"), ("k/0", "division by zero"),
+                                       ("sqrt(2)^(10^11)", "MAX_EXACT_BITS")])
+def test_antimony_rates_that_grow_or_divide_by_zero_are_refused(law, rule):
+    from sp_ode.networks.network import NetworkSyntaxError
+
+    with pytest.raises(NetworkSyntaxError, match=rule) as exc:
+        from_antimony(f"model m\n J0: -> M; {law}\n J1: M -> ; M\n M = 0; k = 1\nend")
+    assert exc.value.reaction == "J0"
