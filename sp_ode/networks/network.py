@@ -467,6 +467,7 @@ class ReactionNetwork:
             the bound implied by the nonnegative conservation laws and `initial` (the extreme
             rays, [`nonnegative_conservation_laws`][sp_ode.networks.network.ReactionNetwork.nonnegative_conservation_laws],
             whatever the signs of a basis: E + S ⇌ C → E + P bounds S, C and P by S + C + P).
+            A bound looser than such a cap is lowered to it (the same states, a smaller box).
         total : int, optional
             Bound on Σ_s x_s.
         initial : mapping species -> int, optional
@@ -506,6 +507,8 @@ class ReactionNetwork:
                 raise NetworkError(f"species {s!r} has no bound: give `bounds[{s!r}]` or `total`.", species=s)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
                 raise ValueError(f"`bounds[{s!r}]` must be a nonnegative integer; got {v!r}.")
+            if caps is not None and 0 <= caps[k] < v:   # no state of the class exceeds the cap: a smaller box
+                v = int(caps[k])
             b.append(int(v) if total is None else min(int(v), int(total)))
         b = np.array(b, dtype=np.int64)
         work = enumeration_size(b, laws if initial is not None else None)

@@ -77,3 +77,12 @@ def test_state_space_caps_every_species_of_a_mixed_sign_class():
     ref = [x for x in itertools.product(range(6), range(3), range(3), range(6))
            if x[1] + x[2] == 2 and x[0] + x[2] + x[3] == 5]
     assert space.states.tolist() == [list(x) for x in ref]          # the class, lexicographic
+
+
+def test_bounds_looser_than_a_conservation_cap_are_lowered_to_it():
+    net = ReactionNetwork("A + B -> C, 1; C -> A + B, 1; C -> B + D, 1")
+    loose = net.state_space({"A": 50, "B": 50, "C": 50, "D": 50}, initial={"A": 5, "B": 2})
+    tight = net.state_space(initial={"A": 5, "B": 2})
+    assert loose.bounds.tolist() == tight.bounds.tolist() == [5, 2, 2, 5]
+    np.testing.assert_array_equal(loose.states, tight.states)
+    assert net.state_space({"D": 3}, initial={"A": 5, "B": 2}).bounds.tolist() == [5, 2, 2, 3]   # tighter kept
