@@ -29,9 +29,16 @@ anything outside the grammar is refused, before any sympy object is built, with 
 `hill(S, Vmax, K, h) = Vmax·S^h/(K^h + S^h)` (SBO:0000192).  `log` is the natural
 logarithm.
 
-Limits that keep a hostile input from exhausting the machine instead: number literals
-within the float64 range and 400 characters, nesting depth 50, and exact powers whose
-result would exceed 10⁴ bits (`10^10^10`) refused rather than computed.
+Limits that keep a hostile input from exhausting the machine instead, each a named constant
+checked *before* sympy builds the object; every route (text, SBML MathML, substitution into a
+function definition) goes through the same builders, so the guards hold for all of them (the
+table is in docs/api/core.md): `MAX_NUMBER_CHARS` (a literal has at most 400 characters and
+lies in the float64 range) and `MAX_DEPTH` (nesting at most 50 deep) here, and
+`MAX_EXACT_BITS`, `MAX_TERMS`, `MAX_NODES`, `MAX_TREE_DEPTH` of `sp_ode.core.expression_size`
+(the size of the exact numbers sympy would form — `10^(2000000001/2)`, `sqrt(2)^(10^11)`, a
+product of 3000 copies of `10^2400` —, the operands of a sum or product, the nodes and depth
+of the tree).  A value that is not a number is refused too: a division by zero or a pole
+(`1/0`, `x/(A-A)`, `log(0)`: sympy's `zoo`, `nan`, `oo`).
 
 sympy is imported inside the functions: `sp_ode.core` is imported by everything and must
 stay light.
@@ -43,12 +50,26 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-__all__ = ["ExpressionSyntaxError", "FUNCTIONS", "parse_expression", "parse_number", "build_function",
-           "build_operator", "build_number"]
+from sp_ode.core.expression_size import (
+    MAX_EXACT_BITS,
+    MAX_NODES,
+    MAX_TERMS,
+    MAX_TREE_DEPTH,
+    expression_nodes,
+    power_bits,
+    product_bits,
+    sum_bits,
+    tree_depth,
+)
 
-MAX_DEPTH = 50             # nesting of parentheses, unary signs, calls and powers
-MAX_NUMBER_CHARS = 400     # a literal longer than this is not a rate constant
-MAX_EXACT_POWER_BITS = 10_000
+__all__ = ["ExpressionSyntaxError", "FUNCTIONS", "parse_expression", "parse_number", "build_function",
+           "build_operator", "build_number", "build_sum", "build_product", "substitute", "expression_nodes",
+           "MAX_DEPTH", "MAX_NUMBER_CHARS", "MAX_EXACT_BITS", "MAX_TERMS", "MAX_NODES", "MAX_TREE_DEPTH"]
+
+#: Nesting of parentheses, unary signs, calls and powers in one text expression.
+MAX_DEPTH = 50
+#: Characters of one number literal (a literal longer than this is not a rate constant).
+MAX_NUMBER_CHARS = 400
 
 _TOKEN = re.compile(r"""
     (?P<space>\s+)
@@ -82,6 +103,11 @@ class ExpressionSyntaxError(ValueError):
 
 def _short(text: str, limit: int = 80) -> str:
     return repr(text if len(text) <= limit else text[:limit - 3] + "...")
+
+
+def _brief(x, limit: int = 40) -> str:
+    text = str(x)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 @dataclass(frozen=True)
@@ -158,15 +184,159 @@ def _need_condition(value, what: str, where: str, token: str, position: int | No
     return value
 
 
+def _limit(where: str, rule: str, token, position, source):
+    raise ExpressionSyntaxError(f"{where}: {rule}; nothing was built.", token=token, position=position, text=source)
+
+
+def _checked(value, what, where: str, token, position, source):
+    """`value`, refused when it is not a number (a division by zero, a pole) or beyond `MAX_TREE_DEPTH`/`MAX_NODES`.
+
+    `what` names the value for the message: a string, or a callable making it (printing is
+    left until a refusal, and a tree too deep is never printed).
+    """
+    sympy = _sympy()
+    bad = (sympy.zoo, sympy.nan, sympy.oo, -sympy.oo)
+    # every operand was checked when it was built, so a new zoo sits at the top or among the direct arguments
+    if isinstance(value, sympy.Expr) and (value in bad or any(a in bad for a in value.args)):
+        what = what() if callable(what) else what
+        _limit(where, f"{what} is {value}, not a number (a division by zero or a pole)", token, position, source)
+    # the arguments are checked (and cached) already: the depth of a new node is one recursion away
+    depth = 1 + max((tree_depth(a) for a in getattr(value, "args", ())), default=0)
+    if depth > MAX_TREE_DEPTH:
+        what = "the expression" if callable(what) else what
+        _limit(where, f"{what} nests {depth} levels deep as a tree (> MAX_TREE_DEPTH = {MAX_TREE_DEPTH} of "
+                      "sp_ode.core.expressions)", token, position, source)
+    n = expression_nodes(value)
+    if n > MAX_NODES:
+        what = "the expression" if callable(what) else what
+        _limit(where, f"{what} has {n} nodes counted as a tree (> MAX_NODES = {MAX_NODES} of "
+                      "sp_ode.core.expressions)", token, position, source)
+    return value
+
+
 def _power(base, exponent, where: str, token: str, position: int | None, source: str | None):
     sympy = _sympy()
-    if isinstance(base, sympy.Rational) and isinstance(exponent, sympy.Integer) and base not in (0, 1, -1):
-        bits = abs(int(exponent)) * max(int(base.p).bit_length(), int(base.q).bit_length())
-        if bits > MAX_EXACT_POWER_BITS:
-            raise ExpressionSyntaxError(f"{where}: the exact power {base}^{exponent} would have about {bits} bits "
-                                        f"(> {MAX_EXACT_POWER_BITS}); write a float (e.g. {float(base)!r}) if "
-                                        "you mean it.", token=token, position=position, text=source)
-    return sympy.Pow(base, exponent)
+    # sympy evaluates b^e at once when e is exact: the integer part of a fraction too, through a
+    # base that is only a number in disguise (sqrt(2)) and through a product (2*x)^e = 2^e·x^e
+    bits = power_bits(base, exponent)
+    if bits > MAX_EXACT_BITS:
+        _limit(where, f"the exact power ({_brief(base)})^({_brief(exponent)}) costs about {bits:.3g} bits (> "
+                      f"MAX_EXACT_BITS = {MAX_EXACT_BITS} of sp_ode.core.expression_size); write the exponent as "
+                      "a float (e.g. 2.5) if you mean it", token, position, source)
+    if exponent.is_negative and base.is_zero:
+        _limit(where, f"division by zero: ({_brief(base)})^({_brief(exponent)}) divides by 0", token, position,
+               source)
+    return _checked(sympy.Pow(base, exponent), lambda: f"({_brief(base)})^({_brief(exponent)})", where, token,
+                    position, source)
+
+
+def _operands(args, kind) -> list:
+    """The operands sympy will flatten into one sum or product: nested ones are opened."""
+    out = []
+    for a in args:
+        out.extend(a.args if getattr(a, kind) else (a,))
+    return out
+
+
+def build_sum(terms, *, where: str = "expression", position: int | None = None, source: str | None = None):
+    """The sum of `terms` (sympy numbers) in one `Add`, guarded by `MAX_TERMS`, `MAX_EXACT_BITS` and `MAX_NODES`.
+
+    Exact numeric terms are combined by sympy: the numerators' bits grow by one per term at
+    most, the denominators multiply, so the estimate is max bits(p) + 2·Σ bits(q) + log₂(#terms).
+
+    Raises
+    ------
+    ExpressionSyntaxError
+        A condition as a term, or a limit (module docstring), naming `where` and the limit.
+    """
+    sympy = _sympy()
+    terms = list(terms)
+    ctx = (where, "+", position, source)
+    for t in terms:
+        _need_number(t, "a term of a sum", *ctx)
+    flat = _operands(terms, "is_Add")
+    if len(flat) > MAX_TERMS:
+        _limit(where, f"a sum of {len(flat)} terms (> MAX_TERMS = {MAX_TERMS} of sp_ode.core.expression_size)", *ctx[1:])
+    numbers = [t for t in flat if t.is_number]
+    bits = sum_bits(numbers) if numbers else 0
+    if bits > MAX_EXACT_BITS:
+        _limit(where, f"the exact numbers of a sum of {len(numbers)} terms would take about {bits:.3g} bits "
+                      f"(> MAX_EXACT_BITS = {MAX_EXACT_BITS} of sp_ode.core.expression_size)", *ctx[1:])
+    return _checked(sympy.Add(*terms), "the sum", *ctx)
+
+
+def build_product(factors, *, where: str = "expression", position: int | None = None, source: str | None = None):
+    """The product of `factors` (sympy numbers) in one `Mul`, guarded by `MAX_TERMS`, `MAX_EXACT_BITS` and `MAX_NODES`.
+
+    sympy multiplies the exact numbers among the factors (and combines powers of one base), so
+    the bits of those numbers add: Σ bits ≤ `MAX_EXACT_BITS`.
+
+    Raises
+    ------
+    ExpressionSyntaxError
+        A condition as a factor, a division by zero, or a limit, naming `where` and the limit.
+    """
+    sympy = _sympy()
+    factors = list(factors)
+    ctx = (where, "*", position, source)
+    for f in factors:
+        _need_number(f, "a factor of a product", *ctx)
+    flat = _operands(factors, "is_Mul")
+    if len(flat) > MAX_TERMS:
+        _limit(where, f"a product of {len(flat)} factors (> MAX_TERMS = {MAX_TERMS} of sp_ode.core.expression_size)",
+               *ctx[1:])
+    bits = product_bits(f for f in flat if f.is_number)
+    if bits > MAX_EXACT_BITS:
+        _limit(where, f"the exact numbers of a product of {len(flat)} factors would take about {bits:.3g} bits "
+                      f"(> MAX_EXACT_BITS = {MAX_EXACT_BITS} of sp_ode.core.expression_size)", *ctx[1:])
+    return _checked(sympy.Mul(*factors), "the product", *ctx)
+
+
+def substitute(expr, mapping: Mapping, *, where: str = "expression"):
+    """`expr` with the symbols of `mapping` replaced, rebuilt bottom-up through the guarded builders.
+
+    sympy's `xreplace`/`subs` re-evaluate every node they rebuild, so substituting an exact
+    number into `10^k` would compute the power unguarded; here each rebuilt sum, product and
+    power is checked as the parser checks it (module docstring), and each shared subexpression
+    is rebuilt once.
+
+    Raises
+    ------
+    ExpressionSyntaxError
+        A limit of the module docstring or a division by zero, naming `where`.
+    """
+    sympy = _sympy()
+    mapping = {k: v for k, v in mapping.items() if k != v}
+    if not mapping:
+        return expr
+    done: dict = {}
+
+    def walk(e):
+        if e in done:
+            return done[e]
+        if e in mapping:
+            out = mapping[e]
+        elif not e.args:
+            out = e
+        else:
+            args = [walk(a) for a in e.args]
+            if all(a is b for a, b in zip(args, e.args)):
+                out = e
+            elif e.is_Add:
+                out = build_sum(args, where=where)
+            elif e.is_Mul:
+                out = build_product(args, where=where)
+            elif e.is_Pow:
+                out = _power(args[0], args[1], where, "^", None, None)
+            elif isinstance(e, sympy.Piecewise):
+                out = sympy.Piecewise(*args)
+            else:
+                out = _checked(e.func(*args), lambda: f"{e.func.__name__}({', '.join(_brief(a, 20) for a in args)})",
+                           where, None, None, None)
+        done[e] = out
+        return out
+
+    return _checked(walk(expr), "the substituted expression", where, None, None, None)
 
 
 def build_operator(op: str, left, right=None, *, where: str = "expression", position: int | None = None,
@@ -190,14 +360,21 @@ def build_operator(op: str, left, right=None, *, where: str = "expression", posi
         if op not in "+-":
             raise ExpressionSyntaxError(f"{where}: {op!r} needs two operands.", token=op, position=position,
                                         text=source)
-        return -args[0] if op == "-" else args[0]
+        return build_product([sympy.Integer(-1), args[0]], where=where, position=position, source=source) \
+            if op == "-" else args[0]
     a, b = args
     if op in _COMPARISONS:
         return {"<": sympy.Lt, "<=": sympy.Le, ">": sympy.Gt, ">=": sympy.Ge, "==": sympy.Eq, "!=": sympy.Ne}[op](a, b)
     if op in ("^", "**"):
         return _power(a, b, *ctx)
-    return {"+": sympy.Add, "-": lambda x, y: sympy.Add(x, -y), "*": sympy.Mul,
-            "/": lambda x, y: sympy.Mul(x, sympy.Pow(y, -1))}[op](a, b)
+    kw = {"where": where, "position": position, "source": source}
+    if op == "+":
+        return build_sum([a, b], **kw)
+    if op == "-":
+        return build_sum([a, build_product([sympy.Integer(-1), b], **kw)], **kw)
+    if op == "*":
+        return build_product([a, b], **kw)
+    return build_product([a, _power(b, sympy.Integer(-1), *ctx)], **kw)
 
 
 def _piecewise(args, ctx):
@@ -230,9 +407,22 @@ def _pow(args, ctx):
     return _power(_need_number(args[0], "argument 1", *ctx), _need_number(args[1], "argument 2", *ctx), *ctx)
 
 
+def _ratio(numerator: list, denominator: list, ctx):
+    """Π numerator / Σ denominator through the guarded builders."""
+    sympy = _sympy()
+    kw = {"where": ctx[0], "position": ctx[2], "source": ctx[3]}
+    return build_product([*numerator, _power(build_sum(denominator, **kw), sympy.Integer(-1), *ctx)], **kw)
+
+
 def _hill(args, ctx):
     s, vmax, k, h = (_need_number(a, f"argument {i + 1}", *ctx) for i, a in enumerate(args))
-    return vmax * _power(s, h, *ctx) / (_power(k, h, *ctx) + _power(s, h, *ctx))   # the guarded power
+    sh = _power(s, h, *ctx)                                                    # the guarded power
+    return _ratio([vmax, sh], [_power(k, h, *ctx), sh], ctx)
+
+
+def _michaelis_menten(args, ctx):
+    s, vmax, km = (_need_number(a, f"argument {i + 1}", *ctx) for i, a in enumerate(args))
+    return _ratio([vmax, s], [km, s], ctx)
 
 
 #: name -> (fewest arguments, most arguments or None for any, builder(args, ctx)).
@@ -260,7 +450,7 @@ FUNCTIONS: dict[str, tuple[int, int | None, Callable]] = {
     "or": (1, None, _logical("or")),
     "not": (1, 1, _logical("not")),
     "xor": (1, None, _logical("xor")),
-    "michaelis_menten": (3, 3, _numeric(lambda sp, s, vmax, km: vmax * s / (km + s))),
+    "michaelis_menten": (3, 3, _michaelis_menten),
     "hill": (4, 4, _hill),
 }
 for _alias, _name in (("Abs", "abs"), ("Min", "min"), ("Max", "max"), ("ceiling", "ceil"),
@@ -286,7 +476,8 @@ def build_function(name: str, args: list, *, where: str = "expression", position
         want = f"{lo}" if lo == hi else f"at least {lo}" if hi is None else f"{lo} to {hi}"
         raise ExpressionSyntaxError(f"{where}: {name}() takes {want} argument(s); got {len(args)}.", token=name,
                                     position=position, text=source)
-    return build(list(args), (where, name, position, source))
+    return _checked(build(list(args), (where, name, position, source)),
+                    lambda: f"{name}({', '.join(_brief(a, 20) for a in args)})", where, name, position, source)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -358,17 +549,36 @@ class _Parser:
                 self.error(self.tok, "comparisons do not chain; join them with &&")
         return value
 
+    # A sum and a product are built in one call (sympy flattens a pairwise-built chain again at
+    # every step: quadratic in its length), and sized as a whole before they are built.
     def sum(self):
-        value = self.term()
+        first = self.tok
+        terms = [self.term()]
         while (t := self.take("+", "-")) is not None:
-            value = self.build(t.text, t, value, self.term())
-        return value
+            term = self.term()
+            terms.append(term if t.text == "+" else self.build("-", t, term))
+            if len(terms) > MAX_TERMS:
+                self.error(t, f"a sum of more than MAX_TERMS = {MAX_TERMS} terms (sp_ode.core.expression_size)")
+        if len(terms) == 1:
+            return terms[0]
+        return build_sum(terms, where=self.where, position=first.pos, source=self.text)
 
     def term(self):
-        value = self.unary()
+        first = self.tok
+        factors = [self.unary()]
         while (t := self.take("*", "/")) is not None:
-            value = self.build(t.text, t, value, self.unary())
-        return value
+            factor = self.unary()
+            if t.text == "/":
+                if getattr(factor, "is_zero", False):
+                    self.error(t, "division by zero (the divisor is 0)")
+                factor = _power(_need_number(factor, "the divisor", self.where, "/", t.pos, self.text),
+                                _sympy().Integer(-1), self.where, "/", t.pos, self.text)
+            factors.append(factor)
+            if len(factors) > MAX_TERMS:
+                self.error(t, f"a product of more than MAX_TERMS = {MAX_TERMS} factors (sp_ode.core.expression_size)")
+        if len(factors) == 1:
+            return factors[0]
+        return build_product(factors, where=self.where, position=first.pos, source=self.text)
 
     def unary(self):
         if (t := self.take("+", "-")) is not None:

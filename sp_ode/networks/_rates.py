@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from sp_ode.core.expressions import ExpressionSyntaxError, parse_expression
 
-__all__ = ["Reaction", "NetworkSyntaxError", "parse_reactions", "parse_rate"]
+__all__ = ["Reaction", "NetworkSyntaxError", "parse_reactions", "parse_rate", "check_rate_numbers"]
 
 _TERM = re.compile(r"^\s*(?:(\d+)\s*\*?\s*)?([A-Za-z_][A-Za-z_0-9]*)\s*$")
 _EMPTY = {"", "0", "∅", "Ø", "null", "NULL"}
@@ -149,3 +149,22 @@ def parse_rate(rate: str, where: str, *, reaction: str | None = None):
     except ExpressionSyntaxError as exc:
         raise NetworkSyntaxError(str(exc), reaction=reaction, token=exc.token, position=exc.position,
                                  text=exc.text) from None
+
+
+def check_rate_numbers(rate, reaction: Reaction) -> None:
+    """Refuse a rate holding a division by zero or an exact number beyond float64, naming the reaction.
+
+    The grammar refuses both as it builds (`sp_ode.core.expressions`); a rate given as a sympy
+    object (`Reaction.expression`) is checked here, so that neither surfaces later as an untyped
+    `KeyError`/`OverflowError` from lambdify.
+    """
+    import sympy
+
+    if rate.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo):
+        raise NetworkSyntaxError(f"reaction {reaction.name!r} ({reaction}): the rate {rate} divides by zero or has a "
+                                 "pole; it is not a number.", reaction=reaction.name)
+    for number in rate.atoms(sympy.Rational):
+        if max(abs(int(number.p)), int(number.q)) > 2**1023:
+            raise NetworkSyntaxError(f"reaction {reaction.name!r} ({reaction}): the exact number in its rate is "
+                                     f"beyond the float64 range (about 10^{max(len(str(abs(number.p))), len(str(number.q))) - 1}); propensities "
+                                     "are computed in float64.", reaction=reaction.name)

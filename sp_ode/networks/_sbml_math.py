@@ -11,7 +11,12 @@ Read: numbers (`cn` of every type), names, `plus minus times divide power root e
 log abs floor ceiling` and the trigonometric functions, `min`/`max`, `piecewise` with
 relational and logical conditions, the constants `pi`, `exponentiale`, `true`,
 `false`, `avogadro`, and calls of the model's function definitions (expanded in place:
-a definition's body may use only its own arguments, SBML L3 §4.3).  Refused by name:
+a definition's body may use only its own arguments, SBML L3 §4.3).  Each definition is
+expanded once, its arguments as placeholders, and a call substitutes its arguments into that
+expansion through the guarded builders (`sp_ode.core.expressions.substitute`): a chain of
+definitions each calling the previous one twice costs one expansion per definition, not 2^depth,
+and an expansion whose tree would exceed `sp_ode.core.expressions.MAX_NODES` is refused, naming
+the reaction and the limit.  Refused by name:
 `time` and `delay` (a propensity of the CME does not depend on t), `rateOf`,
 `factorial`, `quotient`, `rem`, `implies`, infinities and NaN, and anything else.
 """
@@ -26,14 +31,19 @@ from sp_ode.core.expressions import (
     build_function,
     build_number,
     build_operator,
+    build_product,
+    build_sum,
+    substitute,
 )
 from sp_ode.networks._rates import NetworkSyntaxError
 
 __all__ = ["MathReader"]
 
 _SID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")     # SBML's SId (L3 §3.1.7)
-MAX_AST_DEPTH = 200          # MathML nesting (one level per <apply>)
-MAX_CALL_DEPTH = 32          # function definitions calling function definitions
+#: MathML nesting of one formula (one level per `<apply>`).
+MAX_AST_DEPTH = 200
+#: Function definitions calling function definitions, this deep at most.
+MAX_CALL_DEPTH = 32
 
 
 def _short(text: str, limit: int = 60) -> str:
@@ -54,6 +64,8 @@ class MathReader:
         self.type_names = {getattr(libsbml, n): n for n in dir(libsbml)
                            if n.startswith("AST_") and isinstance(getattr(libsbml, n), int)}
         self.functions = {}
+        self._expanded: dict = {}          # name -> (placeholders, body): each definition expanded once
+        self._expanding: set = set()
         for fd in function_definitions:
             args = [fd.getArgument(i).getName() for i in range(fd.getNumArguments())]
             self.functions[fd.getId()] = (args, fd.getBody())
@@ -139,9 +151,9 @@ class MathReader:
             self._refuse(f"the kinetic law uses {self.refused[t]}, which the CME builder does not support",
                          node.getName() or self.type_names.get(t))
         if t == L.AST_PLUS:
-            return sympy.Add(*[self._number(a) for a in kids()])
+            return build_sum([self._number(a) for a in kids()], where=where)
         if t == L.AST_TIMES:
-            return sympy.Mul(*[self._number(a) for a in kids()])
+            return build_product([self._number(a) for a in kids()], where=where)
         if t in (L.AST_MINUS, L.AST_DIVIDE, L.AST_POWER, L.AST_FUNCTION_POWER):
             args = kids()
             op = {L.AST_MINUS: "-", L.AST_DIVIDE: "/"}.get(t, "^")
@@ -189,16 +201,27 @@ class MathReader:
         if name not in self.functions:
             self._refuse(f"the kinetic law calls {_short(name)}, which is not a function definition of the model "
                          f"({', '.join(sorted(self.functions)) or 'none'})", name)
-        if calls >= MAX_CALL_DEPTH:
-            self._refuse(f"function definitions call each other more than {MAX_CALL_DEPTH} deep (recursion is not "
-                         "allowed in SBML)", name)
         params, body = self.functions[name]
         args = [self._node(node.getChild(i), resolve, depth + 1, calls) for i in range(node.getNumChildren())]
         if len(args) != len(params):
             self._refuse(f"function {name!r} takes {len(params)} argument(s); the call gives {len(args)}", name)
+        placeholders, expansion = self._expansion(name, calls)
+        return substitute(expansion, dict(zip(placeholders, args)), where=self.where)
+
+    def _expansion(self, name: str, calls: int):
+        """(placeholder symbols, body) of function definition `name`, expanded once and kept."""
+        import sympy
+
+        if name in self._expanded:
+            return self._expanded[name]
+        if name in self._expanding or calls >= MAX_CALL_DEPTH:
+            self._refuse(f"function definitions call each other more than {MAX_CALL_DEPTH} deep, or in a cycle "
+                         f"(MAX_CALL_DEPTH of sp_ode.networks._sbml_math; recursion is not allowed in SBML)", name)
+        params, body = self.functions[name]
         if body is None:
             self._refuse(f"function definition {name!r} has no body", name)
-        bound: Mapping[str, object] = dict(zip(params, args))
+        placeholders = [sympy.Dummy(p) for p in params]
+        bound: Mapping[str, object] = dict(zip(params, placeholders))
 
         def inner(arg: str):
             if arg not in bound:
@@ -206,4 +229,10 @@ class MathReader:
                              f"{tuple(params)} (SBML function definitions see only their arguments)", arg)
             return bound[arg]
 
-        return self._node(body, inner, depth + 1, calls + 1)
+        self._expanding.add(name)
+        try:
+            expansion = self._node(body, inner, 0, calls + 1)
+        finally:
+            self._expanding.discard(name)
+        self._expanded[name] = (placeholders, expansion)
+        return self._expanded[name]

@@ -29,7 +29,6 @@ or species.
 """
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Mapping, Sequence
 
@@ -39,15 +38,17 @@ import scipy.sparse as sp
 from sp_ode.core.memory import check_memory
 from sp_ode.core.validation import did_you_mean, hint
 from sp_ode.markov.generator import check_generator
-from sp_ode.networks._rates import NetworkSyntaxError, Reaction, parse_rate, parse_reactions
-from sp_ode.networks.state_space import StateSpace, TruncationReport, enumerate_states
+from sp_ode.networks._rates import NetworkSyntaxError, Reaction, check_rate_numbers, parse_rate, parse_reactions
+from sp_ode.networks.conservation import conservation_caps, conservation_laws, extreme_rays
+from sp_ode.networks.state_space import StateSpace, TruncationReport, enumerate_states, enumeration_size
 
 __all__ = ["ReactionNetwork", "Reaction", "parse_rate", "NetworkError", "NetworkSyntaxError",
            "UnknownSymbolError", "NegativeCountError", "PropensityError", "TruncationError",
            "UnusedSlowVariableError", "NetworkWarning", "StateLabels", "DEFAULT_CONVENTION"]
 
-# States decoded before the conservation / total filter: a bound on enumeration *time*
-# (memory is estimated separately, sp_ode.networks.state_space).
+# Codes decoded before the conservation / total filter (the box, or on a conservation class the
+# box of the free species): a bound on enumeration *time* (memory is estimated separately,
+# sp_ode.networks.state_space).
 _MAX_BOX = 2 * 10**9
 _MAX_DENSE_JAX = 4096      # the JAX generator is dense: n² float64
 
@@ -92,20 +93,6 @@ class UnusedSlowVariableError(NetworkError):
 
 class NetworkWarning(UserWarning):
     """A reaction network that is valid but looks like a typo (a species used once, one that only grows)."""
-
-
-def _conservation_laws(stoich: np.ndarray) -> np.ndarray:
-    """Integer basis (k, S) of {c : stoich @ c = 0}: the conserved linear combinations of counts."""
-    import sympy
-
-    if stoich.size == 0:
-        return np.eye(stoich.shape[1], dtype=np.int64)
-    basis = sympy.Matrix(stoich.tolist()).nullspace()
-    rows = []
-    for v in basis:
-        den = math.lcm(*[int(sympy.fraction(e)[1]) for e in v])
-        rows.append([int(e * den) for e in v])
-    return np.array(rows, dtype=np.int64).reshape(len(rows), stoich.shape[1])
 
 
 class StateLabels(Sequence):
@@ -249,6 +236,7 @@ class ReactionNetwork:
                     f"{self.species}, a parameter {tuple(self.parameters)} or a slow variable {self.slow}"
                     f"{hint(unknown[0], known)}.", reaction=r.name, species=unknown[0])
             rate = rate.subs({s: self.symbols[str(s)] for s in rate.free_symbols})
+            check_rate_numbers(rate, r)
             if r.mass_action:
                 for s, c in r.reactants:
                     X = self.symbols[s]
@@ -271,6 +259,7 @@ class ReactionNetwork:
                 raise ValueError(f"observable {oname!r} has the name of a species; rename one.")
             self.observables[str(oname)] = e.subs({x: self.symbols[str(x)] for x in e.free_symbols})
         self._fns: dict = {}
+        self._laws = self._rays = None
         if isinstance(reactions, str):  # a hand-written string: a misspelt name silently makes a new species
             for message in self.typo_warnings():
                 warnings.warn(message, NetworkWarning, stacklevel=2)
@@ -486,8 +475,28 @@ class ReactionNetwork:
 
     # --- finite state projection ---------------------------------------------------------------
     def conservation_laws(self) -> np.ndarray:
-        """Integer basis (k, S) of the conserved combinations c·x (c ν_r = 0 for every reaction)."""
-        return _conservation_laws(self.stoichiometry)
+        """Integer basis (k, S) of the conserved combinations c·x (c ν_r = 0 for every reaction).
+
+        Made of nonnegative laws (extreme rays of the cone of nonnegative laws) as far as they span
+        the law space (`sp_ode.networks.conservation.conservation_laws`).
+        """
+        if self._laws is None:   # exact (sympy, double description): computed once per network
+            self._laws = conservation_laws(self.stoichiometry)
+        return self._laws.copy()
+
+    def nonnegative_conservation_laws(self) -> np.ndarray:
+        """The extreme rays (m, S) of the cone {c ≥ 0 : c ν_r = 0 ∀r}: every nonnegative conservation law.
+
+        Each ray c with c_s > 0 bounds s on a class: x_s ≤ ⌊c·x₀ / c_s⌋, and the rays give the
+        tightest such bounds (`sp_ode.networks.conservation`).  Empty (0, S) when the double
+        description exceeds `sp_ode.networks.conservation.MAX_RAYS`; then the nonnegative rows of
+        `conservation_laws` are used.
+        """
+        if self._rays is None:
+            rays = extreme_rays(self.stoichiometry)
+            laws = self.conservation_laws()
+            self._rays = rays if rays is not None else laws[np.all(laws >= 0, axis=1)]
+        return self._rays.copy()
 
     def state_space(self, bounds: Mapping[str, int] | None = None, *, total: int | None = None,
                     initial: Mapping[str, int] | None = None) -> StateSpace:
@@ -497,7 +506,10 @@ class ReactionNetwork:
         ----------
         bounds : mapping species -> int, optional
             Maximum count (inclusive) per species.  A species without a bound gets `total`, or
-            the bound implied by a conservation law with nonnegative weights and `initial`.
+            the bound implied by the nonnegative conservation laws and `initial` (the extreme
+            rays, [`nonnegative_conservation_laws`][sp_ode.networks.network.ReactionNetwork.nonnegative_conservation_laws],
+            whatever the signs of a basis: E + S ⇌ C → E + P bounds S, C and P by S + C + P).
+            A bound looser than such a cap is lowered to it (the same states, a smaller box).
         total : int, optional
             Bound on Σ_s x_s.
         initial : mapping species -> int, optional
@@ -509,7 +521,8 @@ class ReactionNetwork:
         NetworkError
             A species has neither a bound nor `total` (names it); a conservation law
             exists but `initial` is missing; `initial` lies outside the bounds;
-            the box would have more than 2·10⁹ states; J is empty.
+            the enumeration would decode more than 2·10⁹ codes (the box, or on a conservation
+            class the box of the species the laws leave free); J is empty.
         MemoryBudgetError
             The states would not fit in memory (estimated before they are allocated;
             `sp_ode.networks.state_space.enumerate_states`).
@@ -527,20 +540,23 @@ class ReactionNetwork:
                     raise NetworkError(f"`initial` names {s!r}, which is not a species of {self.species}.", species=s)
             x0 = np.array([int(initial.get(s, 0)) for s in self.species], dtype=np.int64)
         b = []
+        caps = conservation_caps(self.nonnegative_conservation_laws(), x0) if initial is not None else None
         for k, s in enumerate(self.species):
             v = bounds.get(s, total)
-            if v is None and initial is not None:  # a conservation law with nonnegative weights bounds s
-                caps = [int(law @ x0) // int(law[k]) for law in laws if law[k] > 0 and np.all(law >= 0)]
-                v = min(caps) if caps else None
+            if v is None and caps is not None and caps[k] >= 0:   # a nonnegative conservation law bounds s
+                v = int(caps[k])
             if v is None:
                 raise NetworkError(f"species {s!r} has no bound: give `bounds[{s!r}]` or `total`.", species=s)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
                 raise ValueError(f"`bounds[{s!r}]` must be a nonnegative integer; got {v!r}.")
+            if caps is not None and 0 <= caps[k] < v:   # no state of the class exceeds the cap: a smaller box
+                v = int(caps[k])
             b.append(int(v) if total is None else min(int(v), int(total)))
         b = np.array(b, dtype=np.int64)
-        box = int(np.prod(b + 1, dtype=object))
-        if box > _MAX_BOX:
-            raise NetworkError(f"the box {dict(zip(self.species, b.tolist()))} has {box:.3g} states (> 2e9); "
+        work = enumeration_size(b, laws if initial is not None else None)
+        if work > _MAX_BOX:
+            what = "states" if initial is None or not len(laws) else "codes of the species its conservation laws leave free"
+            raise NetworkError(f"the box {dict(zip(self.species, b.tolist()))} has {work:.3g} {what} (> 2e9); "
                                "tighten `bounds`/`total` or give `initial` with conservation laws.")
         if initial is None and len(laws):
             law = " + ".join(f"{c}*{s}" if c != 1 else s for c, s in zip(laws[0], self.species) if c)

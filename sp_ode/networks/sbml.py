@@ -43,6 +43,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from sp_ode.core.expressions import ExpressionSyntaxError, substitute
+from sp_ode.networks._rates import NetworkSyntaxError
 from sp_ode.networks._sbml_math import MathReader
 from sp_ode.networks.network import NetworkError, Reaction, ReactionNetwork
 
@@ -224,7 +226,7 @@ def from_sbml(source: str | Path, *, slow: Sequence[str] = (), parameters: Mappi
     meaning = {sym(sid): sym(sid) / sym(comp) for sid, comp in concentration.items() if sid not in boundary
                and sid not in rules}
     rule_exprs = _assignment_rules(reader, rules, meaning)
-    substitute = {**meaning, **{sym(v): e for v, e in rule_exprs.items()}}
+    meanings = {**meaning, **{sym(v): e for v, e in rule_exprs.items()}}
 
     def resolve_global(name: str):
         return sym(name)
@@ -259,7 +261,7 @@ def from_sbml(source: str | Path, *, slow: Sequence[str] = (), parameters: Mappi
         expr = reader.expression(law.getMath(), where=f"reaction {rid!r}", reaction=rid,
                                  resolve=lambda name, local=local: local[name] if name in local else resolve_global(name))
         # globals (not the law's own locals, which are named '<reaction>.<id>') take their meaning
-        expr = expr.xreplace({k: v for k, v in substitute.items() if k in expr.free_symbols})
+        expr = _substituted(expr, meanings, f"reaction {rid!r}", rid)
         # the formula string is for messages only: the rate is `expr`, built from the MathML tree
         shown = libsbml.formulaToL3String(law.getMath())
         reactions.append(Reaction(rid, sides[0], sides[1], shown, mass_action=False, expression=expr))
@@ -339,6 +341,15 @@ def _warn_counts_read_as_concentrations(model, reader, species: list[str], value
                 "hasOnlySubstanceUnits=\"true\", or read the GillesPy2 model itself with sp_ode.from_gillespy2.",
                 NetworkWarning, stacklevel=3)
 
+
+def _substituted(expr, mapping: dict, where: str, reaction: str | None):
+    """`expr` with `mapping` substituted through the grammar's guarded builders (a size limit names `where`)."""
+    try:
+        return substitute(expr, {k: v for k, v in mapping.items() if k in expr.free_symbols}, where=where)
+    except ExpressionSyntaxError as exc:
+        raise NetworkSyntaxError(str(exc), reaction=reaction, token=exc.token) from None
+
+
 def _assignment_rules(reader, rules: dict, meaning: dict) -> dict:
     """{variable: sympy expression} of the assignment rules, each substituted into the others (a DAG)."""
     import sympy
@@ -346,7 +357,7 @@ def _assignment_rules(reader, rules: dict, meaning: dict) -> dict:
     raw = {}
     for var, rule in rules.items():
         e = reader.expression(rule.getMath(), where=f"the assignment rule for {var!r}", resolve=sympy.Symbol)
-        raw[var] = e.xreplace({k: v for k, v in meaning.items() if k in e.free_symbols})
+        raw[var] = _substituted(e, meaning, f"the assignment rule for {var!r}", None)
     done: dict = {}
 
     def expand(var: str, path: tuple):
@@ -357,7 +368,7 @@ def _assignment_rules(reader, rules: dict, meaning: dict) -> dict:
                                    [f"cyclic assignment rules {path + (var,)}"])
         e = raw[var]
         deps = {x: expand(str(x), path + (var,)) for x in e.free_symbols if str(x) in raw}
-        done[var] = e.xreplace(deps) if deps else e
+        done[var] = _substituted(e, deps, f"the assignment rule for {var!r}", None) if deps else e
         return done[var]
 
     for var in raw:

@@ -4,20 +4,27 @@ A finite state projection J (docs/theory.md §7.6) of a chemical master equation
 states of a box of per-species bounds, optionally below a total-count bound and on one
 conservation-law class.  `enumerate_states` builds J *in blocks*: the box is decoded
 code by code (its mixed-radix index) a bounded block at a time and filtered as it goes, so a
-box of 10⁹ states filtered down to 10⁵ never holds more than one block; the memory of what is
-kept is estimated before each block is stored, and a projection that would not fit is
+box of 10⁹ states filtered down to 10⁵ never holds more than one block.  On a conservation
+class only the *free* species are enumerated: k independent laws L x = L x₀ fix k pivot
+species as affine functions of the others, x_P = L_P⁻¹(L x₀ − L_F x_F), so the work is the box
+of the free species, not of all (Michaelis–Menten with 301 substrate and 120 enzyme
+molecules: 3.7·10⁴ codes instead of 1.3·10⁹; the pivots are the species with the largest
+bounds, chosen greedily — a matroid, so the greedy choice minimises the free box).  The
+memory of what is kept is estimated before each block is stored, and a projection that would not fit is
 refused with [`sp_ode.core.memory.MemoryBudgetError`][sp_ode.core.memory.MemoryBudgetError] before it is allocated.
 [`TruncationReport`][sp_ode.networks.state_space.TruncationReport] is what the projection costs a distribution on J (§7.6).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from sp_ode.core.memory import check_memory
 
-__all__ = ["StateSpace", "TruncationReport", "CertifiedMarginal", "enumerate_states", "state_space_nbytes"]
+__all__ = ["StateSpace", "TruncationReport", "CertifiedMarginal", "enumerate_states", "state_space_nbytes",
+           "enumeration_size"]
 
 # Temporaries of one block: the codes, S decoded columns and the stacked block, the masks and
 # the conservation products — about 8·(2S + k + 4) bytes per code; 64 MB of them at a time.
@@ -188,6 +195,80 @@ def _count_below_total(radix: np.ndarray, total: int) -> int:
     return sum(counts)
 
 
+def _class_map(laws: np.ndarray, bounds: np.ndarray):
+    """(pivots, free) species and the integer map D·x_P = a − B·x_F of L x = L x₀ (a still to be formed)."""
+    import sympy
+
+    k, S = laws.shape
+    pivots: list[int] = []
+    for s in sorted(range(S), key=lambda s: -int(bounds[s])):   # largest bounds first: the smallest free box
+        if len(pivots) < k and sympy.Matrix(laws[:, pivots + [s]].tolist()).rank() > len(pivots):
+            pivots.append(s)
+    free = [s for s in range(S) if s not in pivots]
+    inv = sympy.Matrix(laws[:, pivots].tolist()).inv()
+    D = math.lcm(*[int(sympy.fraction(e)[1]) for e in inv])
+    A = [[int(e * D) for e in inv.row(i)] for i in range(k)]            # D·L_P⁻¹, exact integers
+    B = [[sum(A[i][j] * int(laws[j, f]) for j in range(k)) for f in free] for i in range(k)]
+    return pivots, free, D, A, B
+
+
+def enumeration_size(bounds: np.ndarray, laws: np.ndarray | None = None) -> int:
+    """Codes `enumerate_states` decodes: the box of `bounds`, or on a class of `laws` the box of the free species."""
+    bounds = np.asarray(bounds, dtype=np.int64)
+    if laws is None or len(laws) == 0:
+        return int(np.prod(bounds + 1, dtype=object))
+    _, free, *_ = _class_map(np.asarray(laws, dtype=np.int64), bounds)
+    return int(np.prod(bounds[free] + 1, dtype=object))
+
+
+def _enumerate_class(species, bounds, total, laws, x0, name, kw, remedy) -> StateSpace | None:
+    """The states of the class L x = L x₀ in the box, by enumerating the free species only (module docstring).
+
+    None when the integer map could overflow int64 (the caller scans the box instead).
+    """
+    S = len(species)
+    pivots, free, D, A, B = _class_map(laws, bounds)
+    c = [int(v) for v in laws @ x0]
+    a = [sum(A[i][j] * c[j] for j in range(len(c))) for i in range(len(pivots))]
+    reach = max((abs(a[i]) + sum(abs(B[i][f]) * int(bounds[free[f]]) for f in range(len(free)))
+                 for i in range(len(pivots))), default=0)
+    if reach >= 2**62:
+        return None
+    a_np, B_np = np.array(a, dtype=np.int64), np.array(B, dtype=np.int64).reshape(len(pivots), len(free))
+    shape = tuple((bounds[free] + 1).tolist())
+    box = int(np.prod(bounds[free] + 1, dtype=object))
+    block = max(1024, _BLOCK_BYTES // (8 * (2 * S + 2 * len(pivots) + 4)))
+    strides = _strides(bounds)
+    kept_states, kept, kept_codes = [], 0, []
+    for lo in range(0, box, block):
+        codes = np.arange(lo, min(box, lo + block), dtype=np.int64)
+        xf = np.stack(np.unravel_index(codes, shape), axis=1) if free else np.zeros((codes.size, 0), np.int64)
+        num = a_np - xf @ B_np.T                                    # D·x_P
+        keep = np.all(num % D == 0, axis=1)
+        xp = num // D
+        keep &= np.all((xp >= 0) & (xp <= bounds[pivots]), axis=1)
+        rows = np.empty((codes.size, S), dtype=np.int64)
+        rows[:, free], rows[:, pivots] = xf, xp
+        if total is not None:
+            keep &= rows.sum(axis=1) <= total
+        m = int(np.count_nonzero(keep))
+        if m == 0:
+            continue
+        check_memory(2 * state_space_nbytes(kept + m, S, coded=True), remedy=remedy,
+                     what=f"the projection of {name!r} (at least {kept + m:.3g} states × {S} species after "
+                          f"{100.0 * (lo + codes.size) / box:.3g}% of the {box:.3g} codes of its free species)", **kw)
+        kept_states.append(rows[keep])
+        kept_codes.append(rows[keep] @ strides)
+        kept += m
+    states = np.concatenate(kept_states) if kept_states else np.zeros((0, S), dtype=np.int64)
+    codes = np.concatenate(kept_codes) if kept_codes else np.zeros(0, dtype=np.int64)
+    order = np.argsort(codes, kind="stable")                          # lexicographic, as the box scan gives
+    states, codes = states[order], codes[order]
+    full = int(np.prod(bounds + 1, dtype=object))
+    return StateSpace(tuple(species), states, bounds, None if total is None else int(total),
+                      None if states.shape[0] == full else codes)
+
+
 def enumerate_states(species: tuple[str, ...], bounds: np.ndarray, *, total: int | None = None,
                      laws: np.ndarray | None = None, x0: np.ndarray | None = None, name: str = "network",
                      fraction: float | None = None) -> StateSpace:
@@ -233,6 +314,11 @@ def enumerate_states(species: tuple[str, ...], bounds: np.ndarray, *, total: int
         # a filtered J is kept in blocks and concatenated at the end: twice its size at the peak
         check_memory((2 if filtered else 1) * state_space_nbytes(n, S, coded=filtered), remedy=remedy,
                      what=f"the projection of {name!r} ({n:.4g} states × {S} species)", **kw)
+    if classed:
+        space = _enumerate_class(species, bounds, total, np.asarray(laws, dtype=np.int64),
+                                 np.asarray(x0, dtype=np.int64), name, kw, remedy)
+        if space is not None:
+            return space
     per_code = 8 * (2 * S + (0 if laws is None else len(laws)) + 4)
     block = max(1024, _BLOCK_BYTES // per_code)
     shape = tuple(radix.tolist())

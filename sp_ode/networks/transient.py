@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from sp_ode.core.memory import check_memory
 from sp_ode.core.validation import check_positive, check_positive_int
 from sp_ode.networks._moments import affine_observable, caps_of, growth_constants, moment_growth
 from sp_ode.networks.network import NetworkError, ReactionNetwork, TruncationError
@@ -410,6 +411,10 @@ def fsp_transient(network: ReactionNetwork, space: StateSpace, p0, times, *, y=N
     if p0.shape != (space.n,) or not np.all(np.isfinite(p0)) or p0.min() < 0 or abs(p0.sum() - 1.0) > 1e-12:
         raise ValueError(f"`p0` must be a distribution on the {space.n} states of `space` (≥ 0, summing to 1).")
     max_steps = check_positive_int("max_steps", max_steps)
+    # the output, p at every time (and the leaks), grows with T·n: estimated before any work (issue 35)
+    check_memory(8 * (times.size + 1) * (space.n + len(network.species) + 2),
+                 what=f"p(t) of {network.name!r} at {times.size} output times on {space.n} states",
+                 remedy="Ask for fewer output times, or a smaller projection.")
     caps = caps_of(network, space)
     free = np.array([s not in caps for s in network.species])
     Q, exits, names, v_exit = _sink_generator(network, space, y, free)

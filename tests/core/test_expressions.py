@@ -104,7 +104,7 @@ def test_symbol_factory_and_constants_are_the_callers():
 def test_parse_number_reads_closed_expressions_and_refuses_names():
     assert parse_number("1/4096") == 2.0**-12 == parse_number("2^-12")
     assert parse_number("exp(-3)") == pytest.approx(math.exp(-3), rel=1e-15)
-    for text, rule in [("k*2", "uses the name 'k'"), ("1/0", "not a finite real"), ("sqrt(-1)", "not a finite real"),
+    for text, rule in [("k*2", "uses the name 'k'"), ("1/0", "division by zero"), ("sqrt(-1)", "not a finite real"),
                        ("10^400", "not a finite real")]:
         with pytest.raises(ExpressionSyntaxError, match=rule):
             parse_number(text)
@@ -119,3 +119,78 @@ def test_every_table_function_builds_with_its_arity():
         assert isinstance(parse_expression(text), sympy.Expr), name
     with pytest.raises(ExpressionSyntaxError, match=r"exp\(\) takes 1"):
         parse_expression("exp()")
+
+
+# --- bounded work for every input (issue 35, item 8) -------------------------------------------
+
+@pytest.fixture
+def hang_guard():
+    """Turn a hang into a failure (a guard, not a timing assertion: the refusals below take milliseconds)."""
+    import signal
+
+    def stop(*_):
+        raise TimeoutError("the input was not refused: it hung")
+
+    old = signal.signal(signal.SIGALRM, stop)
+    signal.alarm(20)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, old)
+
+
+@pytest.mark.parametrize("text, limit", [
+    ("10^(2000000001/2)", "MAX_EXACT_BITS"),          # a fraction: sympy computes 10^1000000000·√10
+    ("sqrt(2)^(10^11)", "MAX_EXACT_BITS"),            # a base that is a number in disguise: 2^(5·10^10)
+    ("(2*x)^(10^6)", "MAX_EXACT_BITS"),               # a product base distributes: 2^(10^6)·x^(10^6)
+    ("x^(10^6)", "MAX_EXACT_BITS"),                   # a symbolic power whose expansion is 10^6 terms
+    ("*".join(["10^2400"] * 3000), "MAX_TERMS"),
+    ("*".join(["10^2400"] * 30), "MAX_EXACT_BITS"),   # under MAX_TERMS: the numbers' bits add
+    ("+".join(f"k{i}*A{i}" for i in range(4000)), "MAX_TERMS"),
+    ("+".join(f"1/(10^2000 + {i})" for i in range(3)), "MAX_EXACT_BITS"),   # denominators multiply
+    ("hill(" * 16 + "x" + ", 1, 2, 3)" * 16, "MAX_NODES"),   # each hill() uses its S twice: 2^16 copies
+])
+def test_inputs_that_grow_are_refused_naming_the_limit(text, limit, hang_guard):
+    with pytest.raises(ExpressionSyntaxError, match=limit) as exc:
+        parse_expression(text, where="reaction 'R1'")
+    assert str(exc.value).startswith("reaction 'R1':")
+
+
+def test_the_limits_are_documented_constants():
+    import sp_ode.core.expression_size as size
+    import sp_ode.core.expressions as ex
+
+    for name in ("MAX_DEPTH", "MAX_NUMBER_CHARS", "MAX_EXACT_BITS", "MAX_TERMS", "MAX_NODES", "MAX_TREE_DEPTH"):
+        assert isinstance(getattr(ex, name), int) and name in ex.__doc__ and name in ex.__all__
+    for name in ("MAX_EXACT_BITS", "MAX_TERMS", "MAX_NODES", "MAX_TREE_DEPTH"):
+        assert name in size.__doc__ and getattr(size, name) == getattr(ex, name)
+
+
+def test_what_stays_under_the_limits_is_built_exactly():
+    # negative controls of the guards above: the same forms, small, are built and exact
+    assert parse_expression("10^(5/2)") == 100 * sympy.sqrt(10)
+    assert parse_expression("sqrt(2)^20") == 1024
+    assert parse_expression("(2*x)^10") == 1024 * x**10
+    assert parse_expression("*".join(["10^2400"] * 1)) == sympy.Integer(10) ** 2400
+    assert parse_expression("+".join(str(i) for i in range(1000))) == 999 * 1000 // 2   # 1000 terms: MAX_TERMS
+    terms = "+".join(f"k{i}*A{i}" for i in range(1000))
+    assert len(parse_expression(terms).args) == 1000
+    assert parse_expression("hill(" * 3 + "x" + ", 1, 2, 3)" * 3).free_symbols == {x}
+    assert float(parse_expression("10.0^(2000000001/2)")) == math.inf   # a float base: no exact number is formed
+
+
+@pytest.mark.parametrize("text", ["1/0", "x/0", "k/(A - A)", "0^(-1)", "log(0)", "x^2/(x - x)"])
+def test_division_by_zero_is_refused_as_such(text):
+    with pytest.raises(ExpressionSyntaxError, match="division by zero") as exc:
+        parse_expression(text, where="reaction 'R1'")
+    assert str(exc.value).startswith("reaction 'R1':")
+
+
+def test_substitute_goes_through_the_guards():
+    from sp_ode.core.expressions import substitute
+
+    k = sympy.Symbol("k")
+    assert substitute(10**k + x, {k: sympy.Integer(3)}) == 1000 + x
+    with pytest.raises(ExpressionSyntaxError, match="MAX_EXACT_BITS"):
+        substitute(10**k, {k: sympy.Rational(2000000001, 2)})   # xreplace would compute 10^1000000000
+    with pytest.raises(ExpressionSyntaxError, match="division by zero"):
+        substitute(x / k, {k: sympy.Integer(0)})

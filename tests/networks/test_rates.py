@@ -54,3 +54,29 @@ def test_syntax_error_carries_position_and_reaction():
     with pytest.raises(NetworkSyntaxError) as exc:
         ReactionNetwork("A -> B, k*.x")
     assert exc.value.reaction == "R1" and exc.value.token == "." and exc.value.position == 2
+
+
+# --- bounded work and division by zero (issue 35, item 8) ---------------------------------------
+
+@pytest.mark.parametrize("rate, rule", [
+    ("10^(2000000001/2)", "MAX_EXACT_BITS"), ("sqrt(2)^(10^11)", "MAX_EXACT_BITS"),
+    ("*".join(["10^2400"] * 3000), "MAX_TERMS"), ("+".join(f"k*A^{i % 7}" for i in range(4000)), "MAX_TERMS"),
+    ("1/0", "division by zero"), ("k/(A - A)", "division by zero"), ("log(0)", "division by zero"),
+])
+def test_rates_that_grow_or_divide_by_zero_are_refused_naming_the_reaction(rate, rule):
+    with pytest.raises(NetworkSyntaxError, match=rule) as exc:
+        ReactionNetwork(f"0 -> A, 1; deg: A -> 0, {rate}", parameters={"k": 1.0})
+    assert exc.value.reaction == "deg" and "reaction 'deg'" in str(exc.value)
+
+
+def test_a_rate_beyond_float64_is_refused_and_a_sympy_rate_is_checked_too():
+    # 10^400 is exact and within MAX_EXACT_BITS, but no float64 holds it (was an untyped OverflowError)
+    with pytest.raises(NetworkSyntaxError, match="float64 range") as exc:
+        ReactionNetwork("0 -> A, 1; deg: A -> 0, 10^400")
+    assert exc.value.reaction == "deg"
+    # a rate handed over as a sympy object bypasses the grammar: the network checks it (was KeyError 'ComplexInfinity')
+    zoo = Reaction("deg", (("A", 1),), (), "1/0", mass_action=True, expression=sympy.zoo)
+    with pytest.raises(NetworkSyntaxError, match="divides by zero") as exc:
+        ReactionNetwork([Reaction("birth", (), (("A", 1),), "1"), zoo])
+    assert exc.value.reaction == "deg"
+    ReactionNetwork("0 -> A, 1; deg: A -> 0, 10^300")   # negative control: within float64

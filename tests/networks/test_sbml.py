@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import sympy
 
 import sp_ode
 from sp_ode.networks.network import NetworkError, NetworkWarning, ReactionNetwork
@@ -493,3 +494,228 @@ def test_dsmts_immigration_death_with_boundary_species_and_dimerisation_mirrored
     with pytest.raises(AssertionError):
         _published_inside(res, net, "P", _T, [100, 91.031866, 83.61694, 54.574231, 52.214271],
                           [0, 3.862504, 4.815194, 5.558298, 5.51176], 6)
+
+
+# --- bounded work: function definitions expanded once, sizes guarded (issue 35, item 8) --------
+
+_MATHML = 'xmlns="http://www.w3.org/1998/Math/MathML"'
+
+
+def _chain(levels: int, f0: str, body) -> str:
+    """`_law` whose birth law is y·f_levels(k), f_j(x) = body(j) calling f_{j-1} twice, f_0(x) = f0."""
+    fds = [f'<functionDefinition id="f0"><math {_MATHML}><lambda><bvar><ci>x</ci></bvar>{f0}</lambda></math>'
+           "</functionDefinition>"]
+    fds += [f'<functionDefinition id="f{j}"><math {_MATHML}><lambda><bvar><ci>x</ci></bvar>{body(j)}</lambda>'
+            "</math></functionDefinition>" for j in range(1, levels + 1)]
+    return _law(f"<apply><times/><ci>y</ci><apply><ci>f{levels}</ci><ci>k</ci></apply></apply>",
+                "<listOfFunctionDefinitions>" + "".join(fds) + "</listOfFunctionDefinitions>")
+
+
+def _twice(op: str, shifted: bool = False):
+    """f_j(x) = f_{j-1}(x) op f_{j-1}(x + 2^j) (shifted: 2^j distinct terms) or f_{j-1}(x) op f_{j-1}(x)."""
+    def body(j: int) -> str:
+        second = f"<apply><plus/><ci>x</ci><cn>{2**j}</cn></apply>" if shifted else "<ci>x</ci>"
+        return f"<apply><{op}/><apply><ci>f{j - 1}</ci><ci>x</ci></apply><apply><ci>f{j - 1}</ci>{second}</apply></apply>"
+    return body
+
+
+def _composed(j: int) -> str:
+    return f"<apply><ci>f{j - 1}</ci><apply><ci>f{j - 1}</ci><ci>x</ci></apply></apply>"
+
+
+def test_a_chain_of_function_definitions_is_expanded_once_per_definition():
+    # f_j(x) = f_{j-1}(x) + f_{j-1}(x): 2^20 calls when re-expanded at every call (> 30 s); one expansion each here
+    net, _ = from_sbml(_chain(20, "<ci>x</ci>", _twice("plus")), slow=["y"])
+    k, y = sympy.symbols("k y")
+    assert net.propensity_exprs[0] == 2**20 * k * y        # closed form: f_20(x) = 2^20·x
+    # composition f_j = f_{j-1}∘f_{j-1} of x + 1: f_20(x) = x + 2^20
+    net, _ = from_sbml(_chain(20, "<apply><plus/><ci>x</ci><cn>1</cn></apply>", _composed), slow=["y"])
+    assert sympy.simplify(net.propensity_exprs[0] - y * (k + 2**20)) == 0
+
+
+@pytest.mark.parametrize("f0, body, limit", [
+    ("<apply><exp/><ci>x</ci></apply>", _composed, "MAX_TREE_DEPTH"),                 # exp∘exp∘…: 2^20 deep
+    ("<apply><power/><ci>x</ci><cn>2</cn></apply>", _twice("plus", shifted=True), "MAX_TERMS"),  # 2^20 squares
+    ("<apply><times/><ci>x</ci><ci>x</ci></apply>", _composed, "MAX_EXACT_BITS"),     # x^(2^(2^20))
+    ("<ci>x</ci>", _twice("times", shifted=True), "MAX_TERMS"),                       # 2^20 distinct factors
+])
+def test_function_definitions_that_grow_are_refused_naming_the_reaction_and_limit(f0, body, limit):
+    from sp_ode.networks.network import NetworkSyntaxError
+
+    with pytest.raises(NetworkSyntaxError, match=limit) as exc:
+        from_sbml(_chain(20, f0, body), slow=["y"])
+    assert exc.value.reaction == "birth" and "reaction 'birth'" in str(exc.value)
+
+
+def test_a_recursive_function_definition_is_refused():
+    from sp_ode.networks.network import NetworkSyntaxError
+
+    doc = _law("<apply><ci>f</ci><ci>k</ci></apply>", _function("<apply><ci>f</ci><ci>x</ci></apply>"))
+    with pytest.raises(NetworkSyntaxError, match="MAX_CALL_DEPTH"):
+        from_sbml(doc)
+
+
+@pytest.mark.parametrize("law, rule", [("10^(2000000001/2)", "MAX_EXACT_BITS"), ("k/0", "division by zero"),
+                                       ("sqrt(2)^(10^11)", "MAX_EXACT_BITS")])
+def test_antimony_rates_that_grow_or_divide_by_zero_are_refused(law, rule):
+    from sp_ode.networks.network import NetworkSyntaxError
+
+    with pytest.raises(NetworkSyntaxError, match=rule) as exc:
+        from_antimony(f"model m\n J0: -> M; {law}\n J1: M -> ; M\n M = 0; k = 1\nend")
+    assert exc.value.reaction == "J0"
+
+
+# --- GillesPy2's own example models, as its SBML export writes them (issue 35, item 3) ---------
+
+def _gillespy2_sbml(name: str, species: dict, parameters: dict, reactions: list, volume: float = 1.0) -> str:
+    """SBML written call for call as GillesPy2's `gillespy2.sbml.SBMLexport.export` writes it (GillesPy2 1.8).
+
+    An L3V2 document with a model that has a name but no id; one compartment `vol`; species
+    with `initDefaults()` (so hasOnlySubstanceUnits = false: concentrations, in a compartment of
+    size 1) and an initial *amount*; parameters with `initDefaults()` and a value; each reaction
+    with `initDefaults()`, constant species references, and as kinetic law the reaction's
+    *propensity function* in counts, parsed by `libsbml.parseL3Formula` — for a mass-action
+    reaction GillesPy2 writes `rate * X * Y / vol` (Reaction._create_mass_action).
+    """
+    doc = libsbml.SBMLDocument(3, 2)
+    model = doc.createModel()
+    model.setName(name)
+    comp = model.createCompartment()
+    comp.setId("vol")
+    comp.setConstant(True)
+    comp.setSize(volume)
+    comp.setSpatialDimensions(3)
+    for sid, amount in species.items():
+        s = model.createSpecies()
+        s.initDefaults()
+        s.setCompartment("vol")
+        s.setId(sid)
+        s.setInitialAmount(amount)
+    for pid, value in parameters.items():
+        p = model.createParameter()
+        p.initDefaults()
+        p.setId(pid)
+        p.setValue(value)
+    for rid, reactants, products, propensity in reactions:
+        r = model.createReaction()
+        r.initDefaults()
+        r.setId(rid)
+        for refs, create in ((reactants, r.createReactant), (products, r.createProduct)):
+            for sid, nu in refs.items():
+                ref = create()
+                ref.setConstant(True)
+                ref.setSpecies(sid)
+                ref.setStoichiometry(nu)
+        r.createKineticLaw().setMath(libsbml.parseL3Formula(propensity))
+    return libsbml.SBMLWriter().writeSBMLToString(doc)
+
+
+def _michaelis_menten_gillespy2(A=301, B=120):
+    """gillespy2 test/example_models.py create_michaelis_menten: substrate A, enzyme B, complex C, product D."""
+    return _gillespy2_sbml("Michaelis_Menten", {"A": A, "B": B, "C": 0, "D": 0},
+                           {"rate1": 0.0017, "rate2": 0.5, "rate3": 0.1},
+                           [("r1", {"A": 1, "B": 1}, {"C": 1}, "rate1 * A * B / vol"),
+                            ("r2", {"C": 1}, {"A": 1, "B": 1}, "rate2 * C"),
+                            ("r3", {"C": 1}, {"B": 1, "D": 1}, "rate3 * C")])
+
+
+def _schlogl_gillespy2(n=300):
+    """gillespy2 test/example_models.py create_schlogl: A + X -> 2X (k1), B + X -> C (k2), all counts 300."""
+    return _gillespy2_sbml("Schlogl", {"A": n, "B": n, "C": n, "X": n}, {"k1": 1.0, "k2": 1.0},
+                           [("j1", {"A": 1, "X": 1}, {"X": 2}, "k1 * A * X / vol"),
+                            ("j2", {"B": 1, "X": 1}, {"C": 1}, "k2 * B * X / vol")])
+
+
+def _dense_reference(x0, stoich, propensity, t):
+    """p(t) by brute force: every state reachable from x0 by breadth-first search, a dense Q, scipy's expm.
+
+    Independent of sp_ode's conservation laws, state enumeration and uniformisation.
+    """
+    from scipy.linalg import expm
+
+    x0 = tuple(x0)
+    index, order, frontier = {x0: 0}, [x0], [x0]
+    while frontier:
+        nxt = []
+        for x in frontier:
+            for nu, a in zip(stoich, propensity(np.array(x))):
+                y = tuple(int(v) for v in np.array(x) + nu)
+                if a > 0 and y not in index:
+                    index[y] = len(order)
+                    order.append(y)
+                    nxt.append(y)
+        frontier = nxt
+    Q = np.zeros((len(order), len(order)))
+    for i, x in enumerate(order):
+        for nu, a in zip(stoich, propensity(np.array(x))):
+            if a > 0:
+                Q[i, index[tuple(int(v) for v in np.array(x) + nu)]] += a
+                Q[i, i] -= a
+    p0 = np.zeros(len(order))
+    p0[0] = 1.0
+    return np.array(order), p0 @ expm(Q * t)
+
+
+def test_gillespy2_michaelis_menten_laws_of_mixed_signs_are_found():
+    net, initial = from_sbml(_michaelis_menten_gillespy2())
+    assert net.name == "sbml" and initial == {"A": 301, "B": 120, "C": 0, "D": 0}
+    # elimination gives a basis with mixed signs; the extreme rays are the enzyme and the substrate
+    assert net.nonnegative_conservation_laws().tolist() == [[0, 1, 1, 0], [1, 0, 1, 1]]
+    assert np.all(net.conservation_laws() >= 0)
+    space = net.state_space(initial=initial)         # no bounds needed: the laws bound every species
+    assert space.bounds.tolist() == [301, 120, 120, 301]
+    # the class: C = 0…120 and D = 0…301 − C (then A = 301 − C − D, B = 120 − C): Σ_C (302 − C) states
+    assert space.n == sum(302 - c for c in range(121))
+
+
+@pytest.mark.parametrize("model, x0, stoich, rates, t", [
+    (lambda: _michaelis_menten_gillespy2(A=12, B=3), [12, 3, 0, 0],
+     [[-1, -1, 1, 0], [1, 1, -1, 0], [0, 1, -1, 1]],
+     lambda x: [0.0017 * x[0] * x[1], 0.5 * x[2], 0.1 * x[2]], 20.0),
+    (lambda: _schlogl_gillespy2(n=6), [6, 6, 6, 6], [[-1, 0, 0, 1], [0, -1, 1, -1]],
+     lambda x: [x[0] * x[3], x[1] * x[3]], 0.2),
+])
+def test_gillespy2_models_from_sbml_agree_with_a_dense_solve_of_the_reachable_chain(model, x0, stoich, rates, t):
+    net, initial = from_sbml(model())
+    res = sp_ode.transient_distribution(net, initial, [t], tol=1e-12)
+    assert res.leaked[-1] == 0.0                       # the class is finite: nothing leaves it
+    states, ref = _dense_reference(x0, np.array(stoich), lambda x: np.array(rates(x)), t)
+    inside = res.space.contains(states)
+    assert inside.all()                                # every reachable state is in the projection
+    p = res.p[-1][res.space.index(states)]
+    np.testing.assert_allclose(p, ref, atol=1e-12)
+    assert abs(res.p[-1].sum() - 1.0) < 1e-12 and abs(p.sum() - 1.0) < 1e-12   # no mass off the reachable set
+    # negative control: the same check fails on the law of a later time
+    _, later = _dense_reference(x0, np.array(stoich), lambda x: np.array(rates(x)), 1.5 * t)
+    assert np.abs(p - later).max() > 1e-3
+
+
+def test_gillespy2_michaelis_menten_at_full_size_agrees_with_the_chain_reduced_by_hand():
+    # GillesPy2's counts (A = 301 substrate, B = 120 enzyme): refused before (a box of 1.3e9 states scanned
+    # for 7.5 min); the reference removes the conserved A and B by hand, A = 301 − C − D, B = 120 − C
+    net, initial = from_sbml(_michaelis_menten_gillespy2())
+    res = sp_ode.transient_distribution(net, initial, [10.0], tol=1e-10)
+    assert res.space.n == 29282 and res.leaked[-1] == 0.0
+    with pytest.warns(NetworkWarning, match="'D' is produced"):   # D only grows: so it does
+        reduced = ReactionNetwork("r1: 0 => C, rate1*(301 - C - D)*(120 - C); r2: C => 0, rate2*C; "
+                                  "r3: C => D, rate3*C", parameters={"rate1": 0.0017, "rate2": 0.5, "rate3": 0.1})
+    ref = sp_ode.transient_distribution(reduced, {"C": 0, "D": 0}, [10.0], bounds={"C": 120}, total=301, tol=1e-10)
+    for s in ("C", "D"):   # two projections, two generators: the same law within both certified ℓ1 bounds
+        (pa, ea), (pb, eb) = res.marginal(s), ref.marginal(s)
+        n = max(len(pa), len(pb))
+        gap = np.abs(np.pad(pa, (0, n - len(pa))) - np.pad(pb, (0, n - len(pb)))).sum()
+        assert gap <= ea + eb + 1e-12 and ea + eb < 1e-8
+    np.testing.assert_allclose(res.mean("A")[-1], 301 - ref.mean("C")[-1] - ref.mean("D")[-1], rtol=1e-9)
+    np.testing.assert_allclose(res.mean("B")[-1], 120 - ref.mean("C")[-1], rtol=1e-9)
+
+
+def test_gillespy2_schlogl_at_full_size_is_projected_on_its_class():
+    # refused before at once (a box of 1.3e11 states): the laws B + C = 600 and A + C + X = 900 (mixed signs
+    # in a basis) bound every species, and only the free species C, X are enumerated
+    net, initial = from_sbml(_schlogl_gillespy2())
+    assert net.nonnegative_conservation_laws().tolist() == [[0, 1, 1, 0], [1, 0, 1, 1]]
+    space = net.state_space(initial=initial)
+    # the class: C = 0…600, X = 0…900 − C (A = 900 − C − X ≥ 0, B = 600 − C): Σ_C (901 − C) states
+    assert space.n == sum(901 - c for c in range(601)) == 361201
+    x = space.states
+    assert np.all(x[:, 1] + x[:, 2] == 600) and np.all(x[:, 0] + x[:, 2] + x[:, 3] == 900)

@@ -65,11 +65,11 @@ def test_a_projection_that_would_not_fit_is_refused_before_allocation(monkeypatc
     with pytest.raises(MemoryBudgetError, match=r"5\.005e\+05 states"):       # the exact count below total
         net.state_space(total=999)
     assert net.state_space({"A": 99, "B": 99}).n == 10**4                  # small ones still fit
-    # conservation laws: J (here 2·10⁵ of a 4·10⁸-state box) is found block by block, and refused as soon
-    # as the kept part would not fit — after a few blocks, not after the whole box
+    # conservation laws: J (here 2·10⁵ states of a 4·10⁸-state box) is found from its free species B, C
+    # (A = 1999 − B), 2·10⁵ codes, block by block, and refused as soon as the kept part would not fit
     monkeypatch.setattr(memory, "available_memory", lambda: (10**5, "test limit"))
     conv = ReactionNetwork("A -> B, 1; B -> A, 1; 0 -> C, 1; C -> 0, 1")
-    with pytest.raises(MemoryBudgetError, match=r"at least .* after 0\.\d+% of its 4e\+08-state box"):
+    with pytest.raises(MemoryBudgetError, match=r"at least .* of the 2e\+05 codes of its free species"):
         conv.state_space({"A": 1999, "B": 1999, "C": 99}, initial={"A": 1999})
 
 

@@ -122,3 +122,20 @@ def test_a_projection_nothing_leaves_needs_no_moment_bound():
     assert r.growth is None and np.all(r.leaked == 0.0) and r.moment_bound_reason == ""
     (lo, hi), _ = r.intervals("P2")
     assert np.all(hi - lo <= 1e-9 * np.maximum(hi, 1.0)) and lo[-1] > 10
+
+
+def test_the_output_of_many_times_on_many_states_is_refused_before_it_is_allocated(monkeypatch):
+    # 10^4 states × 10^5 output times: p(t) alone is 8 GB (issue 35, item 8); the budget here is 4 GB
+    from sp_ode.core import memory
+    from sp_ode.core.memory import MemoryBudgetError
+
+    monkeypatch.setattr(memory, "available_memory", lambda: (5 * 10**9, "test limit"))
+    net = ReactionNetwork("0 -> A, 50; A -> 0, 1")
+    space = net.state_space({"A": 9999})
+    p0 = np.zeros(space.n)
+    p0[0] = 1.0
+    with pytest.raises(MemoryBudgetError, match="100000 output times on 10000 states"):
+        fsp_transient(net, space, p0, np.linspace(0.0, 1.0, 10**5))
+    with pytest.raises(MemoryBudgetError):
+        transient_distribution(net, {"A": 0}, np.linspace(0.0, 1.0, 10**5), bounds={"A": 9999})
+    assert fsp_transient(net, space, p0, np.linspace(0.0, 0.1, 10)).p.shape == (10, space.n)   # negative control

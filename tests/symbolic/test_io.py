@@ -80,3 +80,10 @@ def test_missing_file_and_directory_are_named(tmp_path):
         read_generator(tmp_path / "none.txt")
     with pytest.raises(GeneratorFileError, match="directory"):
         read_generator(tmp_path)
+
+
+@pytest.mark.parametrize("rate, rule", [("10^(2000000001/2)", "MAX_EXACT_BITS"), ("a/(b - b)", "division by zero")])
+def test_rates_that_grow_or_divide_by_zero_are_refused_with_the_line(tmp_path, rate, rule):
+    path = _write(tmp_path, "rates.txt", f"0 -> 1 : a\n1 -> 0 : {rate}\n")
+    with pytest.raises(GeneratorFileError, match=rule):
+        read_generator(path)
