@@ -278,14 +278,15 @@ class SlowManifold:
         system = self.system
         return ReducedSystem(system.g, self.jax_fn(eps), system.args, system.d,
                              f"{system.name}/slow_manifold(order={self.order})", ("slow_manifold", self._key),
-                             eps=eps, phi_eps=_shared_phi_eps(self._key, self._terms_fn, self.order))
+                             eps=eps, phi_eps=_shared_phi_eps(self._key, self._terms_fn, self.order), full=system)
 
     @in_float64
     def simulate(self, t_span, y0, *, eps=None, **kwargs):
         """The corrected reduced flow y' = g(h_ε(y), y) by `sp_ode.simulate_reduced`.
 
         Keywords are those of `sp_ode.simulate_reduced` (backend, method, rtol,
-        atol, ts, throw, args, ...).  The result's `x` is h_ε(y) along the solution.
+        atol, ts, throw, args, x0 and initial_layer, ...): with `x0` off the manifold the path
+        starts at the base point of its fast fibre (docs/theory.md §7.5).  The result's `x` is h_ε(y) along the solution.
         Changing ε does not recompile.
         """
         return simulate_reduced(self.reduced_system(eps), t_span, y0, **kwargs)
