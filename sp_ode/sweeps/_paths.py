@@ -68,6 +68,14 @@ FULL_GLOBAL_FACTOR = 10.0
 REFERENCE_TOL_FACTOR = 1e-5
 MAX_STEPS = 50_000
 MAX_ORDER = 4        # highest reduced order (its estimate needs order 5: sp_ode.manifolds.slow_manifold.MAX_ORDER)
+# The initial-layer projection (sp_ode.manifolds.initial_layer, "projected"): the layer is solved on the fast
+# clock to γS = LAYER_DECAY, then the flow on h^{(k+1)} is followed back over εS by RK4_STEPS steps.  A point
+# whose unprojected layer term is below LAYER_SKIP·safety·tol keeps y0 (and that term in its estimate); one
+# whose layer εS would take more than LAYER_SPAN of the time span is not projected (solved fully).
+LAYER_DECAY = 40.0
+RK4_STEPS = 16
+LAYER_SKIP = 1e-3
+LAYER_SPAN = 0.1
 
 # Manifold terms, lifted systems and kernels per system (keyed on its vector fields), so that repeated
 # sweeps over one system, and every chunk on a Dask worker, reuse one set of functions and programs.
@@ -188,12 +196,19 @@ def _next_term(system: FastSlowSystem, lower, j: int):
 
     def terms(y, args):
         y = jnp.reshape(y, (-1,))
-        low = lower(y, args)
+
+        def stacked(yy):
+            T = jnp.stack(lower(yy, args))
+            return T, T
+        # the lower terms and their y-Jacobians once: the j nested ε-derivatives below then pass
+        # through f and g only (not through every lower term again; sp_ode.manifolds.slow_manifold)
+        D, low_arr = jax.jacfwd(stacked, has_aux=True)(y)
+        low = list(low_arr)
 
         def residual(eps):
-            x = _horner(lower(y, args), eps)
+            x = _horner(low, eps)
             v = g(0.0, x, y, args)
-            Dh_g = jax.jvp(lambda yy: _horner(lower(yy, args), eps), (y,), (v,))[1]
+            Dh_g = _horner(list(D @ v), eps)
             r = eps * Dh_g - f(0.0, x, y, args)
             return r.at[-1].set(0.0) if master else r
 
@@ -290,6 +305,97 @@ def _layer_fn(plan: SweepPlan, k: int):
         Fx = jax.jacfwd(lambda x: f(0.0, x, y0, a))(x_phi)
         return top(y0, e, a), jnp.linalg.norm(Gx, 2), Fx
     return one
+
+
+def _layer_one(plan: SweepPlan):
+    """[x, y]' = [f(t0 + ετ, x, y), ε g(t0 + ετ, x, y)] of one point on the fast clock τ (the initial layer)."""
+    if "layer_one" not in plan._built:
+        f, g, m, t0 = plan.system.f, plan.system.g, plan.m, plan.t_span[0]
+
+        def one(tau, z, lane):
+            a, e = _args(plan, lane["args"]), lane["eps"]
+            x, y = z[:m], z[m:]
+            t = t0 + e * tau
+            return jnp.concatenate([f(t, x, y, a), e * g(t, x, y, a)])
+        plan._built["layer_one"] = one
+    return plan._built["layer_one"]
+
+
+def _back_fn(plan: SweepPlan, k: int):
+    """(y(t0 + εS), lane with "span" = εS) -> (y*, h^{(k+1)}(y(t0 + εS))): RK4 back along
+    y' = g(h^{(k+1)}(y), y) from t0 + εS to t0, and the manifold where the layer ended (its residual)."""
+    hi, g, t0 = _manifold(plan, k + 1), plan.system.g, plan.t_span[0]
+
+    def one(y, lane):
+        a, e = _args(plan, lane["args"]), lane["eps"]
+        dt = -lane["span"] / RK4_STEPS
+
+        def rhs(tt, yy):
+            return g(tt, hi(yy, e, a), yy, a)
+
+        def step(i, y):   # a loop, not unrolled: h^{(k+1)} is traced once, not 4·RK4_STEPS times
+            t = t0 + lane["span"] + i * dt
+            k1 = rhs(t, y)
+            k2 = rhs(t + dt / 2, y + dt / 2 * k1)
+            k3 = rhs(t + dt / 2, y + dt / 2 * k2)
+            k4 = rhs(t + dt, y + dt * k3)
+            return y + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        return jax.lax.fori_loop(0, RK4_STEPS, step, y), hi(y, e, a)   # (y*, h^{(k+1)}(y(t0 + εS)))
+    return one
+
+
+def project_starts(plan: SweepPlan, k: int, x0: np.ndarray, y0: np.ndarray, lanes: dict, gamma: np.ndarray,
+                   gx: np.ndarray):
+    """(y* (b, d), residual (b,)): each start moved to the base point of its fast fibre on the order-k path
+    (the "projected" initial layer of `sp_ode.simulate_reduced`, stacked; module docstring).
+
+    The layer is solved with the coupling on over τ ∈ [0, S], S = LAYER_DECAY/min γ (one span for the
+    stack), then y is followed back over εS along the order-(k+1) flow.  The residual is what the
+    projection leaves: ε‖D_x g‖‖x(S) − h^{(k+1)}(y(S))‖/γ (the layer not yet decayed at S) plus the
+    layer solve's own tolerance; inf where it cannot be projected (γ ≤ 0, εS > LAYER_SPAN of the span,
+    a failed solve)."""
+    b = y0.shape[0]
+    ystar, residual = y0.copy(), np.full(b, np.inf)
+    good = np.flatnonzero(gamma > 0)
+    if good.size == 0:
+        return ystar, residual
+    S = LAYER_DECAY / float(np.min(gamma[good]))
+    eps = np.asarray(lanes["eps"], dtype=np.float64)
+    good = good[eps[good] * S <= LAYER_SPAN * (plan.t_span[1] - plan.t_span[0])]
+    if good.size == 0:
+        return ystar, residual
+    m, d = plan.m, plan.d
+    tol = plan.tol * REDUCED_TOL_FACTOR
+    B = plan.size_for(good.size)
+    zS = np.full((good.size, m + d), np.inf)
+    ok = np.zeros(good.size, dtype=bool)
+    for start in range(0, good.size, B):
+        sl = np.arange(start, min(good.size, start + B))
+        sub = take(lanes, good[sl])
+        prog = stacked.program(route_key(plan, "layer"), _layer_one(plan), B, m + d, pad_like(sub, B))
+        z, status, _ = stacked.solve(prog, np.concatenate([x0[good[sl]], y0[good[sl]]], axis=1), sub, (0.0, S),
+                                     np.array([S]), rtol=tol / plan.y_scale, atol=tol, max_steps=plan.max_steps)
+        zS[sl], ok[sl] = z[:, -1], status == stacked.STATUS_OK
+    good, zS = good[ok], zS[ok]
+    if good.size == 0:
+        return ystar, residual
+    B = plan.size_for(good.size)
+    gnorm = np.empty(good.size)
+    for start in range(0, good.size, B):
+        sl = np.arange(start, min(good.size, start + B))
+        sub = take(lanes, good[sl])
+        sub["span"] = np.asarray(sub["eps"]) * S
+        sub, y = stacked.pad(sub, sl.size, B), stacked.pad(zS[sl, m:], sl.size, B)
+        prog, _ = _kernel(plan, ("back", k), _back_fn(plan, k), B, sub, y)
+        yb, hS = (np.asarray(v)[:sl.size] for v in jax.device_get(prog(y, sub)))
+        ystar[good[sl]] = yb
+        gnorm[sl] = np.linalg.norm(zS[sl, :m] - hS, axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tail = eps[good] * gnorm * gx[good] / gamma[good]
+    residual[good] = np.where(np.isfinite(tail), tail + tol, np.inf)
+    bad = ~np.all(np.isfinite(ystar[good]), axis=1)
+    residual[good[bad]] = np.inf
+    return ystar, residual
 
 
 # Keys of the compiled programs of a plan, by route (the cost model asks which are compiled).
@@ -442,11 +548,12 @@ def manifold_start(plan: SweepPlan, y0: np.ndarray, lanes: dict, order: int = 1)
     return out
 
 
-def layer_term(plan: SweepPlan, k: int, x0: np.ndarray, y0: np.ndarray, lanes: dict) -> np.ndarray:
-    """ε ‖D_x g‖₂ ‖x0 − h^{(k+1)}(y0)‖₂ / γ(y0) per point (inf where the manifold does not attract)."""
+def layer_term(plan: SweepPlan, k: int, x0: np.ndarray, y0: np.ndarray, lanes: dict) -> tuple:
+    """(ε ‖D_x g‖₂ ‖x0 − h^{(k+1)}(y0)‖₂ / γ(y0) (inf where the manifold does not attract), ‖D_x g‖₂, γ) per point:
+    the unprojected initial-layer shift estimate and the two rates the projection needs."""
     b = y0.shape[0]
     B = plan.size_for(b)
-    out = np.empty(b)
+    out, gx, gam = np.empty(b), np.empty(b), np.empty(b)
     master = isinstance(plan.system, MasterEquationSystem)
     for start in range(0, b, B):
         sl = np.arange(start, min(b, start + B))
@@ -457,7 +564,8 @@ def layer_term(plan: SweepPlan, k: int, x0: np.ndarray, y0: np.ndarray, lanes: d
         with np.errstate(divide="ignore", invalid="ignore"):
             val = np.asarray(lanes["eps"])[sl] * gnorm * np.linalg.norm(x0[sl] - top, axis=1) / gamma
         out[sl] = np.where((gamma > 0) & np.isfinite(val), val, np.inf)
-    return out
+        gx[sl], gam[sl] = gnorm, gamma
+    return out, gx, gam
 
 
 def decay_rate(Fx: np.ndarray, master: bool) -> np.ndarray:
@@ -544,14 +652,23 @@ def run_chunk(plan: SweepPlan, chunk: ChunkInput) -> dict[str, Any]:
             continue
         start, clock = time.perf_counter(), stacked.compile_clock()
         sub = take(lanes, todo)
-        layer = layer_term(plan, k, x0[todo], chunk.y0[todo], sub) if (chunk.x0 is not None or k >= 1) \
-            else np.zeros(todo.size)
+        # the initial layer: a start whose unprojected layer term is not negligible is moved to the base
+        # point of its fast fibre (x0 = "manifold" starts on h^{(1)}(y0), and its O(ε³) layer is projected too)
+        layer, gx, gamma = layer_term(plan, k, x0[todo], chunk.y0[todo], sub)
+        ystart = chunk.y0[todo].copy()
+        proj = np.flatnonzero(~(layer <= LAYER_SKIP * plan.safety * plan.tol))
+        if proj.size:
+            ys, res = project_starts(plan, k, x0[todo[proj]], chunk.y0[todo[proj]], take(sub, proj), gamma[proj],
+                                     gx[proj])
+            ystart[proj], layer[proj] = ys, res
         near = layer <= plan.safety * plan.tol
-        reason[todo[~near]] = Reason.FULL_LAYER
+        # the layer reason only where x0 was given off the manifold (a failed projection from h^{(1)}(y0) is
+        # the estimate's: it is counted below with the paths tried)
+        reason[todo[~near]] = Reason.FULL_LAYER if chunk.x0 is not None else Reason.FULL_ESTIMATE
         order[todo[~near]] = PATH_FULL
-        todo, layer = todo[near], layer[near]
+        todo, layer, ystart = todo[near], layer[near], ystart[near]
         if todo.size:
-            ya, yb, ok, _ = solve_pair(plan, k, chunk.y0[todo], take(lanes, todo))
+            ya, yb, ok, _ = solve_pair(plan, k, ystart, take(lanes, todo))
             floor = plan.tol * REDUCED_TOL_FACTOR * (1.0 + np.abs(ya).reshape(todo.size, -1).max(axis=1))
             est = path_difference(ya, yb) + layer + floor
             good = ok & (est <= plan.safety * plan.tol)
