@@ -683,20 +683,7 @@ def _validate(plan, engine, ex, table, values, y0, validate, out_dir, manifest) 
     # per path: the worst true/estimate ratio measured on its validated points sets how far its
     # estimates are trusted; past 1/safety, every point whose estimate × that ratio exceeds tol is
     # re-solved by the reference too (docs/theory.md §7.5)
-    per_path, margin = {}, []
-    for p in np.unique(table["path_first"][check]):
-        on = check[table["path_first"][check] == p]
-        r = table["ratio"][on]
-        worst = float(np.nanmax(r)) if np.any(np.isfinite(r)) else math.nan
-        entry = {"points": int(np.sum(table["path_first"] == p)), "validated": int(on.size),
-                 "worst_ratio": worst, "margin_resolved": 0}
-        if np.isfinite(worst) and worst > 1.0 / plan.safety:
-            near = np.flatnonzero((table["path_first"] == p) & ~validate & (table["status"] == STATUS_OK)
-                                  & (table["estimate"] * worst > plan.tol))
-            entry["margin_resolved"] = int(near.size)
-            margin.append(near)
-        per_path["full" if p == PATH_FULL else f"reduced{int(p)}"] = entry
-    near = np.concatenate(margin) if margin else np.zeros(0, dtype=np.int64)
+    per_path, near = margin_points(table, check, validate, plan.tol, plan.safety)
     if near.size:
         item = engine.ValidationInput(near, table["x0"][near], y0[near], values["eps"][near],
                                       {n: values[n][near] for n in values if n != "eps"})
@@ -705,6 +692,28 @@ def _validate(plan, engine, ex, table, values, y0, validate, out_dir, manifest) 
         seconds = time.perf_counter() - start
     table["validation"] = {"per_path": per_path, "margin_resolved": int(near.size)}
     return seconds
+
+
+def margin_points(table: dict, check: np.ndarray, validate: np.ndarray, tol: float, safety: float):
+    """({path: {points, validated, worst_ratio, margin_resolved}}, indices to re-solve).
+
+    A path's worst measured ratio ρ = max true/estimate over its validated points says how far its
+    estimates undershoot; when ρ > 1/safety the margin safety·tol no longer covers it, and every other
+    point of the path whose ρ·estimate exceeds tol is re-solved by the reference."""
+    per_path, margin = {}, []
+    for p in np.unique(table["path_first"][check]):
+        on = check[table["path_first"][check] == p]
+        r = table["ratio"][on]
+        worst = float(np.nanmax(r)) if np.any(np.isfinite(r)) else math.nan
+        entry = {"points": int(np.sum(table["path_first"] == p)), "validated": int(on.size),
+                 "worst_ratio": worst, "margin_resolved": 0}
+        if np.isfinite(worst) and worst > 1.0 / safety:
+            near = np.flatnonzero((table["path_first"] == p) & ~validate & (table["status"] == STATUS_OK)
+                                  & (table["estimate"] * worst > tol))
+            entry["margin_resolved"] = int(near.size)
+            margin.append(near)
+        per_path["full" if p == PATH_FULL else f"reduced{int(p)}"] = entry
+    return per_path, (np.concatenate(margin) if margin else np.zeros(0, dtype=np.int64))
 
 
 def _keep_reference(plan, engine, table, idx, y_ref, reason) -> None:
