@@ -69,7 +69,8 @@ def check_order(order) -> int:
     if isinstance(order, bool) or not isinstance(order, numbers.Integral):
         raise TypeError(f"`order` must be a non-negative integer; got {type(order).__name__} {order!r}.")
     if not 0 <= order <= MAX_ORDER:
-        raise ValueError(f"`order` must satisfy 0 <= order <= {MAX_ORDER}; got {order}.")
+        raise ValueError(f"`order` must satisfy 0 <= order <= {MAX_ORDER} (the highest order the series supports: "
+                         f"order j nests j derivatives of f and g in ε and j in y); got {order}.")
     return int(order)
 
 

@@ -12,24 +12,31 @@ chosen by the cost model (`sp_ode.sweeps._cost`) before the chunks run:
 What is estimated.  The error of the order-k reduced path in y at the save times t_i,
 E_k = max_i ‖y(t_i) − y_k(t_i)‖∞, is estimated by
 
-    Ê_k = max_i ‖y_{k+1}(t_i) − y_k(t_i)‖∞  +  ε ‖D_x g‖₂ ‖x0 − h^{(k+1)}(y0)‖₂ / γ(y0)  +  floor.
+    Ê_k = max_i ‖y_{k+1}(t_i) − y_k(t_i)‖∞  +  L  +  floor.
 
 The first term is the effect on y of the next term ε^{k+1}h_{k+1} of the expansion, propagated
-through the reduced flow (an embedded estimate, like a Runge–Kutta pair).  The second is the shift
-of y during the initial layer when x0 is off the manifold: x − h decays like e^{−γτ} on the fast
-clock τ = t/ε, so ∫ D_x g (x − h) dt ≈ ε ‖D_x g‖ ‖x0 − h‖/γ, with γ(y0) the decay rate of D_x f at
-(φ(y0), y0) (the spectral gap of Q(y0) for a master equation, §3.2 (T2), §7.4).  The floor,
-`REDUCED_TOL_FACTOR`·tol·(1 + max|y_k|), is the reduced solves' own tolerance (below it the
-difference of two paths is solver noise).  None of the terms is a bound: they are leading-order
-asymptotics (§7.5), so `sp_ode.sweep` validates them against a tighter full solve on a random
-subset and reports the ratio true/estimated.
+through the reduced flow (an embedded estimate, like a Runge–Kutta pair).  L is the initial layer.
+Both paths start at the base point y* of the fast fibre through (x0, y0) (`project_starts`, the
+"projected" start of `sp_ode.simulate_reduced`, docs/theory.md §7.5): the layer solved on the fast
+clock τ = t/ε over [0, S], γS = `LAYER_DECAY`, then the order-(k+1) flow followed back over εS.  L is
+then what the projection leaves, ε ‖D_x g‖ ‖x(S) − h^{(k+1)}(y(S))‖ / γ plus the layer solve's
+tolerance.  Where the unprojected term ε ‖D_x g‖₂ ‖x0 − h^{(k+1)}(y0)‖₂ / γ(y0) (γ the decay rate of D_x f
+at (φ(y0), y0), the spectral gap of Q(y0) for a master equation, §3.2 (T2), §7.4) is already below
+`LAYER_SKIP`·safety·tol the start is kept and that term is L; it is no bound (it linearises g about φ:
+for g quadratic in x it undershot 5×, tests/sweeps/test_validation.py), which is why every larger
+layer is projected.  The floor, `REDUCED_TOL_FACTOR`·tol·(1 + max|y_k|), is the reduced solves' own
+tolerance (below it the difference of two paths is solver noise).  None of the terms is a bound:
+they are leading-order asymptotics (§7.5), so `sp_ode.sweep` validates them against a tighter full
+solve on a sample stratified by path, reports the worst ratio true/estimated per path, and re-solves
+the points that ratio no longer covers.
 
 The full route's estimate is `FULL_GLOBAL_FACTOR` × its controller tolerance atol + rtol·max|y|:
 LSODA's global error in units of the local tolerance it controls, measured 4.4 on the 100-point
 Michaelis–Menten stack (ε ∈ [1e-6, 1e-2], docs/bench/sweep.md), validated like the others.
 
 `x0="manifold"` starts each point on h^{(1)}(y0) = φ(y0) + εh₁(y0): the layer it leaves is O(ε²)
-in x, and its y-shift is in the estimate of every reduced path of order ≥ 1.
+in x and O(ε³) in y, projected like any other when it matters (never reported as "x0 off the
+manifold": `Reason.FULL_LAYER` is only for an x0 given off it).
 
 Manifold terms: orders ≤ 1 from `sp_ode.slow_manifold` (T3's closed form for a master equation,
 the series otherwise), higher orders by one step of the invariance equation each (`_next_term`),

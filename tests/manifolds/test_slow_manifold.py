@@ -87,6 +87,7 @@ def test_corrected_reduced_flow_against_scipy(toy):
     ({"order": 1.5}, TypeError, "`order`"),
     ({"order": True}, TypeError, "`order`"),
     ({"order": 99}, ValueError, "`order`"),
+    ({"order": 6}, ValueError, "highest order the series supports"),
     ({"method": "fraser"}, ValueError, "`method`"),
     ({"method": "closed_form"}, ValueError, "MasterEquationSystem"),
     ({"x_guess": [1.0, 2.0]}, ValueError, "`x_guess`"),
