@@ -38,9 +38,8 @@ Michaelis–Menten stack (ε ∈ [1e-6, 1e-2], docs/bench/sweep.md), validated l
 in x and O(ε³) in y, projected like any other when it matters (never reported as "x0 off the
 manifold": `Reason.FULL_LAYER` is only for an x0 given off it).
 
-Manifold terms: orders ≤ 1 from `sp_ode.slow_manifold` (T3's closed form for a master equation,
-the series otherwise), higher orders by one step of the invariance equation each (`_next_term`),
-cross-checked against `slow_manifold(..., method="series")` in tests/sweeps/test_sweep.py.
+Manifold terms: `sp_ode.sweeps._terms` (orders ≤ 1 from `sp_ode.slow_manifold`, higher orders by one
+step of the invariance equation each).
 """
 from __future__ import annotations
 
@@ -56,6 +55,7 @@ from sp_ode.core.cache import LRUCache
 from sp_ode.core.precision import in_float64
 from sp_ode.sweeps import _stacked as stacked
 from sp_ode.sweeps._reasons import Reason
+from sp_ode.sweeps._terms import manifold
 from sp_ode.systems.integration import split_args
 from sp_ode.systems.options import RTOL_FLOOR, SolveOptions
 from sp_ode.systems.simulation import simulate_checked
@@ -138,7 +138,7 @@ class SweepPlan:
         return (type(s).__name__, s.f, s.g, s.m, s.d, self.split[2])
 
     @property
-    def _built(self) -> dict:
+    def built(self) -> dict:
         """Functions built for this system in this process (shared by every sweep over it)."""
         return _BUILT.get_or_make(self.system_key, dict)
 
@@ -176,90 +176,6 @@ class ChunkInput:
     y0: np.ndarray             # (B, d)
 
 
-# --- manifold terms ---------------------------------------------------------------------------
-
-def _horner(terms, eps):
-    """Σ_i εⁱ T_i by Horner's rule (differentiable in ε at 0, unlike ε ** arange)."""
-    x = terms[-1]
-    for T in reversed(terms[:-1]):
-        x = T + eps * x
-    return x
-
-
-def _next_term(system: FastSlowSystem, lower, j: int):
-    """terms(y, args) -> [φ, h₁, …, h_j], h_j from the invariance equation (O_j) of T3.
-
-    `lower(y, args)` gives [φ, …, h_{j−1}].  As in `sp_ode.slow_manifold` (series):
-    A h_j = [εʲ] (ε DH·g(H, y) − f(H, y)), H = Σ_{i<j} εⁱh_i, A = D_x f(φ(y), y),
-    with the last row replaced by 1ᵀh_j = 0 for a master equation (docs/theory.md
-    §3.3).  Built on top of T3's closed form for orders ≤ 1, so each order costs one
-    linear solve more than the last instead of nested derivatives through Newton's
-    method for φ (what the series differentiates).
-    """
-    from sp_ode.manifolds.slow_manifold import taylor_coefficient  # noqa: PLC0415 - only for reduced paths
-
-    f, g = system.f, system.g
-    master = isinstance(system, MasterEquationSystem)
-
-    def terms(y, args):
-        y = jnp.reshape(y, (-1,))
-
-        def stacked(yy):
-            T = jnp.stack(lower(yy, args))
-            return T, T
-        # the lower terms and their y-Jacobians once: the j nested ε-derivatives below then pass
-        # through f and g only (not through every lower term again; sp_ode.manifolds.slow_manifold)
-        D, low_arr = jax.jacfwd(stacked, has_aux=True)(y)
-        low = list(low_arr)
-
-        def residual(eps):
-            x = _horner(low, eps)
-            v = g(0.0, x, y, args)
-            Dh_g = _horner(list(D @ v), eps)
-            r = eps * Dh_g - f(0.0, x, y, args)
-            return r.at[-1].set(0.0) if master else r
-
-        c = taylor_coefficient(residual, j)
-        A = jax.jacfwd(lambda x: f(0.0, x, y, args))(low[0])
-        if master:
-            A = A.at[-1].set(1.0)
-        return low + [jnp.linalg.solve(A, c)]
-    return terms
-
-
-def _terms(plan: SweepPlan, order: int):
-    """terms(y, args) -> [φ, h₁, …, h_order]: `sp_ode.slow_manifold` up to order 1, then (O_j)."""
-    # imported here: an all-full sweep never needs the manifolds (0.2 s of imports in a fresh process)
-    from sp_ode.manifolds.slow_manifold import slow_manifold  # noqa: PLC0415
-
-    key = ("terms", order)
-    if key not in plan._built:
-        if order <= 1:
-            # T3's closed form (one inverse per y) for a master equation; the series otherwise
-            method = "closed_form" if isinstance(plan.system, MasterEquationSystem) else "series"
-            phi_eps = slow_manifold(plan.system, order=order, method=method).reduced_system(1.0).phi_eps
-
-            def fn(y, args, phi_eps=phi_eps, order=order):
-                T0 = phi_eps(y, 0.0, args)
-                return [T0] if order == 0 else [T0, phi_eps(y, 1.0, args) - T0]  # degree-1 polynomial
-        else:
-            fn = _next_term(plan.system, _terms(plan, order - 1), order)
-        plan._built[key] = fn
-    return plan._built[key]
-
-
-def _manifold(plan: SweepPlan, order: int):
-    """h^{(order)}(y, ε, args) = Σ_{j ≤ order} εʲ h_j(y)."""
-    key = ("manifold", order)
-    if key not in plan._built:
-        terms = _terms(plan, order)
-
-        def h(y, eps, args):
-            return _horner(terms(y, args), eps)
-        plan._built[key] = h
-    return plan._built[key]
-
-
 # --- the routes as one-point functions ----------------------------------------------------------
 
 def _args(plan: SweepPlan, lane_args: tuple):
@@ -268,41 +184,41 @@ def _args(plan: SweepPlan, lane_args: tuple):
 
 def _full_one(plan: SweepPlan):
     """z' = [f(t, x, y)/ε, g(t, x, y)] of one point (lane = {"eps", "args"})."""
-    if "full_one" not in plan._built:
+    if "full_one" not in plan.built:
         f, g, m = plan.system.f, plan.system.g, plan.m
 
         def one(t, z, lane):
             a = _args(plan, lane["args"])
             x, y = z[:m], z[m:]
             return jnp.concatenate([f(t, x, y, a) / lane["eps"], g(t, x, y, a)])
-        plan._built["full_one"] = one
-    return plan._built["full_one"]
+        plan.built["full_one"] = one
+    return plan.built["full_one"]
 
 
 def _pair_one(plan: SweepPlan, k: int):
     """[y_k, y_{k+1}]' = [g(h^{(k)}(y_k), y_k), g(h^{(k+1)}(y_{k+1}), y_{k+1})] of one point."""
     key = ("pair_one", k)
-    if key not in plan._built:
+    if key not in plan.built:
         g, d = plan.system.g, plan.d
-        lo, hi = _manifold(plan, k), _manifold(plan, k + 1)
+        lo, hi = manifold(plan, k), manifold(plan, k + 1)
 
         def one(t, z, lane):
             a, e = _args(plan, lane["args"]), lane["eps"]
             ya, yb = z[:d], z[d:]
             return jnp.concatenate([g(t, lo(ya, e, a), ya, a), g(t, hi(yb, e, a), yb, a)])
-        plan._built[key] = one
-    return plan._built[key]
+        plan.built[key] = one
+    return plan.built[key]
 
 
 def _start_fn(plan: SweepPlan, order: int):
     """y0 -> h^{(order)}(y0) of one point."""
-    h = _manifold(plan, order)
+    h = manifold(plan, order)
     return lambda y0, lane: h(y0, lane["eps"], _args(plan, lane["args"]))
 
 
 def _layer_fn(plan: SweepPlan, k: int):
     """y0 -> (h^{(k+1)}(y0), ‖D_x g‖₂, D_x f) at (φ(y0), y0) of one point (the initial-layer term)."""
-    top, phi0 = _manifold(plan, k + 1), _manifold(plan, 0)
+    top, phi0 = manifold(plan, k + 1), manifold(plan, 0)
     f, g = plan.system.f, plan.system.g
 
     def one(y0, lane):
@@ -316,7 +232,7 @@ def _layer_fn(plan: SweepPlan, k: int):
 
 def _layer_one(plan: SweepPlan):
     """[x, y]' = [f(t0 + ετ, x, y), ε g(t0 + ετ, x, y)] of one point on the fast clock τ (the initial layer)."""
-    if "layer_one" not in plan._built:
+    if "layer_one" not in plan.built:
         f, g, m, t0 = plan.system.f, plan.system.g, plan.m, plan.t_span[0]
 
         def one(tau, z, lane):
@@ -324,14 +240,14 @@ def _layer_one(plan: SweepPlan):
             x, y = z[:m], z[m:]
             t = t0 + e * tau
             return jnp.concatenate([f(t, x, y, a), e * g(t, x, y, a)])
-        plan._built["layer_one"] = one
-    return plan._built["layer_one"]
+        plan.built["layer_one"] = one
+    return plan.built["layer_one"]
 
 
 def _back_fn(plan: SweepPlan, k: int):
     """(y(t0 + εS), lane with "span" = εS) -> (y*, h^{(k+1)}(y(t0 + εS))): RK4 back along
     y' = g(h^{(k+1)}(y), y) from t0 + εS to t0, and the manifold where the layer ended (its residual)."""
-    hi, g, t0 = _manifold(plan, k + 1), plan.system.g, plan.t_span[0]
+    hi, g, t0 = manifold(plan, k + 1), plan.system.g, plan.t_span[0]
 
     def one(y, lane):
         a, e = _args(plan, lane["args"]), lane["eps"]
@@ -496,7 +412,7 @@ def pad_like(lanes: dict, B: int) -> dict:
 
 def _full_system(plan: SweepPlan) -> FastSlowSystem:
     """f(t, x, y, a["args"])/a["eps"], g(t, x, y, a["args"]): ε as data (the fallback's system)."""
-    if "full_system" not in plan._built:
+    if "full_system" not in plan.built:
         f, g, s = plan.system.f, plan.system.g, plan.system
 
         def f_l(t, x, y, a):
@@ -504,8 +420,8 @@ def _full_system(plan: SweepPlan) -> FastSlowSystem:
 
         def g_l(t, x, y, a):
             return g(t, x, y, _args(plan, a["args"]))
-        plan._built["full_system"] = FastSlowSystem(f_l, g_l, eps=1.0, m=s.m, d=s.d, name=f"{s.name}/sweep")
-    return plan._built["full_system"]
+        plan.built["full_system"] = FastSlowSystem(f_l, g_l, eps=1.0, m=s.m, d=s.d, name=f"{s.name}/sweep")
+    return plan.built["full_system"]
 
 
 def _fallback(plan, x0, y0, lane, rtol, atol):

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import sp_ode
-from sp_ode.sweeps import _cost, _paths, _stacked
+from sp_ode.sweeps import _cost, _paths, _stacked, _terms
 from sp_ode.sweeps._reasons import TEXT, Reason
 from sp_ode.sweeps.sweep import PATH_FULL, STATUS_FAILED, STATUS_RESOLVED, SweepResumeError, sweep
 
@@ -325,7 +325,7 @@ def test_higher_order_terms_match_the_series_of_slow_manifold():
     with jax.enable_x64(True):
         for y in (0.3, 1.0, 2.5):
             want = sp_ode.slow_manifold(s, order=2).terms(np.array([y]))
-            got = _paths._terms(plan, 2)(np.array([y]), dict(s.args))
+            got = _terms.manifold_terms(plan, 2)(np.array([y]), dict(s.args))
             np.testing.assert_allclose(np.array(got), want, rtol=1e-12, atol=1e-14)
 
 
