@@ -14,11 +14,13 @@ included*: the first chunk is solved fully and prices that route; a reduced orde
 probed only if the full solves it could replace cost more than that.  Small sweeps are therefore
 all-full, and each route is compiled once per sweep and per stack size (a few fixed sizes).
 
-**Validated, not trusted.**  After the chunks, a random subset (`validate_fraction`, at least 3)
-is solved again in one batched reference solve of the full system at 1e-5·tol (network systems: 3e-3·tol,
-sparse BDF: within 7e-4·tol of Radau at 1e-3·tol on the cascade, n = 1024); the ratio of true
-to estimated error is reported, and a point whose true error exceeds tol keeps the reference
-solution (status `RESOLVED`).
+**Validated, not trusted.**  After the chunks, a random subset stratified by path (`validate_fraction`
+of each path's points, at least 3, all of a path with fewer) is solved again in one batched reference
+solve of the full system at 1e-5·tol (network systems: 3e-3·tol, sparse BDF: within 7e-4·tol of Radau
+at 1e-3·tol on the cascade, n = 1024); the worst ratio of true to estimated error is reported per
+path, and a point whose true error exceeds tol keeps the reference solution (status `RESOLVED`).  A
+path whose worst ratio ρ exceeds 1/safety has every other point with ρ·estimate > tol re-solved the
+same way (`Reason.RESOLVED_MARGIN`; the report counts them).
 
 Points run in chunks (bounded memory, checkpoints, Dask tasks), with a progress bar; with `out=`
 each finished chunk is written as `.npz` next to a JSON manifest, and the validation beside them,
