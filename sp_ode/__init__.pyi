@@ -29,6 +29,11 @@ from .manifolds.critical_manifold import (
     locate_loss_of_hyperbolicity as locate_loss_of_hyperbolicity,
     normal_hyperbolicity as normal_hyperbolicity,
 )
+from .manifolds.initial_layer import (
+    InitialLayerWarning as InitialLayerWarning,
+    LayerBasinError as LayerBasinError,
+    LayerShift as LayerShift,
+)
 from .manifolds.reduced import (
     reduced_system as reduced_system,
     simulate_reduced as simulate_reduced,

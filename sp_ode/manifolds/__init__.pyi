@@ -6,6 +6,11 @@ from .critical_manifold import (
     locate_loss_of_hyperbolicity as locate_loss_of_hyperbolicity,
     normal_hyperbolicity as normal_hyperbolicity,
 )
+from .initial_layer import (
+    InitialLayerWarning as InitialLayerWarning,
+    LayerBasinError as LayerBasinError,
+    LayerShift as LayerShift,
+)
 from .reduced import (
     reduced_system as reduced_system,
     simulate_reduced as simulate_reduced,

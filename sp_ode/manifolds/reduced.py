@@ -26,7 +26,8 @@ import numpy as np
 
 from sp_ode.core.cache import LRUCache
 from sp_ode.core.precision import in_float64
-from sp_ode.core.validation import check_finite_array
+from sp_ode.core.validation import check_choice, check_finite_array
+from sp_ode.manifolds.initial_layer import LAYER_METHODS, layer_shift
 from sp_ode.manifolds.newton import fast_dim, fast_key, system_kernels
 from sp_ode.markov.stationary import stationary_distribution
 from sp_ode.systems import diagnosis, integration
@@ -89,6 +90,7 @@ class ReducedSystem:
     eps: float = 0.0
     phi_eps: Callable | None = None
     Q_of_y: Callable | None = None  # the generator family when φ = p_st (checked at y0 and along the path)
+    full: FastSlowSystem | None = None  # the full system (its f projects an off-manifold x0: initial_layer.py)
 
     def manifold(self, y, eps, args):
         """x on the manifold: phi_eps(y, ε, args), or φ(y)."""
@@ -260,6 +262,13 @@ def reduced_system(system, phi=None, *, x_guess=None) -> ReducedSystem:
         names both options); both given; `x_guess` for a master equation (φ = p_st is
         unique there, T1); `x_guess` of the wrong shape; a SlowManifold of another system.
     """
+    red = _reduced_system(system, phi, x_guess=x_guess)
+    full = check_system(system)
+    return red if red.full is full else replace(red, full=full)
+
+
+def _reduced_system(system, phi=None, *, x_guess=None) -> ReducedSystem:
+    """`reduced_system` without the full system attached."""
     entry_phi = getattr(system, "phi", None) if not isinstance(system, FastSlowSystem) else None
     system = check_system(system)
     master = isinstance(system, MasterEquationSystem)
@@ -315,7 +324,8 @@ _phi_eval_cache = LRUCache()
 
 
 @in_float64
-def simulate_reduced(system, t_span, y0, *, phi=None, x_guess=None, backend: str = "auto",
+def simulate_reduced(system, t_span, y0, *, phi=None, x_guess=None, x0=None, initial_layer: str = "projected",
+                     backend: str = "auto",
                      method: str | None = None, rtol: float = 1e-8, atol: float = 1e-10, ts=None,
                      throw: bool = True, max_steps: int = DEFAULT_MAX_STEPS, args=None,
                      batch_args: bool = False, escalate: bool = True) -> Trajectory:
@@ -348,6 +358,16 @@ def simulate_reduced(system, t_span, y0, *, phi=None, x_guess=None, backend: str
         `sp_ode.slow_manifold(system, 0, x_guess=x_guess)` (Newton from `x_guess`
         at every y, which selects the branch).  Not with `phi`, nor for a master
         equation (φ = p_st needs no guess).
+    x0 : array_like (m,) or (B, m), optional
+        The fast start of the full problem.  Off the manifold, the full solution joins the slow
+        manifold at a base point y* ≠ y0 after an initial layer (docs/theory.md §7.5), and a path
+        started at y0 is only O(ε) accurate whatever its order.  With `x0` the path starts at y*
+        instead (`sp_ode.manifolds.initial_layer`), and the shift applied is recorded in
+        `stats["initial_layer"]` (a `LayerShift`, a list of them for a batch).
+    initial_layer : {"projected", "first_order", "none"}
+        How y* is found from `x0`: "projected" (default) solves the layer on the fast clock and goes
+        back along the path's own flow (keeps the order of any path); "first_order" is y0 + εη₁,
+        the frozen-fibre integral (L₁) (O(ε²) start); "none" starts at y0.
 
     Returns
     -------
@@ -365,12 +385,22 @@ def simulate_reduced(system, t_span, y0, *, phi=None, x_guess=None, backend: str
         master equation, ValueError when Q(y0) is not a generator or is reducible
         (p_st(y0) undefined; the closed classes are named).  Along the path the same
         checks run inside the compiled solve: a failure there is status 4 with that cause.
+        With `x0`: ValueError for a shape that is not (m,) or (B, m), or when the full system is not
+        known (a ReducedSystem built by hand); `LayerBasinError` (a ValueError) when the fast fibre
+        from x0 settles elsewhere than φ(y0) — x0 outside the manifold's basin; the message names x0
+        and where its fibre goes.
+
+    Warns
+    -----
+    InitialLayerWarning
+        With `x0`: no attracting fibre at y0, or the layer not resolved (y0 used unshifted).
     """
     if _is_network_system(system):
         # a sparse network system has its own reduced flow (scipy, sparse solves or phi=): a NetworkPath
         if x_guess is not None:
             raise ValueError("`x_guess` is for a general system; a network's critical manifold is p_st(y) (T1).")
         return system.simulate_reduced(t_span, y0, phi=phi, rtol=rtol, atol=atol, t_eval=ts)
+    initial_layer = check_choice("initial_layer", initial_layer, LAYER_METHODS)
     if isinstance(system, ReducedSystem):
         if phi is not None or x_guess is not None:
             given = "`phi`" if phi is not None else "`x_guess`"
@@ -386,6 +416,9 @@ def simulate_reduced(system, t_span, y0, *, phi=None, x_guess=None, backend: str
     _, y0, B = prepare_batch(dummy, y0, args, bool(batch_args))
     batched = B is not None
     probe_y = y0[0] if batched else y0
+    shifts = None
+    if x0 is not None:
+        y0, shifts = _project_starts(red, x0, y0, args, bool(batch_args), t0, initial_layer)
     problem = _reduced_problem(red)
     args_dyn, args_static, static_key = integration.split_args(args)
     _check_reduced_shape(red, problem, probe_y, args, args_dyn, static_key, batch_args, t0)
@@ -430,8 +463,35 @@ def simulate_reduced(system, t_span, y0, *, phi=None, x_guess=None, backend: str
         xs = np.where(ok[:, None], xs, np.inf)
     xs = xs.reshape(ys.shape[:-1] + (xs.shape[-1],))
     raw["z"] = np.concatenate([xs, ys], axis=-1)
-    return finish(raw, xs.shape[-1], t0, t1, options.max_steps, throw, batched, diagnose,
+    traj = finish(raw, xs.shape[-1], t0, t1, options.max_steps, throw, batched, diagnose,
                   name=red.name)  # the name is printed in the Trajectory's summary
+    if shifts is not None:
+        traj.stats["initial_layer"] = shifts if batched else shifts[0]
+    return traj
+
+
+def _project_starts(red: ReducedSystem, x0, y0: np.ndarray, args, batch_args: bool, t0: float, method: str):
+    """(y* (d,) | (B, d), [LayerShift per start]): each start projected along its fast fibre (initial_layer.py)."""
+    full = red.full
+    if full is None:
+        raise ValueError(f"`x0` needs the full system to project the start along its fast fibre; the ReducedSystem "
+                         f"{red.name!r} does not know it. Pass the FastSlowSystem (or its SlowManifold) instead.")
+    m = full.m if full.m is not None else np.asarray(red.manifold(jnp.asarray(np.reshape(y0, (-1, y0.shape[-1]))[0]),
+                                                                   red.eps, args)).size
+    x0 = check_state("x0", x0, m)
+    ys = np.reshape(y0, (-1, y0.shape[-1]))
+    if x0.ndim == 2 and x0.shape[0] != ys.shape[0]:
+        raise ValueError(f"`x0` must have shape (m,) or (B, m) with B = {ys.shape[0]} starts of `y0`; got {x0.shape}.")
+    xs = np.broadcast_to(x0, (ys.shape[0], m))
+    eps = red.eps if red.eps > 0 else full.eps
+    master = isinstance(full, MasterEquationSystem)
+    out, starts = [], np.empty_like(ys)
+    for b, (xb, yb) in enumerate(zip(xs, ys)):
+        args_b = jax.tree_util.tree_map(lambda a: np.asarray(a)[b], args) if batch_args else args
+        shift = layer_shift(full, red, xb, yb, eps=eps, t0=t0, args=args_b, method=method, master=master)
+        out.append(shift)
+        starts[b] = shift.y_start
+    return starts.reshape(y0.shape), out
 
 
 def _starts(y0: np.ndarray, batch_args: bool):

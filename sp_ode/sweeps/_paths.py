@@ -12,28 +12,34 @@ chosen by the cost model (`sp_ode.sweeps._cost`) before the chunks run:
 What is estimated.  The error of the order-k reduced path in y at the save times t_i,
 E_k = max_i ‖y(t_i) − y_k(t_i)‖∞, is estimated by
 
-    Ê_k = max_i ‖y_{k+1}(t_i) − y_k(t_i)‖∞  +  ε ‖D_x g‖₂ ‖x0 − h^{(k+1)}(y0)‖₂ / γ(y0)  +  floor.
+    Ê_k = max_i ‖y_{k+1}(t_i) − y_k(t_i)‖∞  +  L  +  floor.
 
 The first term is the effect on y of the next term ε^{k+1}h_{k+1} of the expansion, propagated
-through the reduced flow (an embedded estimate, like a Runge–Kutta pair).  The second is the shift
-of y during the initial layer when x0 is off the manifold: x − h decays like e^{−γτ} on the fast
-clock τ = t/ε, so ∫ D_x g (x − h) dt ≈ ε ‖D_x g‖ ‖x0 − h‖/γ, with γ(y0) the decay rate of D_x f at
-(φ(y0), y0) (the spectral gap of Q(y0) for a master equation, §3.2 (T2), §7.4).  The floor,
-`REDUCED_TOL_FACTOR`·tol·(1 + max|y_k|), is the reduced solves' own tolerance (below it the
-difference of two paths is solver noise).  None of the terms is a bound: they are leading-order
-asymptotics (§7.5), so `sp_ode.sweep` validates them against a tighter full solve on a random
-subset and reports the ratio true/estimated.
+through the reduced flow (an embedded estimate, like a Runge–Kutta pair).  L is the initial layer.
+Both paths start at the base point y* of the fast fibre through (x0, y0) (`project_starts`, the
+"projected" start of `sp_ode.simulate_reduced`, docs/theory.md §7.5): the layer solved on the fast
+clock τ = t/ε over [0, S], γS = `LAYER_DECAY`, then the order-(k+1) flow followed back over εS.  L is
+then what the projection leaves, ε ‖D_x g‖ ‖x(S) − h^{(k+1)}(y(S))‖ / γ plus the layer solve's
+tolerance.  Where the unprojected term ε ‖D_x g‖₂ ‖x0 − h^{(k+1)}(y0)‖₂ / γ(y0) (γ the decay rate of D_x f
+at (φ(y0), y0), the spectral gap of Q(y0) for a master equation, §3.2 (T2), §7.4) is already below
+`LAYER_SKIP`·safety·tol the start is kept and that term is L; it is no bound (it linearises g about φ:
+for g quadratic in x it undershot 5×, tests/sweeps/test_validation.py), which is why every larger
+layer is projected.  The floor, `REDUCED_TOL_FACTOR`·tol·(1 + max|y_k|), is the reduced solves' own
+tolerance (below it the difference of two paths is solver noise).  None of the terms is a bound:
+they are leading-order asymptotics (§7.5), so `sp_ode.sweep` validates them against a tighter full
+solve on a sample stratified by path, reports the worst ratio true/estimated per path, and re-solves
+the points that ratio no longer covers.
 
 The full route's estimate is `FULL_GLOBAL_FACTOR` × its controller tolerance atol + rtol·max|y|:
 LSODA's global error in units of the local tolerance it controls, measured 4.4 on the 100-point
 Michaelis–Menten stack (ε ∈ [1e-6, 1e-2], docs/bench/sweep.md), validated like the others.
 
 `x0="manifold"` starts each point on h^{(1)}(y0) = φ(y0) + εh₁(y0): the layer it leaves is O(ε²)
-in x, and its y-shift is in the estimate of every reduced path of order ≥ 1.
+in x and O(ε³) in y, projected like any other when it matters (never reported as "x0 off the
+manifold": `Reason.FULL_LAYER` is only for an x0 given off it).
 
-Manifold terms: orders ≤ 1 from `sp_ode.slow_manifold` (T3's closed form for a master equation,
-the series otherwise), higher orders by one step of the invariance equation each (`_next_term`),
-cross-checked against `slow_manifold(..., method="series")` in tests/sweeps/test_sweep.py.
+Manifold terms: `sp_ode.sweeps._terms` (orders ≤ 1 from `sp_ode.slow_manifold`, higher orders by one
+step of the invariance equation each).
 """
 from __future__ import annotations
 
@@ -49,6 +55,7 @@ from sp_ode.core.cache import LRUCache
 from sp_ode.core.precision import in_float64
 from sp_ode.sweeps import _stacked as stacked
 from sp_ode.sweeps._reasons import Reason
+from sp_ode.sweeps._terms import manifold
 from sp_ode.systems.integration import split_args
 from sp_ode.systems.options import RTOL_FLOOR, SolveOptions
 from sp_ode.systems.simulation import simulate_checked
@@ -68,6 +75,14 @@ FULL_GLOBAL_FACTOR = 10.0
 REFERENCE_TOL_FACTOR = 1e-5
 MAX_STEPS = 50_000
 MAX_ORDER = 4        # highest reduced order (its estimate needs order 5: sp_ode.manifolds.slow_manifold.MAX_ORDER)
+# The initial-layer projection (sp_ode.manifolds.initial_layer, "projected"): the layer is solved on the fast
+# clock to γS = LAYER_DECAY, then the flow on h^{(k+1)} is followed back over εS by RK4_STEPS steps.  A point
+# whose unprojected layer term is below LAYER_SKIP·safety·tol keeps y0 (and that term in its estimate); one
+# whose layer εS would take more than LAYER_SPAN of the time span is not projected (solved fully).
+LAYER_DECAY = 40.0
+RK4_STEPS = 16
+LAYER_SKIP = 1e-3
+LAYER_SPAN = 0.1
 
 # Manifold terms, lifted systems and kernels per system (keyed on its vector fields), so that repeated
 # sweeps over one system, and every chunk on a Dask worker, reuse one set of functions and programs.
@@ -123,7 +138,7 @@ class SweepPlan:
         return (type(s).__name__, s.f, s.g, s.m, s.d, self.split[2])
 
     @property
-    def _built(self) -> dict:
+    def built(self) -> dict:
         """Functions built for this system in this process (shared by every sweep over it)."""
         return _BUILT.get_or_make(self.system_key, dict)
 
@@ -161,83 +176,6 @@ class ChunkInput:
     y0: np.ndarray             # (B, d)
 
 
-# --- manifold terms ---------------------------------------------------------------------------
-
-def _horner(terms, eps):
-    """Σ_i εⁱ T_i by Horner's rule (differentiable in ε at 0, unlike ε ** arange)."""
-    x = terms[-1]
-    for T in reversed(terms[:-1]):
-        x = T + eps * x
-    return x
-
-
-def _next_term(system: FastSlowSystem, lower, j: int):
-    """terms(y, args) -> [φ, h₁, …, h_j], h_j from the invariance equation (O_j) of T3.
-
-    `lower(y, args)` gives [φ, …, h_{j−1}].  As in `sp_ode.slow_manifold` (series):
-    A h_j = [εʲ] (ε DH·g(H, y) − f(H, y)), H = Σ_{i<j} εⁱh_i, A = D_x f(φ(y), y),
-    with the last row replaced by 1ᵀh_j = 0 for a master equation (docs/theory.md
-    §3.3).  Built on top of T3's closed form for orders ≤ 1, so each order costs one
-    linear solve more than the last instead of nested derivatives through Newton's
-    method for φ (what the series differentiates).
-    """
-    from sp_ode.manifolds.slow_manifold import taylor_coefficient  # noqa: PLC0415 - only for reduced paths
-
-    f, g = system.f, system.g
-    master = isinstance(system, MasterEquationSystem)
-
-    def terms(y, args):
-        y = jnp.reshape(y, (-1,))
-        low = lower(y, args)
-
-        def residual(eps):
-            x = _horner(lower(y, args), eps)
-            v = g(0.0, x, y, args)
-            Dh_g = jax.jvp(lambda yy: _horner(lower(yy, args), eps), (y,), (v,))[1]
-            r = eps * Dh_g - f(0.0, x, y, args)
-            return r.at[-1].set(0.0) if master else r
-
-        c = taylor_coefficient(residual, j)
-        A = jax.jacfwd(lambda x: f(0.0, x, y, args))(low[0])
-        if master:
-            A = A.at[-1].set(1.0)
-        return low + [jnp.linalg.solve(A, c)]
-    return terms
-
-
-def _terms(plan: SweepPlan, order: int):
-    """terms(y, args) -> [φ, h₁, …, h_order]: `sp_ode.slow_manifold` up to order 1, then (O_j)."""
-    # imported here: an all-full sweep never needs the manifolds (0.2 s of imports in a fresh process)
-    from sp_ode.manifolds.slow_manifold import slow_manifold  # noqa: PLC0415
-
-    key = ("terms", order)
-    if key not in plan._built:
-        if order <= 1:
-            # T3's closed form (one inverse per y) for a master equation; the series otherwise
-            method = "closed_form" if isinstance(plan.system, MasterEquationSystem) else "series"
-            phi_eps = slow_manifold(plan.system, order=order, method=method).reduced_system(1.0).phi_eps
-
-            def fn(y, args, phi_eps=phi_eps, order=order):
-                T0 = phi_eps(y, 0.0, args)
-                return [T0] if order == 0 else [T0, phi_eps(y, 1.0, args) - T0]  # degree-1 polynomial
-        else:
-            fn = _next_term(plan.system, _terms(plan, order - 1), order)
-        plan._built[key] = fn
-    return plan._built[key]
-
-
-def _manifold(plan: SweepPlan, order: int):
-    """h^{(order)}(y, ε, args) = Σ_{j ≤ order} εʲ h_j(y)."""
-    key = ("manifold", order)
-    if key not in plan._built:
-        terms = _terms(plan, order)
-
-        def h(y, eps, args):
-            return _horner(terms(y, args), eps)
-        plan._built[key] = h
-    return plan._built[key]
-
-
 # --- the routes as one-point functions ----------------------------------------------------------
 
 def _args(plan: SweepPlan, lane_args: tuple):
@@ -246,41 +184,41 @@ def _args(plan: SweepPlan, lane_args: tuple):
 
 def _full_one(plan: SweepPlan):
     """z' = [f(t, x, y)/ε, g(t, x, y)] of one point (lane = {"eps", "args"})."""
-    if "full_one" not in plan._built:
+    if "full_one" not in plan.built:
         f, g, m = plan.system.f, plan.system.g, plan.m
 
         def one(t, z, lane):
             a = _args(plan, lane["args"])
             x, y = z[:m], z[m:]
             return jnp.concatenate([f(t, x, y, a) / lane["eps"], g(t, x, y, a)])
-        plan._built["full_one"] = one
-    return plan._built["full_one"]
+        plan.built["full_one"] = one
+    return plan.built["full_one"]
 
 
 def _pair_one(plan: SweepPlan, k: int):
     """[y_k, y_{k+1}]' = [g(h^{(k)}(y_k), y_k), g(h^{(k+1)}(y_{k+1}), y_{k+1})] of one point."""
     key = ("pair_one", k)
-    if key not in plan._built:
+    if key not in plan.built:
         g, d = plan.system.g, plan.d
-        lo, hi = _manifold(plan, k), _manifold(plan, k + 1)
+        lo, hi = manifold(plan, k), manifold(plan, k + 1)
 
         def one(t, z, lane):
             a, e = _args(plan, lane["args"]), lane["eps"]
             ya, yb = z[:d], z[d:]
             return jnp.concatenate([g(t, lo(ya, e, a), ya, a), g(t, hi(yb, e, a), yb, a)])
-        plan._built[key] = one
-    return plan._built[key]
+        plan.built[key] = one
+    return plan.built[key]
 
 
 def _start_fn(plan: SweepPlan, order: int):
     """y0 -> h^{(order)}(y0) of one point."""
-    h = _manifold(plan, order)
+    h = manifold(plan, order)
     return lambda y0, lane: h(y0, lane["eps"], _args(plan, lane["args"]))
 
 
 def _layer_fn(plan: SweepPlan, k: int):
     """y0 -> (h^{(k+1)}(y0), ‖D_x g‖₂, D_x f) at (φ(y0), y0) of one point (the initial-layer term)."""
-    top, phi0 = _manifold(plan, k + 1), _manifold(plan, 0)
+    top, phi0 = manifold(plan, k + 1), manifold(plan, 0)
     f, g = plan.system.f, plan.system.g
 
     def one(y0, lane):
@@ -290,6 +228,97 @@ def _layer_fn(plan: SweepPlan, k: int):
         Fx = jax.jacfwd(lambda x: f(0.0, x, y0, a))(x_phi)
         return top(y0, e, a), jnp.linalg.norm(Gx, 2), Fx
     return one
+
+
+def _layer_one(plan: SweepPlan):
+    """[x, y]' = [f(t0 + ετ, x, y), ε g(t0 + ετ, x, y)] of one point on the fast clock τ (the initial layer)."""
+    if "layer_one" not in plan.built:
+        f, g, m, t0 = plan.system.f, plan.system.g, plan.m, plan.t_span[0]
+
+        def one(tau, z, lane):
+            a, e = _args(plan, lane["args"]), lane["eps"]
+            x, y = z[:m], z[m:]
+            t = t0 + e * tau
+            return jnp.concatenate([f(t, x, y, a), e * g(t, x, y, a)])
+        plan.built["layer_one"] = one
+    return plan.built["layer_one"]
+
+
+def _back_fn(plan: SweepPlan, k: int):
+    """(y(t0 + εS), lane with "span" = εS) -> (y*, h^{(k+1)}(y(t0 + εS))): RK4 back along
+    y' = g(h^{(k+1)}(y), y) from t0 + εS to t0, and the manifold where the layer ended (its residual)."""
+    hi, g, t0 = manifold(plan, k + 1), plan.system.g, plan.t_span[0]
+
+    def one(y, lane):
+        a, e = _args(plan, lane["args"]), lane["eps"]
+        dt = -lane["span"] / RK4_STEPS
+
+        def rhs(tt, yy):
+            return g(tt, hi(yy, e, a), yy, a)
+
+        def step(i, y):   # a loop, not unrolled: h^{(k+1)} is traced once, not 4·RK4_STEPS times
+            t = t0 + lane["span"] + i * dt
+            k1 = rhs(t, y)
+            k2 = rhs(t + dt / 2, y + dt / 2 * k1)
+            k3 = rhs(t + dt / 2, y + dt / 2 * k2)
+            k4 = rhs(t + dt, y + dt * k3)
+            return y + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        return jax.lax.fori_loop(0, RK4_STEPS, step, y), hi(y, e, a)   # (y*, h^{(k+1)}(y(t0 + εS)))
+    return one
+
+
+def project_starts(plan: SweepPlan, k: int, x0: np.ndarray, y0: np.ndarray, lanes: dict, gamma: np.ndarray,
+                   gx: np.ndarray):
+    """(y* (b, d), residual (b,)): each start moved to the base point of its fast fibre on the order-k path
+    (the "projected" initial layer of `sp_ode.simulate_reduced`, stacked; module docstring).
+
+    The layer is solved with the coupling on over τ ∈ [0, S], S = LAYER_DECAY/min γ (one span for the
+    stack), then y is followed back over εS along the order-(k+1) flow.  The residual is what the
+    projection leaves: ε‖D_x g‖‖x(S) − h^{(k+1)}(y(S))‖/γ (the layer not yet decayed at S) plus the
+    layer solve's own tolerance; inf where it cannot be projected (γ ≤ 0, εS > LAYER_SPAN of the span,
+    a failed solve)."""
+    b = y0.shape[0]
+    ystar, residual = y0.copy(), np.full(b, np.inf)
+    good = np.flatnonzero(gamma > 0)
+    if good.size == 0:
+        return ystar, residual
+    S = LAYER_DECAY / float(np.min(gamma[good]))
+    eps = np.asarray(lanes["eps"], dtype=np.float64)
+    good = good[eps[good] * S <= LAYER_SPAN * (plan.t_span[1] - plan.t_span[0])]
+    if good.size == 0:
+        return ystar, residual
+    m, d = plan.m, plan.d
+    tol = plan.tol * REDUCED_TOL_FACTOR
+    B = plan.size_for(good.size)
+    zS = np.full((good.size, m + d), np.inf)
+    ok = np.zeros(good.size, dtype=bool)
+    for start in range(0, good.size, B):
+        sl = np.arange(start, min(good.size, start + B))
+        sub = take(lanes, good[sl])
+        prog = stacked.program(route_key(plan, "layer"), _layer_one(plan), B, m + d, pad_like(sub, B))
+        z, status, _ = stacked.solve(prog, np.concatenate([x0[good[sl]], y0[good[sl]]], axis=1), sub, (0.0, S),
+                                     np.array([S]), rtol=tol / plan.y_scale, atol=tol, max_steps=plan.max_steps)
+        zS[sl], ok[sl] = z[:, -1], status == stacked.STATUS_OK
+    good, zS = good[ok], zS[ok]
+    if good.size == 0:
+        return ystar, residual
+    B = plan.size_for(good.size)
+    gnorm = np.empty(good.size)
+    for start in range(0, good.size, B):
+        sl = np.arange(start, min(good.size, start + B))
+        sub = take(lanes, good[sl])
+        sub["span"] = np.asarray(sub["eps"]) * S
+        sub, y = stacked.pad(sub, sl.size, B), stacked.pad(zS[sl, m:], sl.size, B)
+        prog, _ = _kernel(plan, ("back", k), _back_fn(plan, k), B, sub, y)
+        yb, hS = (np.asarray(v)[:sl.size] for v in jax.device_get(prog(y, sub)))
+        ystar[good[sl]] = yb
+        gnorm[sl] = np.linalg.norm(zS[sl, :m] - hS, axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tail = eps[good] * gnorm * gx[good] / gamma[good]
+    residual[good] = np.where(np.isfinite(tail), tail + tol, np.inf)
+    bad = ~np.all(np.isfinite(ystar[good]), axis=1)
+    residual[good[bad]] = np.inf
+    return ystar, residual
 
 
 # Keys of the compiled programs of a plan, by route (the cost model asks which are compiled).
@@ -383,7 +412,7 @@ def pad_like(lanes: dict, B: int) -> dict:
 
 def _full_system(plan: SweepPlan) -> FastSlowSystem:
     """f(t, x, y, a["args"])/a["eps"], g(t, x, y, a["args"]): ε as data (the fallback's system)."""
-    if "full_system" not in plan._built:
+    if "full_system" not in plan.built:
         f, g, s = plan.system.f, plan.system.g, plan.system
 
         def f_l(t, x, y, a):
@@ -391,8 +420,8 @@ def _full_system(plan: SweepPlan) -> FastSlowSystem:
 
         def g_l(t, x, y, a):
             return g(t, x, y, _args(plan, a["args"]))
-        plan._built["full_system"] = FastSlowSystem(f_l, g_l, eps=1.0, m=s.m, d=s.d, name=f"{s.name}/sweep")
-    return plan._built["full_system"]
+        plan.built["full_system"] = FastSlowSystem(f_l, g_l, eps=1.0, m=s.m, d=s.d, name=f"{s.name}/sweep")
+    return plan.built["full_system"]
 
 
 def _fallback(plan, x0, y0, lane, rtol, atol):
@@ -442,11 +471,12 @@ def manifold_start(plan: SweepPlan, y0: np.ndarray, lanes: dict, order: int = 1)
     return out
 
 
-def layer_term(plan: SweepPlan, k: int, x0: np.ndarray, y0: np.ndarray, lanes: dict) -> np.ndarray:
-    """ε ‖D_x g‖₂ ‖x0 − h^{(k+1)}(y0)‖₂ / γ(y0) per point (inf where the manifold does not attract)."""
+def layer_term(plan: SweepPlan, k: int, x0: np.ndarray, y0: np.ndarray, lanes: dict) -> tuple:
+    """(ε ‖D_x g‖₂ ‖x0 − h^{(k+1)}(y0)‖₂ / γ(y0) (inf where the manifold does not attract), ‖D_x g‖₂, γ) per point:
+    the unprojected initial-layer shift estimate and the two rates the projection needs."""
     b = y0.shape[0]
     B = plan.size_for(b)
-    out = np.empty(b)
+    out, gx, gam = np.empty(b), np.empty(b), np.empty(b)
     master = isinstance(plan.system, MasterEquationSystem)
     for start in range(0, b, B):
         sl = np.arange(start, min(b, start + B))
@@ -457,7 +487,8 @@ def layer_term(plan: SweepPlan, k: int, x0: np.ndarray, y0: np.ndarray, lanes: d
         with np.errstate(divide="ignore", invalid="ignore"):
             val = np.asarray(lanes["eps"])[sl] * gnorm * np.linalg.norm(x0[sl] - top, axis=1) / gamma
         out[sl] = np.where((gamma > 0) & np.isfinite(val), val, np.inf)
-    return out
+        gx[sl], gam[sl] = gnorm, gamma
+    return out, gx, gam
 
 
 def decay_rate(Fx: np.ndarray, master: bool) -> np.ndarray:
@@ -544,14 +575,23 @@ def run_chunk(plan: SweepPlan, chunk: ChunkInput) -> dict[str, Any]:
             continue
         start, clock = time.perf_counter(), stacked.compile_clock()
         sub = take(lanes, todo)
-        layer = layer_term(plan, k, x0[todo], chunk.y0[todo], sub) if (chunk.x0 is not None or k >= 1) \
-            else np.zeros(todo.size)
+        # the initial layer: a start whose unprojected layer term is not negligible is moved to the base
+        # point of its fast fibre (x0 = "manifold" starts on h^{(1)}(y0), and its O(ε³) layer is projected too)
+        layer, gx, gamma = layer_term(plan, k, x0[todo], chunk.y0[todo], sub)
+        ystart = chunk.y0[todo].copy()
+        proj = np.flatnonzero(~(layer <= LAYER_SKIP * plan.safety * plan.tol))
+        if proj.size:
+            ys, res = project_starts(plan, k, x0[todo[proj]], chunk.y0[todo[proj]], take(sub, proj), gamma[proj],
+                                     gx[proj])
+            ystart[proj], layer[proj] = ys, res
         near = layer <= plan.safety * plan.tol
-        reason[todo[~near]] = Reason.FULL_LAYER
+        # the layer reason only where x0 was given off the manifold (a failed projection from h^{(1)}(y0) is
+        # the estimate's: it is counted below with the paths tried)
+        reason[todo[~near]] = Reason.FULL_LAYER if chunk.x0 is not None else Reason.FULL_ESTIMATE
         order[todo[~near]] = PATH_FULL
-        todo, layer = todo[near], layer[near]
+        todo, layer, ystart = todo[near], layer[near], ystart[near]
         if todo.size:
-            ya, yb, ok, _ = solve_pair(plan, k, chunk.y0[todo], take(lanes, todo))
+            ya, yb, ok, _ = solve_pair(plan, k, ystart, take(lanes, todo))
             floor = plan.tol * REDUCED_TOL_FACTOR * (1.0 + np.abs(ya).reshape(todo.size, -1).max(axis=1))
             est = path_difference(ya, yb) + layer + floor
             good = ok & (est <= plan.safety * plan.tol)

@@ -23,6 +23,7 @@ class Reason(IntEnum):
     FAILED = 8              # the full solve failed (y is inf)
     FULL_NO_MANIFOLD = 9    # no reduced path for this system (network: d ≠ 1)
     FULL_FIRST = 10         # in the first chunk, which is solved fully to price the full route
+    RESOLVED_MARGIN = 11    # not validated, but its path's worst true/estimate ratio × its estimate > tol
 
 
 TEXT = {
@@ -31,10 +32,11 @@ TEXT = {
     Reason.FULL_COMPILE: "reduced paths would not repay their compilation",
     Reason.FULL_DEARER: "the full solve is no dearer per point than the reduced path",
     Reason.FULL_PREDICTED: "no reduced order predicted within safety·tol at this ε",
-    Reason.FULL_LAYER: "initial-layer shift (x0 off the manifold) > safety·tol",
+    Reason.FULL_LAYER: "x0 off the manifold and its initial layer not projected within safety·tol",
     Reason.FULL_ESTIMATE: "reduced path tried: its estimate exceeded safety·tol",
     Reason.RESOLVED: "re-solved: validation found true error > tol",
     Reason.FAILED: "the full solve failed",
     Reason.FULL_NO_MANIFOLD: "no reduced path for this system (see the plan's notes)",
     Reason.FULL_FIRST: "first chunk: solved fully, it prices the full route",
+    Reason.RESOLVED_MARGIN: "re-solved: its path's worst true/estimate ratio × its estimate > tol",
 }

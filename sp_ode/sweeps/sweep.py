@@ -14,11 +14,13 @@ included*: the first chunk is solved fully and prices that route; a reduced orde
 probed only if the full solves it could replace cost more than that.  Small sweeps are therefore
 all-full, and each route is compiled once per sweep and per stack size (a few fixed sizes).
 
-**Validated, not trusted.**  After the chunks, a random subset (`validate_fraction`, at least 3)
-is solved again in one batched reference solve of the full system at 1e-5·tol (network systems: 3e-3·tol,
-sparse BDF: within 7e-4·tol of Radau at 1e-3·tol on the cascade, n = 1024); the ratio of true
-to estimated error is reported, and a point whose true error exceeds tol keeps the reference
-solution (status `RESOLVED`).
+**Validated, not trusted.**  After the chunks, a random subset stratified by path (`validate_fraction`
+of each path's points, at least 3, all of a path with fewer) is solved again in one batched reference
+solve of the full system at 1e-5·tol (network systems: 3e-3·tol, sparse BDF: within 7e-4·tol of Radau
+at 1e-3·tol on the cascade, n = 1024); the worst ratio of true to estimated error is reported per
+path, and a point whose true error exceeds tol keeps the reference solution (status `RESOLVED`).  A
+path whose worst ratio ρ exceeds 1/safety has every other point with ρ·estimate > tol re-solved the
+same way (`Reason.RESOLVED_MARGIN`; the report counts them).
 
 Points run in chunks (bounded memory, checkpoints, Dask tasks), with a progress bar; with `out=`
 each finished chunk is written as `.npz` next to a JSON manifest, and the validation beside them,
@@ -115,6 +117,11 @@ class SweepResult:
         the part of them spent compiling.
     plan : dict
         The cost model's routing: per-point costs, compile times, predicted totals and its notes.
+    validation : dict
+        `per_path`: for each path first chosen, its points, how many were validated, the worst
+        true/estimate ratio measured on them, and how many of its other points were re-solved
+        because estimate × that ratio > tol (only when the ratio exceeds 1/safety);
+        `margin_resolved`: their total.
     """
 
     params: dict
@@ -133,6 +140,7 @@ class SweepResult:
     computed_chunks: tuple = ()
     stage_seconds: dict = field(default_factory=dict)
     plan: dict = field(default_factory=dict)
+    validation: dict = field(default_factory=dict)
 
     @property
     def path_names(self) -> np.ndarray:
@@ -177,12 +185,18 @@ class SweepResult:
             "validation_share": (float(self.stage_seconds.get("validate", 0.0)) / self.seconds
                                  if self.seconds > 0 else math.nan),
             "plan": dict(self.plan),
+            "validation": dict(self.validation),
         }
 
     def report(self) -> str:
         """A one-screen account: paths taken and why, worst estimate, validation, where the time went."""
         s = self.summary()
         lines = [f"sweep: {s['points']} points, tol {s['tol']:g}, {s['seconds']:.2f} s"]
+        if set(s["paths"]) == {"full"} and s["points"]:     # why not one point took a reduced path, in one line
+            first = self.path_first != PATH_FULL
+            why = ("every reduced answer was re-solved by validation" if first.any() else
+                   max(s["reasons"]["full"].items(), key=lambda kv: kv[1])[0])
+            lines.append(f"  all {s['points']} points solved fully: {why}")
         for name, reasons in sorted(s["reasons"].items()):
             lines.append(f"  {name:<9} {s['paths'][name]:>7}")
             for text, n in sorted(reasons.items(), key=lambda kv: -kv[1]):
@@ -198,6 +212,12 @@ class SweepResult:
             failed = f", {s['validation_failed']} reference solves failed" if s["validation_failed"] else ""
             lines.append(f"  validated {s['validated']}: {s['validated_within_tol_first_pass']} within tol on the first "
                          f"pass, {s['resolved']} re-solved{failed}; {ratio}")
+            per = s["validation"].get("per_path", {})
+            if per:
+                lines.append("  true/estimated per path: " + "; ".join(
+                    f"{name} worst {v['worst_ratio']:.3g} over {v['validated']} of {v['points']}"
+                    + (f", {v['margin_resolved']} re-solved past the margin" if v["margin_resolved"] else "")
+                    for name, v in sorted(per.items())))
         else:
             lines.append("  validated 0 points (validate_fraction = 0)")
         stages = ", ".join(f"{k} {v:.2f}" for k, v in s["stage_seconds"].items())
@@ -408,7 +428,8 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
     tol : float
         Target max-norm error of y over the save times, > 0.
     validate_fraction : float in [0, 1]
-        Share of points re-solved by the tight reference (at least 3 when > 0).
+        Share of points re-solved by the tight reference, per path (stratified: every path that
+        returned points has at least 3 validated points, or all of them when it has fewer).
     chunk_size : int, optional
         Points per chunk (the unit of stacking, checkpointing and Dask tasks).  None: 512 in one
         process; on W Dask workers at most N/(2W), so every worker gets at least 2 tasks (a warning
@@ -515,11 +536,6 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
         if system.m is None or system.d is None:    # dimensions read off x0, y0 (as simulate does)
             system = system._replace(m=m, d=d)
 
-    rng = np.random.default_rng(seed)
-    n_val = 0 if frac == 0 else min(N, max(MIN_VALIDATE, math.ceil(frac * N)))
-    validate = np.zeros(N, dtype=bool)
-    validate[rng.choice(N, size=n_val, replace=False)] = True
-
     start_all = time.perf_counter()
     ex = executor(client, connect_timeout)
     try:
@@ -616,6 +632,7 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
             full = (table["path"][first] == PATH_FULL) & (table["status"][first] != STATUS_FAILED)
             table["reason"][first] = np.where(full, engine.first_chunk_reasons(plan, values["eps"][first]),
                                               table["reason"][first])
+        validate = validation_sample(table["path"], table["status"], frac, seed)
         val_t = _validate(plan, engine, ex, table, values, y0_arr, validate, out_dir, manifest)
         if val_t is not None:
             stages["validate"] = val_t
@@ -634,7 +651,8 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
     return SweepResult(params=dict(values), ts=ts, y=table["y"], path=table["path"], estimate=table["estimate"],
                        status=table["status"], reason=table["reason"], validated=validate,
                        true_error=table["true_error"], ratio=table["ratio"], path_first=table["path_first"], tol=tol,
-                       seconds=seconds, computed_chunks=computed, stage_seconds=stages, plan=plan_dict)
+                       seconds=seconds, computed_chunks=computed, stage_seconds=stages, plan=plan_dict,
+                       validation=table.get("validation", {}))
 
 
 def _assemble_chunks(parts: list, N: int) -> dict:
@@ -678,11 +696,63 @@ def _validate(plan, engine, ex, table, values, y0, validate, out_dir, manifest) 
         table["ratio"][check] = np.where(ok, err / table["estimate"][check], np.nan)
     bad = check[ok & (err > plan.tol)]
     where = {int(i): k for k, i in enumerate(check)}
-    for i in bad:   # the estimate failed here: keep the reference solve instead
-        k = where[int(i)]
-        table["y"][i] = yr[k]
-        table["path"][i] = PATH_FULL
-        table["estimate"][i] = float(engine.full_estimate(plan, yr[k][None], engine.REFERENCE_TOL_FACTOR)[0])
-        table["status"][i] = STATUS_RESOLVED
-        table["reason"][i] = int(Reason.RESOLVED)
+    _keep_reference(plan, engine, table, bad, yr[[where[int(i)] for i in bad]], Reason.RESOLVED)
+    # per path: the worst true/estimate ratio measured on its validated points sets how far its
+    # estimates are trusted; past 1/safety, every point whose estimate × that ratio exceeds tol is
+    # re-solved by the reference too (docs/theory.md §7.5)
+    per_path, near = margin_points(table, check, validate, plan.tol, plan.safety)
+    if near.size:
+        item = engine.ValidationInput(near, table["x0"][near], y0[near], values["eps"][near],
+                                      {n: values[n][near] for n in values if n != "eps"})
+        [(yn, okn)] = list(ex.map(engine.validate_points, plan, [item]))
+        _keep_reference(plan, engine, table, near[okn], yn[okn], Reason.RESOLVED_MARGIN)
+        seconds = time.perf_counter() - start
+    table["validation"] = {"per_path": per_path, "margin_resolved": int(near.size)}
     return seconds
+
+
+def margin_points(table: dict, check: np.ndarray, validate: np.ndarray, tol: float, safety: float):
+    """({path: {points, validated, worst_ratio, margin_resolved}}, indices to re-solve).
+
+    A path's worst measured ratio ρ = max true/estimate over its validated points says how far its
+    estimates undershoot; when ρ > 1/safety the margin safety·tol no longer covers it, and every other
+    point of the path whose ρ·estimate exceeds tol is re-solved by the reference."""
+    per_path, margin = {}, []
+    for p in np.unique(table["path_first"][check]):
+        on = check[table["path_first"][check] == p]
+        r = table["ratio"][on]
+        worst = float(np.nanmax(r)) if np.any(np.isfinite(r)) else math.nan
+        entry = {"points": int(np.sum(table["path_first"] == p)), "validated": int(on.size),
+                 "worst_ratio": worst, "margin_resolved": 0}
+        if np.isfinite(worst) and worst > 1.0 / safety:
+            near = np.flatnonzero((table["path_first"] == p) & ~validate & (table["status"] == STATUS_OK)
+                                  & (table["estimate"] * worst > tol))
+            entry["margin_resolved"] = int(near.size)
+            margin.append(near)
+        per_path["full" if p == PATH_FULL else f"reduced{int(p)}"] = entry
+    return per_path, (np.concatenate(margin) if margin else np.zeros(0, dtype=np.int64))
+
+
+def _keep_reference(plan, engine, table, idx, y_ref, reason) -> None:
+    """Replace the points `idx` by their reference solves `y_ref` (status RESOLVED, path full)."""
+    for i, yr in zip(idx, y_ref):
+        table["y"][i] = yr
+        table["path"][i] = PATH_FULL
+        table["estimate"][i] = float(engine.full_estimate(plan, yr[None], engine.REFERENCE_TOL_FACTOR)[0])
+        table["status"][i] = STATUS_RESOLVED
+        table["reason"][i] = int(reason)
+
+
+def validation_sample(path: np.ndarray, status: np.ndarray, frac: float, seed: int) -> np.ndarray:
+    """The validated points (N,) bool, stratified by path: on each path that returned points,
+    max(`MIN_VALIDATE`, ⌈frac·n⌉) of its n points at random, all of them when n ≤ `MIN_VALIDATE`
+    (none when frac = 0).  Failed points (no answer to check) are left out."""
+    validate = np.zeros(path.size, dtype=bool)
+    if frac == 0:
+        return validate
+    rng = np.random.default_rng(seed)
+    for p in np.unique(path):
+        idx = np.flatnonzero((path == p) & (status != STATUS_FAILED))
+        n = idx.size if idx.size <= MIN_VALIDATE else min(idx.size, max(MIN_VALIDATE, math.ceil(frac * idx.size)))
+        validate[rng.choice(idx, size=n, replace=False)] = True
+    return validate

@@ -87,6 +87,7 @@ def test_corrected_reduced_flow_against_scipy(toy):
     ({"order": 1.5}, TypeError, "`order`"),
     ({"order": True}, TypeError, "`order`"),
     ({"order": 99}, ValueError, "`order`"),
+    ({"order": 6}, ValueError, "highest order the series supports"),
     ({"method": "fraser"}, ValueError, "`method`"),
     ({"method": "closed_form"}, ValueError, "MasterEquationSystem"),
     ({"x_guess": [1.0, 2.0]}, ValueError, "`x_guess`"),
@@ -125,3 +126,21 @@ def test_closed_form_manifold_reads_the_parameters_of_each_solve():
     np.testing.assert_allclose(a.y, b.y, rtol=1e-12)
     np.testing.assert_allclose(a.x, b.x, rtol=1e-12)
     assert abs(a.y[-1, 0] - slow_manifold(base, 1).simulate((0.0, 1.0), [0.0], ts=ts).y[-1, 0]) > 0.1  # they differ
+
+
+def test_michaelis_menten_terms_to_order_three_match_closed_forms():
+    # h₂, h₃ of ε v' = u − (u + K)v, u' = −u + (u + K − λ)v: the invariance equation solved order by order
+    # in sympy (exact rational functions: H = Σ_{i<j} εⁱh_i + εʲc, solve [εʲ](ε H'·g(H) − f(H)) = 0 for c):
+    #   h₂ = −Kλu(K² − 2Kλ + Ku + 3λu)/(u + K)⁷,
+    #   h₃ = Kλu(K⁴ − 5K³λ + 2K³u + 5K²λ² + 6K²λu + K²u² − 24Kλ²u + 11Kλu² + 15λ²u²)/(u + K)¹⁰.
+    # At u = K = 1, λ = 1/2 these are −5/512 and 9/2048.
+    from sp_ode.systems.catalogue import michaelis_menten
+    K, lam = 1.0, 0.5
+    u = np.array([0.3, 1.0, 2.5])
+    T = slow_manifold(michaelis_menten(eps=1e-3).system, order=3).terms(u[:, None])   # (3, 4, 1)
+    h2 = -K * lam * u * (K**2 - 2 * K * lam + K * u + 3 * lam * u) / (u + K) ** 7
+    h3 = K * lam * u * (K**4 - 5 * K**3 * lam + 2 * K**3 * u + 5 * K**2 * lam**2 + 6 * K**2 * lam * u + K**2 * u**2
+                        - 24 * K * lam**2 * u + 11 * K * lam * u**2 + 15 * lam**2 * u**2) / (u + K) ** 10
+    np.testing.assert_allclose(T[:, :, 0], np.stack([u / (u + K), K * lam * u / (u + K) ** 4, h2, h3], axis=1),
+                               rtol=1e-12, atol=1e-15)
+    assert T[1, 2, 0] == pytest.approx(-5 / 512, rel=1e-13) and T[1, 3, 0] == pytest.approx(9 / 2048, rel=1e-13)
