@@ -618,8 +618,8 @@ def transient_distribution(network: ReactionNetwork, initial: Mapping[str, int],
                                       f"{times[-1] if np.ndim(times) else times:g}, through the bound of {worst!r}, "
                                       "which is not grown (a total or conservation bound): raise it.", leaked=last,
                                       species=worst)
-            # far from tol (or most mass gone): double (fewer projections to solve); near it: the gentler factor
-            factor = 2.0 if last > min(1e6 * tol, 0.1) else _GROWTH
+            # far from tol: double (fewer projections to solve); near it: the gentler factor
+            factor = 2.0 if last > 1e6 * tol else _GROWTH
             for s in grow:
                 cur[s] = max(int(math.ceil(cur[s] * factor)), cur[s] + _GROWTH_MIN)
     finally:
