@@ -33,6 +33,7 @@ does not; the relative width of a variance then grows like 1e-14·(Λt)², still
 from __future__ import annotations
 
 import math
+import weakref
 
 import numpy as np
 
@@ -162,6 +163,8 @@ class ClosedMoments:
                 L = np.maximum((L @ L) * (1 - gamma) - _TINY, 0.0)
                 U = (U @ U) * (1 + gamma) + _TINY
         U = np.where(np.isnan(U), np.inf, U)
+        if len(self._cache) >= 64:          # bounded memory: (d × d) × 2 per distinct step
+            self._cache.clear()
         self._cache[dt] = (L, U)
         return L, U
 
@@ -232,5 +235,15 @@ class ClosedMoments:
 
 
 def closed_moment_system(network, y) -> ClosedMoments:
-    """The closed moment system of `network` at slow variables `y` (`available` False, with `reason`, otherwise)."""
-    return ClosedMoments(network, y)
+    """The closed moment system of `network` at slow variables `y` (`available` False, with `reason`, otherwise).
+
+    Built once per network (weakly held), parameter values and y, so the projections of an adaptive FSP
+    share it and its cache of exp(ΔM) enclosures."""
+    key = (tuple(sorted(network.parameters.items())), tuple(np.asarray(y, dtype=np.float64).ravel().tolist()))
+    per = _SYSTEMS.setdefault(network, {})
+    if key not in per:
+        per[key] = ClosedMoments(network, y)
+    return per[key]
+
+
+_SYSTEMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

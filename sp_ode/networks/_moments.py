@@ -32,6 +32,7 @@ x_u ≤ V_w for every species.  `moment_sup` returns the suprema over s ∈ [0, 
 from __future__ import annotations
 
 import math
+import weakref
 
 import numpy as np
 
@@ -154,6 +155,20 @@ def growth_constants(network, y: np.ndarray, caps: dict[str, int]) -> tuple[dict
         {"alpha", "beta", "gamma0", "gamma1", "gamma2", "weights" (over the uncapped species), "caps",
         "free" (bool per species)}, or None with the reason (a non-affine, unbounded propensity raises V_w).
     """
+    key = (tuple(sorted(network.parameters.items())), tuple(np.asarray(y, dtype=np.float64).ravel().tolist()),
+           tuple(sorted(caps.items())))
+    per = _CACHE.setdefault(network, {})
+    if key not in per:            # sympy work (interval bounds, cancel/apart): once per network, y and caps
+        per[key] = _growth_constants(network, y, caps)
+    g, why = per[key]
+    return (None if g is None else dict(g)), why
+
+
+#: growth constants per network (weakly held) and (parameters, y, caps)
+_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _growth_constants(network, y: np.ndarray, caps: dict[str, int]) -> tuple[dict | None, str]:
     bounds, free = _reaction_bounds(network, y, caps)
     nf = int(free.sum())
     if nf == 0:

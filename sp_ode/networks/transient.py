@@ -52,7 +52,7 @@ import scipy.sparse as sp
 
 from sp_ode.core.reporting import progress as _progress
 from sp_ode.core.validation import check_positive, check_positive_int
-from sp_ode.networks._closed_moments import ClosedMoments
+from sp_ode.networks._closed_moments import ClosedMoments, closed_moment_system
 from sp_ode.networks._intervals import MomentIntervals, combine, fsp_interval
 from sp_ode.networks._moments import affine_observable, caps_of, growth_constants, moment_sup
 from sp_ode.networks.network import NetworkError, ReactionNetwork, TruncationError
@@ -488,7 +488,7 @@ def fsp_transient(network: ReactionNetwork, space: StateSpace, p0, times, *, y=N
         rel = None if rel is None else rel[1:]
     leaked = L.sum(axis=1)
     defect = float(np.max(np.abs(P.sum(axis=1) + leaked - 1.0)))
-    closed = ClosedMoments(network, y)
+    closed = closed_moment_system(network, y)
     z0 = closed.initial(space.states, p0) if closed.available else None
     return TransientDistribution(times, P, space, leaked, dict(zip(names, L.T)), err, rel, method, growth, why,
                                  defect, v_exit, seconds=time.perf_counter() - t0, network=network, closed=closed,
