@@ -133,6 +133,8 @@ def _constants(network, bounds, free, w: np.ndarray) -> tuple[dict | None, str]:
             cu = np.zeros_like(g)
         else:
             _, c0_lo, c0_hi, cu = b
+            if delta > 0:        # a_r ≥ 0: max(c0 + c·x, 0) ≤ max(c0, 0) + max(c, 0)·x is the upper bound used
+                c0_hi, cu = max(c0_hi, 0.0), np.maximum(cu, 0.0)
         ratio = cu / w
         cmax = float(ratio.max()) if ratio.size else 0.0
         edge = c0_hi if delta > 0 else c0_lo
