@@ -46,9 +46,20 @@ class MomentIntervals(tuple):
         obj.status, obj.reason, obj.source = status, reason, source
         return obj
 
+    def __reduce__(self):          # pickles (process pools) despite the keyword-only constructor
+        return _rebuild, (self.mean, self.sd, self.status, self.reason, self.source)
+
+    def __repr__(self) -> str:
+        return (f"MomentIntervals(mean={self.mean!r}, sd={self.sd!r}, status={self.status!r}, "
+                f"reason={self.reason!r}, source={self.source!r})")
+
     def to_dict(self) -> dict:
         return {"mean_lower": self.mean[0], "mean_upper": self.mean[1], "sd_lower": self.sd[0],
                 "sd_upper": self.sd[1], "status": self.status, "reason": self.reason, "source": self.source}
+
+
+def _rebuild(mean, sd, status, reason, source) -> MomentIntervals:
+    return MomentIntervals(mean, sd, status=status, reason=reason, source=source)
 
 
 def _sqrt(v: np.ndarray) -> np.ndarray:

@@ -181,3 +181,16 @@ def test_bad_interval_arguments_are_named():
         r.intervals("A", source="fsp")
     with pytest.raises(ValueError, match="`escaped` must be one of"):
         r.intervals("A", escaped="none")
+
+
+def test_intervals_pickle_and_the_progress_bar_reports_the_projections(capsys):
+    import pickle
+
+    r = transient_distribution(ReactionNetwork("0 -> A, 5; A -> 0, 1", name="imm"), {}, [1.0], tol=1e-6,
+                               progress=True)
+    assert "FSP imm" in capsys.readouterr().err
+    iv = r.intervals("A")
+    back = pickle.loads(pickle.dumps(iv))
+    assert back.status == iv.status and back.source == iv.source and np.array_equal(back.mean[0], iv.mean[0])
+    (mlo, mhi), (slo, shi) = back
+    assert mlo[0] <= 5 * (1 - np.exp(-1.0)) <= mhi[0]
