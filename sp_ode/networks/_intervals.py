@@ -26,7 +26,7 @@ __all__ = ["MomentIntervals", "fsp_interval", "combine"]
 class MomentIntervals(tuple):
     """((mean lower, upper), (SD lower, upper)), arrays (T,), with `status`, `reason` and `source`.
 
-    Unpacks like the pair of pairs it is: ``(mlo, mhi), (slo, shi) = td.intervals("X")``.
+    Unpacks like the pair of pairs it is: `(mlo, mhi), (slo, shi) = td.intervals("X")`.
 
     Attributes
     ----------
