@@ -9,7 +9,11 @@ Cases (docs/theory.md §7.10; the same laws as `tests/networks/test_transient.py
   closed forms inside the certified intervals, the intervals' widths;
 * the FSP identity ‖p(t) − p_J(t)‖₁ = leaked mass (Munsky–Khammash): a projection X ≤ 25 of immigration–
   death (a = 8, m = 0.5) against X ≤ 120, the difference against the two integrations' certified errors;
-* the adaptive projection: A and B produced at 30 and 1 from bounds 10, 10 — which species grew.
+* the adaptive projection: A and B produced at 30 and 1 from bounds 10, 10 — which species grew;
+* certified moment intervals (§7.10): the linear M/P network 0 → M (4), M → M + P (6M), M → 0, P → 0 (0.5P)
+  at t = 1, 10, 100 against its closed-form moments (the relative widths of the exact moment-equation
+  intervals and of the projection's own); immigration–death 0 → A (50), A → 0 (A) swept over tol and t,
+  counting misses of the certified intervals and of the zero-escape bound (the negative control).
 
     python bench/bench_transient.py --out docs/bench/transient.json
     python bench/bench_transient.py --smoke
@@ -98,6 +102,53 @@ def adaptive_case() -> dict:
             "projections": len(r.expansions), "leaked": float(r.leaked[-1])}
 
 
+def _mp_closed_forms(ts):
+    e = np.exp
+    mM = 4 * (1 - e(-ts))
+    mP = 48 - 96 * e(-ts / 2) + 48 * e(-ts)
+    vP = 240 - 96 * e(-ts / 2) + 624 * e(-ts) - 576 * ts * e(-ts) - 768 * e(-3 * ts / 2)
+    return {"M": (mM, np.sqrt(mM)), "P": (mP, np.sqrt(vP))}
+
+
+def intervals_case(smoke: bool) -> dict:
+    net = ReactionNetwork("0 -> M, 4; M -> M + P, 6; M -> 0, 1; P -> 0, 0.5", name="mp")
+    ts = np.array([1.0, 10.0, 100.0])
+    t = time.perf_counter()
+    r = (transient_distribution(net, {}, ts, tol=1e-3, bounds={"M": 20, "P": 150}) if smoke
+         else transient_distribution(net, {}, ts, tol=1e-8))
+    seconds = time.perf_counter() - t
+    mp = {}
+    for name, (mean, sd) in _mp_closed_forms(ts).items():
+        row = {}
+        for source in ("auto", "projection"):
+            iv = r.intervals(name, source=source)
+            row[source] = {"status": iv.status, "source": iv.source,
+                           "inside": bool(np.all((iv.mean[0] <= mean) & (mean <= iv.mean[1]) & (iv.sd[0] <= sd)
+                                                 & (sd <= iv.sd[1]))),
+                           "mean_rel_width": (iv.mean[1] - iv.mean[0]) / mean, "sd_rel_width": (iv.sd[1] - iv.sd[0]) / sd}
+        mp[name] = row
+    sweep = ReactionNetwork("0 -> A, 50; A -> 0, 1")
+    tols = [1e-1, 1e-2, 1e-4] if smoke else [1e-1, 1e-2, 1e-4, 1e-8]
+    tgrid = np.array([0.5, 1.0, 1.5, 2.0]) if smoke else np.array([0.5, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0, 30.0])
+    lam = 50 * (1 - np.exp(-tgrid))
+    counts = {"auto": 0, "projection": 0, "zero_escape_control": 0}
+    checked = 0
+    for tol in tols:
+        for horizon in ([2.0] if smoke else [2.0, float(tgrid[-1])]):
+            ts_k = tgrid[tgrid <= horizon]
+            rr = transient_distribution(sweep, {"A": 0}, ts_k, tol=tol)
+            lk = lam[: ts_k.size]
+            for key, kw in (("auto", {}), ("projection", {"source": "projection"}),
+                            ("zero_escape_control", {"source": "projection", "escaped": "zero"})):
+                iv = rr.intervals("A", **kw)
+                miss = ~((iv.mean[0] <= lk) & (lk <= iv.mean[1]) & (iv.sd[0] <= np.sqrt(lk)) & (np.sqrt(lk) <= iv.sd[1]))
+                counts[key] += int(miss.sum())
+            checked += ts_k.size
+    return {"mp": {"times": ts, "n": int(r.space.n), "leaked": r.leaked, "seconds": seconds, "species": mp,
+                   "lyapunov": {k: r.growth[k] for k in ("beta", "gamma2", "weights")}},
+            "immigration_death_sweep": {"tols": tols, "times": tgrid, "points": checked, "misses": counts}}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--smoke", action="store_true", help="fewer save times")
@@ -107,7 +158,7 @@ def main(argv=None) -> int:
     ts_p = np.array([0.0, 2.0, 30.0]) if args.smoke else np.array([0.0, 0.5, 2.0, 10.0, 30.0])
     ts_b = np.array([0.0, 5.0]) if args.smoke else np.array([0.0, 1.0, 5.0, 20.0])
     record = {"command": " ".join(sys.argv), "poisson": poisson_case(ts_p), "birth_death": birth_death_case(ts_b),
-              "leak": leak_case(), "adaptive": adaptive_case(),
+              "leak": leak_case(), "adaptive": adaptive_case(), "intervals": intervals_case(args.smoke),
               "environment": {"python": platform.python_version(), "cpus": os.cpu_count(),
                               "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS")}}
     if args.out:
@@ -115,7 +166,9 @@ def main(argv=None) -> int:
     p, b = record["poisson"], record["birth_death"]
     print(dumps(record, indent=2) if args.json else
           f"Poisson: max rel {p['max_relative_error']:.2e}, ℓ1/bound {p['l1_error_over_bound']:.2f}; birth–death "
-          f"mean inside {b['mean_inside']}, sd inside {b['sd_inside']}; leak identity {record['leak']['identity_holds']}")
+          f"mean inside {b['mean_inside']}, sd inside {b['sd_inside']}; leak identity {record['leak']['identity_holds']}; "
+          f"M/P intervals: P mean rel width {np.max(record['intervals']['mp']['species']['P']['auto']['mean_rel_width']):.1e}"
+          f", misses {record['intervals']['immigration_death_sweep']['misses']}")
     return 0
 
 

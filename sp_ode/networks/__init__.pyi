@@ -35,6 +35,7 @@ from .system import (
     NetworkSystem as NetworkSystem,
 )
 from .transient import (
+    MomentIntervals as MomentIntervals,
     TransientDistribution as TransientDistribution,
     fsp_transient as fsp_transient,
     transient_distribution as transient_distribution,

@@ -21,16 +21,24 @@ mat-vecs (stiff chains, Λt large) `scipy.sparse.linalg.expm_multiply` (Al-Mohy�
 used instead; its error is then only checked through mass conservation, and
 `integration_error` says so (None).
 
-**Moments with a bound** (§7.10).  The leaked mass bounds probabilities, not moments: mass
-that left J may sit at any count.  When every reaction that raises the total count
-V(x) = Σ_s x_s has a propensity affine in the counts, a_r ≤ c0_r + c1_r·V (checked
-symbolically), Dynkin's formula and Grönwall give E[V(X_t) | exit at state z] ≤ m₁(t; z) and
-E[V² | …] ≤ m₂(t; z) from a 3×3 linear system; with z the largest exit target,
+**Moments with a certified interval** (§7.10, `sp_ode.networks._intervals`).  Two enclosures,
+intersected where both exist:
 
-    E_J[X_s] ≤ E[X_s] ≤ E_J[X_s] + ε(t)·m₁(t),      E[X_s²] ≤ E_J[X_s²] + ε(t)·m₂(t),
+* when every propensity is affine in the counts, the moment equations close and the exact mean and
+  covariance of the infinite chain solve a linear ODE (`sp_ode.networks._closed_moments`), enclosed
+  to ~1e-12 relative at any horizon by nonnegative interval scaling and squaring — independent of J;
+* from the projection: the leaked mass bounds probabilities, not moments, so its moments are bounded
+  by the strong Markov property at the exit time and a weighted Lyapunov function V_w
+  (`sp_ode.networks._moments`):
 
-so means and standard deviations come as certified intervals.  Otherwise only the
-probabilities are bounded and the moment intervals are `None` with the reason.
+      E_J[a·x] ≤ E[a·x] ≤ E_J[a·x] + ε(t)·(A·M₁(t) + B),   E[(a·x)²] ≤ E_J[(a·x)²] + ε(t)·(A²M₂ + 2ABM₁ + B²),
+
+  with M₁, M₂ the suprema over the elapsed time s ∈ [0, t] of the bounds on E_z[V_w], E_z[V_w²] from the
+  largest exit target z.  It needs every propensity that raises V_w to be affine or bounded by a
+  constant (Hill and Michaelis–Menten terms, found by interval evaluation).
+
+`intervals` returns a `MomentIntervals` whose `status` says when an end is infinite, or wider than the
+requested `moment_tol`, and why; None only when neither enclosure exists (`moment_bound_reason`).
 """
 from __future__ import annotations
 
@@ -43,12 +51,16 @@ import numpy as np
 import scipy.sparse as sp
 
 from sp_ode.core.memory import check_memory
+from sp_ode.core.reporting import progress as _progress
 from sp_ode.core.validation import check_positive, check_positive_int
-from sp_ode.networks._moments import affine_observable, caps_of, growth_constants, moment_growth
+from sp_ode.networks._closed_moments import ClosedMoments, closed_moment_system
+from sp_ode.networks._intervals import MomentIntervals, combine, fsp_interval
+from sp_ode.networks._moments import affine_observable, caps_of, growth_constants, moment_sup
 from sp_ode.networks.network import NetworkError, ReactionNetwork, TruncationError
 from sp_ode.networks.state_space import StateSpace
 
-__all__ = ["TransientDistribution", "transient_distribution", "fsp_transient", "UNIFORMIZATION_MAX_STEPS"]
+__all__ = ["TransientDistribution", "transient_distribution", "fsp_transient", "MomentIntervals",
+           "UNIFORMIZATION_MAX_STEPS", "TRANSIENT_MAX_WORK"]
 
 #: Mat-vecs allowed for uniformization over the whole time span; beyond, expm_multiply.
 UNIFORMIZATION_MAX_STEPS = 200_000
@@ -57,6 +69,8 @@ _LOG_TAIL = -160 * math.log(2.0)    # Poisson tail dropped per output interval: 
 _GROWTH = 1.5               # adaptive projection: a leaking species' bound grows by this factor (2 while the
                             # leak is above 10⁶·tol) …
 _GROWTH_MIN = 10            # … and by at least this many molecules
+#: Work budget of the adaptive projection: Σ over projections of (states × uniformization steps).
+TRANSIENT_MAX_WORK = 4 * 10**9
 
 
 @dataclass
@@ -82,7 +96,7 @@ class TransientDistribution:
     method : str
         "uniformization" or "expm_multiply"
     growth : dict or None
-        The moment-growth constants (module docstring), or None
+        The Lyapunov constants of the escaped mass (`sp_ode.networks._moments`), or None
     growth_reason : str
         Why there is no moment bound (empty when there is one)
     mass_defect : float
@@ -90,6 +104,16 @@ class TransientDistribution:
     expansions : list of dict
         The projections tried (bounds, n, leaked at the last time)
     tol : float or None
+    exit_total : float
+        The largest V_w(z) over the exit targets z (the start of the Lyapunov bound)
+    closed : ClosedMoments or None
+        The closed moment system (affine networks; `closed.reason` says why not otherwise)
+    z0 : pair of ndarray or None
+        The enclosure of the moments at t = 0
+    work : int
+        States × uniformization steps spent (summed over the projections by `transient_distribution`)
+    moment_status : str
+        Why `moment_tol` was not met ('' when it was, or not asked)
     seconds : float
     network : ReactionNetwork
         For `intervals` of its observables
@@ -106,11 +130,16 @@ class TransientDistribution:
     growth: dict | None
     growth_reason: str
     mass_defect: float
-    exit_total: int
+    exit_total: float
     expansions: list = field(default_factory=list)
     tol: float | None = None
     seconds: float = 0.0
     network: ReactionNetwork | None = field(default=None, repr=False)
+    closed: ClosedMoments | None = field(default=None, repr=False)
+    z0: tuple | None = field(default=None, repr=False)
+    work: int = 0
+    moment_status: str = ""
+    _exact_cache: tuple | None = field(default=None, repr=False)
 
     @property
     def species(self) -> tuple[str, ...]:
@@ -147,59 +176,80 @@ class TransientDistribution:
         return out
 
     @property
-    def moment_bound_reason(self) -> str:
-        """Why `mean_bounds` is None ('' when it is not)."""
+    def exact_moments(self) -> bool:
+        """Whether the moment equations close (every propensity affine and valid on the orthant)."""
+        return self.closed is not None and self.closed.available and self.z0 is not None
+
+    @property
+    def fsp_bound_reason(self) -> str:
+        """Why the projection gives no moment enclosure ('' when it does)."""
         if self.growth is None and np.any(self.leaked > 0):   # no mass left J: no leaked moments to bound
             return self.growth_reason
         if self.relative_rounding is None:
             return "expm_multiply carries no rigorous integration bound (uniformization would need too many steps)"
         return ""
 
-    def intervals(self, name: str) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]] | None:
+    @property
+    def moment_bound_reason(self) -> str:
+        """Why `intervals` is None ('' when it is not): neither the moment equations close nor the projection bounds."""
+        if self.exact_moments or not self.fsp_bound_reason:
+            return ""
+        closed = "" if self.closed is None else f"; the moment equations do not close: {self.closed.reason}"
+        return self.fsp_bound_reason + closed
+
+    def _exact(self):
+        if self._exact_cache is None:
+            self._exact_cache = self.closed.propagate(self.z0, self.times)
+        return self._exact_cache
+
+    def intervals(self, name: str, *, source: str = "auto", escaped: str = "lyapunov") -> MomentIntervals | None:
         """Certified ((mean lower, upper), (SD lower, upper)) at every time of a species or observable.
 
-        For f = a·x + b with a ≥ 0 (a species, or an observable affine in the counts): the part on J is
-        computed from p_J with its rounding ρ (every entry relative, §7.10) and the dropped Poisson tails,
-        and the leaked part through a·x ≤ A·V + B (A the largest a_s over V's species, B the species
-        capped by a conservation law at their caps, plus |b|): E[f; τ ≤ t] ≤ ε(t)(A m₁(t) + B),
-        E[f²; τ ≤ t] ≤ ε(t)(A² m₂ + 2AB m₁ + B²).  None (see `moment_bound_reason`, or an
-        observable that is not affine with a ≥ 0).
+        For f = a·x + b with a ≥ 0 (a species, or an observable affine in the counts) — module docstring:
+        the exact moments when the moment equations close, the projection's enclosure (E_J from p_J with
+        its rounding and the dropped Poisson tails, the escaped part through a weighted Lyapunov bound),
+        and their intersection when both exist.
+
+        Parameters
+        ----------
+        name : str
+        source : {"auto", "moments", "projection"}
+            Which enclosures to use ("auto": all that exist)
+        escaped : {"lyapunov", "zero"}
+            "zero" drops the escaped moments — the defective old bound, for negative controls only
+
+        Returns
+        -------
+        MomentIntervals or None
+            With `status` "certified", "wide" (above `moment_tol`, the reason says why), "unbounded"
+            (an end is inf, with the reason) or "inconsistent"; None when neither enclosure exists
+            (`moment_bound_reason`) or `name` is not affine with a ≥ 0.
 
         Raises
         ------
         ValueError
-            `name` is neither a species nor an observable of the network.
+            `name` is neither a species nor an observable of the network; a bad `source` or `escaped`.
         """
-        if self.moment_bound_reason:
-            return None
+        if source not in ("auto", "moments", "projection"):
+            raise ValueError(f"`source` must be one of ('auto', 'moments', 'projection'); got {source!r}.")
+        if escaped not in ("lyapunov", "zero"):
+            raise ValueError(f"`escaped` must be one of ('lyapunov', 'zero'); got {escaped!r}.")
         ab = affine_observable(self.network, self.space, name)
         if ab is None:
             return None
         a, b = ab
-        if self.growth is None:            # nothing left J (leaked = 0 exactly): the leaked terms vanish
-            m1 = m2 = np.zeros_like(self.times)
-            caps = {}
-        else:
-            m1, m2 = moment_growth(self.growth, float(self.exit_total), self.times)
-            m1, m2 = np.maximum(m1, 0.0), np.maximum(m2, 0.0)
-            caps = self.growth["caps"]
-        capped = np.array([s in caps for s in self.space.species])
-        cap = np.array([float(caps.get(s, 0)) for s in self.space.species])
-        rho = self.relative_rounding
-        drop = np.maximum(self.integration_error - rho, 0.0)         # dropped Poisson tails (absolute ℓ1)
-        f = self.space.states @ a + b
-        fmax = float(np.max(np.abs(f), initial=0.0))
-        # on the leaked mass: a·x ≤ A·V + B, A = max over V's species of a_s, B = the capped species at their caps
-        A = float(a[~capped].max(initial=0.0))
-        B = float(np.sum(a[capped] * cap[capped])) + abs(b)
-        mu, s2 = self.p @ f, self.p @ f**2
-        mu_lo = np.maximum(mu * (1 - rho), 0.0) if b >= 0 else mu * (1 + rho) - drop * fmax
-        mu_hi = mu * (1 + rho) + drop * fmax + self.leaked * (A * m1 + B)
-        s2_lo = np.maximum(s2 * (1 - rho), 0.0)
-        s2_hi = s2 * (1 + rho) + drop * fmax**2 + self.leaked * (A * A * m2 + 2 * A * B * m1 + B * B)
-        sd_lo = np.sqrt(np.maximum(s2_lo - np.maximum(mu_hi, 0.0) ** 2, 0.0))
-        sd_hi = np.sqrt(np.maximum(s2_hi - np.maximum(mu_lo, 0.0) ** 2, 0.0))
-        return (mu_lo, mu_hi), (sd_lo, sd_hi)
+        exact = fsp = None
+        if source != "projection" and self.exact_moments:
+            z_lo, z_hi = self._exact()
+            exact = self.closed.observable(z_lo, z_hi, a, b)
+        if source != "moments" and not self.fsp_bound_reason:
+            fsp = fsp_interval(self, a, b, escaped=escaped)
+        why = ""
+        if self.growth is not None and self.growth["beta"] > 0:
+            why = (f"the Lyapunov bound of the escaped mass grows like e^(βt), β = {self.growth['beta']:.3g} > 0 "
+                   "(no weighting of the species makes the drift negative), and overflows")
+        return combine(exact, fsp, unbounded_reason=why or "an end of the interval overflows",
+                       wide_reason=self.moment_status)
 
     def affine_form(self, name: str) -> tuple[np.ndarray, float] | None:
         """(a (S,), b) with the species or observable `name` = a·x + b, a ≥ 0; None when it is not of that form."""
@@ -233,10 +283,13 @@ class TransientDistribution:
                "means": self.means(), "sds": self.sds(),
                "mean_bounds": None if mb is None else {s: {"lower": lo, "upper": hi} for s, (lo, hi) in mb.items()},
                "sd_bounds": None if sb is None else {s: {"lower": lo, "upper": hi} for s, (lo, hi) in sb.items()},
-               "observables": {o: None if iv is None else {"mean": self.mean(o), "mean_lower": iv[0][0],
-                                                             "mean_upper": iv[0][1], "sd_lower": iv[1][0],
-                                                             "sd_upper": iv[1][1]} for o, iv in obs.items()},
-               "moment_bound_reason": self.moment_bound_reason, "expansions": self.expansions, "tol": self.tol,
+               "observables": {o: None if iv is None else {"mean": self.mean(o), **iv.to_dict()}
+                               for o, iv in obs.items()},
+               "interval_status": {s: None if (iv := self.intervals(s)) is None else
+                                   {"status": iv.status, "reason": iv.reason, "source": iv.source}
+                                   for s in self.species},
+               "moment_bound_reason": self.moment_bound_reason, "moment_status": self.moment_status,
+               "work": self.work, "expansions": self.expansions, "tol": self.tol,
                "seconds": self.seconds,
                "kind": "p_J(t) on the projection; ‖p(t) − p_J(t)‖₁ ≤ leaked + integration_error (FSP bound)"}
         if marginals:
@@ -250,15 +303,16 @@ class TransientDistribution:
 
 # --- the sink generator and its solution --------------------------------------------------------------
 
-def _sink_generator(network: ReactionNetwork, space: StateSpace, y: np.ndarray, free: np.ndarray):
+def _sink_generator(network: ReactionNetwork, space: StateSpace, y: np.ndarray, weights: np.ndarray):
     """(Q_J: CSR of the moves inside J, exits (m, n): exit rate of each state into each sink, sink names, V_exit).
 
-    V_exit is the largest V = Σ_{free s} x_s of a state that a move out of J reaches."""
+    V_exit is the largest V_w = Σ_s w_s x_s (`weights` (S,), 0 on capped species) of a state that a move
+    out of J reaches."""
     Q = network.generator(space, y)
     a = network.propensities(space.states, y)
     names = list(space.species) + (["total"] if space.total is not None else [])
     exits = np.zeros((len(names), space.n))
-    v_exit = 0
+    v_exit = 0.0
     for r, (_, _, ex) in enumerate(network.transitions(space)):
         if ex.size == 0:
             continue
@@ -268,7 +322,7 @@ def _sink_generator(network: ReactionNetwork, space: StateSpace, y: np.ndarray, 
         np.add.at(exits, (which, ex), a[r, ex])
         moving = a[r, ex] > 0
         if moving.any():
-            v_exit = max(v_exit, int(target[moving][:, free].sum(axis=1).max(initial=0)))
+            v_exit = max(v_exit, float((target[moving] @ weights).max(initial=0.0)) * (1 + 1e-15))
     return Q, exits, names, v_exit
 
 
@@ -294,7 +348,7 @@ def _poisson_cut(a: float) -> tuple[int, float]:
 
 
 def _uniformized(Q, exits, p0, times, max_steps: int):
-    """Uniformization (module docstring); None when it would need more than `max_steps` mat-vecs."""
+    """Uniformization (module docstring): (P, L, err, rel, steps), or the steps it would need when more than `max_steps`."""
     from scipy.special import gammaln
 
     out_rate = -Q.diagonal() + exits.sum(axis=0)
@@ -307,7 +361,7 @@ def _uniformized(Q, exits, p0, times, max_steps: int):
         plan.append((a, *_poisson_cut(a)) if a > 0 else (0.0, 0, 0.0))
     total_steps = sum(K for _, K, _ in plan)
     if total_steps > max_steps:
-        return None
+        return total_steps
     # Rounding: each step is one sparse mat-vec of nonnegative terms (≤ m per entry) and the diagonal
     # 1 − out/Λ rounds once, so every entry of every term carries a relative error ≤ (m + 3)·u per step.
     m = int(max(np.diff(PT_indptr := sp.csr_array(Q.T).indptr).max(initial=0), exits.shape[0])) + 1
@@ -343,7 +397,7 @@ def _uniformized(Q, exits, p0, times, max_steps: int):
         rel = steps_done * rel_per_step * (1 + steps_done * rel_per_step)
         rel_out.append(rel)
         err_out.append(err + rel)                   # ℓ1: dropped tails + relative rounding of a unit mass
-    return np.array(P_out), np.array(L_out), np.array(err_out), np.array(rel_out)
+    return np.array(P_out), np.array(L_out), np.array(err_out), np.array(rel_out), total_steps
 
 
 def _expm(Q, exits, p0, times):
@@ -416,15 +470,21 @@ def fsp_transient(network: ReactionNetwork, space: StateSpace, p0, times, *, y=N
                  what=f"p(t) of {network.name!r} at {times.size} output times on {space.n} states",
                  remedy="Ask for fewer output times, or a smaller projection.")
     caps = caps_of(network, space)
-    free = np.array([s not in caps for s in network.species])
-    Q, exits, names, v_exit = _sink_generator(network, space, y, free)
+    growth, why = growth_constants(network, y, caps)
+    weights = np.zeros(len(network.species))
+    if growth is not None:
+        weights[growth["free"]] = growth["weights"]
+    else:
+        weights[[s not in caps for s in network.species]] = 1.0
+    Q, exits, names, v_exit = _sink_generator(network, space, y, weights)
     # integrate from t = 0: prepend 0 when the first output time is later
     grid = times if times[0] == 0 else np.concatenate([[0.0], times])
     res = _uniformized(Q, exits, p0, grid, max_steps)
-    if res is not None:
-        P, L, err, rel = res
+    if not isinstance(res, int):
+        P, L, err, rel, steps = res
         method = "uniformization"
     else:
+        steps = res
         P, L = _expm(Q, exits, p0, grid)
         err, rel, method = None, None, "expm_multiply"
     if times[0] != 0:
@@ -433,15 +493,18 @@ def fsp_transient(network: ReactionNetwork, space: StateSpace, p0, times, *, y=N
         rel = None if rel is None else rel[1:]
     leaked = L.sum(axis=1)
     defect = float(np.max(np.abs(P.sum(axis=1) + leaked - 1.0)))
-    growth, why = growth_constants(network, y, caps)
+    closed = closed_moment_system(network, y)
+    z0 = closed.initial(space.states, p0) if closed.available else None
     return TransientDistribution(times, P, space, leaked, dict(zip(names, L.T)), err, rel, method, growth, why,
-                                 defect, v_exit, seconds=time.perf_counter() - t0, network=network)
+                                 defect, v_exit, seconds=time.perf_counter() - t0, network=network, closed=closed,
+                                 z0=z0, work=int(space.n) * int(steps))
 
 
 def transient_distribution(network: ReactionNetwork, initial: Mapping[str, int], times, *,
                            bounds: Mapping[str, int] | None = None, total: int | None = None, tol: float = 1e-8,
                            moment_tol: float | None = None, y=None, max_expansions: int = 20,
-                           max_steps: int = UNIFORMIZATION_MAX_STEPS) -> TransientDistribution:
+                           max_steps: int = UNIFORMIZATION_MAX_STEPS, max_work: int = TRANSIENT_MAX_WORK,
+                           progress: bool | None = None) -> TransientDistribution:
     """p(t) of the CME from a given state, on a projection grown until the leaked mass is below `tol`.
 
     Parameters
@@ -459,13 +522,23 @@ def transient_distribution(network: ReactionNetwork, initial: Mapping[str, int],
     tol : float
         Largest accepted leaked mass ε(t_max)
     moment_tol : float, optional
-        Also grow the projection until the leaked part of the second moments, max_t ε(t)·m₂(t)
-        (module docstring), is below this — so that the certified mean and SD intervals are narrow
-        (ignored when the network has no moment bound).
+        Also grow the projection until the leaked part of the second moments, max_t ε(t)·M₂(t)
+        (module docstring), is below this — so that the projection's mean and SD intervals are narrow.
+        Not needed (nothing is grown for it) when the moment equations close: the intervals are then
+        exact whatever the projection.  When the work budget runs out first, the result is returned
+        with `moment_status` saying so, and its intervals carry status "wide".
     y
         Slow variables, held fixed
     max_expansions : int
         Projections tried at most
+    max_steps : int
+        Uniformization mat-vecs per projection before expm_multiply is used
+    max_work : int
+        Work budget of the adaptive projection: Σ (states × uniformization steps) over the projections
+        (a count, not wall clock, so the result does not depend on the load).  A projection predicted
+        to exceed it is not solved.
+    progress : bool, optional
+        A progress bar of the projections on stderr (default: when stderr is a terminal)
 
     Returns
     -------
@@ -475,8 +548,8 @@ def transient_distribution(network: ReactionNetwork, initial: Mapping[str, int],
     Raises
     ------
     TruncationError
-        The leak stays above `tol` after `max_expansions` projections, or only a total-count bound
-        leaks (names the species hit most and the leaked mass).
+        The leak stays above `tol` after `max_expansions` projections or within `max_work`, or only
+        a total-count bound leaks (names the species hit most and the leaked mass).
     NetworkError, MemoryBudgetError
         From `network.state_space` (a projection that would not fit is refused before it is built).
     """
@@ -486,6 +559,7 @@ def transient_distribution(network: ReactionNetwork, initial: Mapping[str, int],
     tol = check_positive("tol", tol)
     moment_tol = None if moment_tol is None else check_positive("moment_tol", moment_tol)
     max_expansions = check_positive_int("max_expansions", max_expansions)
+    max_work = check_positive_int("max_work", max_work)
     initial = {s: int(v) for s, v in dict(initial).items()}
     for s in initial:
         if s not in network.species:
@@ -504,33 +578,70 @@ def transient_distribution(network: ReactionNetwork, initial: Mapping[str, int],
             cur[s] = min(caps)
             capped.add(s)
     expansions = []
-    for _ in range(max_expansions):
-        space = network.state_space(cur, total=total, initial=initial)
-        p0 = np.zeros(space.n)
-        p0[space.index(x0[None])[0]] = 1.0
-        res = fsp_transient(network, space, p0, times, y=y, max_steps=max_steps)
-        last = float(res.leaked[-1])
-        expansions.append({"bounds": dict(cur), "n": space.n, "leaked": last,
-                           "leaked_by": {k: float(v[-1]) for k, v in res.leaked_by.items()}})
-        moment_leak = 0.0
-        if moment_tol is not None and not res.moment_bound_reason and res.growth is not None:
-            _, m2 = moment_growth(res.growth, float(res.exit_total), res.times)
-            moment_leak = float(np.max(res.leaked * np.maximum(m2, 0.0)))
-            expansions[-1]["moment_leak"] = moment_leak
-        if last <= tol and (moment_tol is None or moment_leak <= moment_tol):
-            res.expansions, res.tol, res.seconds = expansions, tol, time.perf_counter() - t_start
-            return res
-        share = tol if last > tol else max(last, 1e-300) * moment_tol / max(moment_leak, 1e-300)
-        grow = [s for s in network.species if s not in capped and res.leaked_by[s][-1] > share / (2 * len(cur))]
-        if not grow:
-            worst = max(res.leaked_by, key=lambda k: res.leaked_by[k][-1])
-            raise TruncationError(f"the projection of {network.name!r} leaks {last:.3e} > tol {tol:.1e} by t = "
-                                  f"{times[-1] if np.ndim(times) else times:g}, through the bound of {worst!r}, which "
-                                  "is not grown (a total or conservation bound): raise it.", leaked=last, species=worst)
-        # far from tol: double (fewer projections to solve); near it: the gentler factor
-        factor = 2.0 if last > 1e6 * tol else _GROWTH
-        for s in grow:
-            cur[s] = max(int(math.ceil(cur[s] * factor)), cur[s] + _GROWTH_MIN)
+    spent, last_res, budget_hit = 0, None, ""
+    bar = _progress(total=max_expansions, desc=f"FSP {network.name}", disable=None if progress is None else not progress)
+    try:
+        for _ in range(max_expansions):
+            space = network.state_space(cur, total=total, initial=initial)
+            if last_res is not None:   # predicted cost: the last steps × the new size × the growth of the rates
+                ratio = max(space.n / max(last_res.space.n, 1), 1.0)
+                predicted = int(last_res.work / max(last_res.space.n, 1) * space.n * ratio ** (1 / len(cur)))
+                if spent + predicted > max_work:
+                    budget_hit = (f"the work budget max_work = {max_work:.3g} (states × steps) would be exceeded by "
+                                  f"the next projection ({space.n} states, ≈ {predicted:.3g} more after {spent:.3g})")
+                    break
+            p0 = np.zeros(space.n)
+            p0[space.index(x0[None])[0]] = 1.0
+            res = fsp_transient(network, space, p0, times, y=y, max_steps=max_steps)
+            spent += res.work
+            last_res = res
+            last = float(res.leaked[-1])
+            expansions.append({"bounds": dict(cur), "n": space.n, "leaked": last, "work": res.work,
+                               "leaked_by": {k: float(v[-1]) for k, v in res.leaked_by.items()}})
+            moment_leak = 0.0
+            want_moments = moment_tol is not None and not res.exact_moments
+            if moment_tol is not None and not res.fsp_bound_reason and res.growth is not None:
+                _, M2 = moment_sup(res.growth, float(res.exit_total), res.times)
+                with np.errstate(invalid="ignore", over="ignore"):
+                    moment_leak = float(np.max(np.where(res.leaked > 0, res.leaked * M2, 0.0)))
+                expansions[-1]["moment_leak"] = moment_leak
+            bar.update(1)
+            bar.set_postfix(n=space.n, leaked=f"{last:.2e}", moment_leak=f"{moment_leak:.2e}")
+            if last <= tol and (not want_moments or moment_leak <= moment_tol):
+                res.expansions, res.tol, res.seconds = expansions, tol, time.perf_counter() - t_start
+                res.work = spent
+                return res
+            share = tol if last > tol else max(last, 1e-300) * moment_tol / max(moment_leak, 1e-300)
+            grow = [s for s in network.species if s not in capped and res.leaked_by[s][-1] > share / (2 * len(cur))]
+            if not grow:
+                worst = max(res.leaked_by, key=lambda k: res.leaked_by[k][-1])
+                if last <= tol:
+                    budget_hit = (f"the leak goes through the bound of {worst!r}, which is not grown (a total or "
+                                  "conservation bound)")
+                    break
+                raise TruncationError(f"the projection of {network.name!r} leaks {last:.3e} > tol {tol:.1e} by t = "
+                                      f"{times[-1] if np.ndim(times) else times:g}, through the bound of {worst!r}, "
+                                      "which is not grown (a total or conservation bound): raise it.", leaked=last,
+                                      species=worst)
+            # far from tol: double (fewer projections to solve); near it: the gentler factor
+            factor = 2.0 if last > 1e6 * tol else _GROWTH
+            for s in grow:
+                cur[s] = max(int(math.ceil(cur[s] * factor)), cur[s] + _GROWTH_MIN)
+    finally:
+        bar.close()
+    if last_res is not None and float(last_res.leaked[-1]) <= tol:   # tol met, moment_tol not: say so
+        ml = expansions[-1].get("moment_leak", float("nan"))
+        last_res.moment_status = (f"moment_tol {moment_tol:.1e} not met: the leaked second moment is {ml:.3e} "
+                                  f"after {len(expansions)} projections; " + (budget_hit or
+                                  f"max_expansions = {max_expansions} reached"))
+        last_res.expansions, last_res.tol, last_res.seconds = expansions, tol, time.perf_counter() - t_start
+        last_res.work = spent
+        return last_res
+    if budget_hit:
+        raise TruncationError(f"the projection of {network.name!r} still leaks {expansions[-1]['leaked']:.3e} > tol "
+                              f"{tol:.1e}: {budget_hit}: raise `max_work` or `tol`.",
+                              leaked=expansions[-1]["leaked"],
+                              species=max(expansions[-1]["leaked_by"], key=expansions[-1]["leaked_by"].get))
     worst = max(expansions[-1]["leaked_by"], key=expansions[-1]["leaked_by"].get)
     raise TruncationError(f"the projection of {network.name!r} still leaks {expansions[-1]['leaked']:.3e} > tol "
                           f"{tol:.1e} after {max_expansions} projections (last bounds {expansions[-1]['bounds']}); "

@@ -20,3 +20,10 @@ def test_bench_transient_smoke(tmp_path):
     assert p["max_relative_error"] <= 1e-9 and p["l1_error_over_bound"] <= 1.0 and p["mean_inside"] and p["sd_inside"]
     assert b["mean_inside"] and b["sd_inside"] and leak["identity_holds"]
     assert rec["adaptive"]["last_bounds"]["A"] > rec["adaptive"]["first_bounds"]["A"]
+    iv = rec["intervals"]
+    for name in ("M", "P"):
+        auto = iv["mp"]["species"][name]["auto"]
+        assert auto["inside"] and auto["status"] == "certified" and max(auto["mean_rel_width"]) <= 1e-6
+        assert max(auto["sd_rel_width"]) <= 1e-6 and iv["mp"]["species"][name]["projection"]["inside"]
+    misses = iv["immigration_death_sweep"]["misses"]
+    assert misses["auto"] == 0 and misses["projection"] == 0 and misses["zero_escape_control"] > 0

@@ -58,7 +58,9 @@ def test_linear_birth_death_moments_inside_certified_intervals():
     # the exact drift of an affine network: d E[X]/dt = (λ − μ)E[X], d E[X²]/dt ≤ 2(λ − μ)E[X²] + (λ + μ)E[X]
     assert r.growth["beta"] == pytest.approx(g) and r.growth["gamma2"] == pytest.approx(2 * g)
     assert r.growth["gamma1"] == pytest.approx(0.21) and r.growth["alpha"] == 0.0
-    assert len(r.expansions) >= 2 and r.expansions[-1]["moment_leak"] <= 1e-9
+    # the moment equations close: the intervals are exact whatever the projection, so moment_tol grows nothing
+    assert r.intervals("X").source == "moment equations ∩ projection" and r.intervals("X").status == "certified"
+    assert "moment_leak" in r.expansions[-1] and r.moment_status == ""
 
 
 def test_leaked_mass_is_the_l1_distance_to_a_much_larger_projection():
@@ -95,10 +97,19 @@ def test_no_moment_bound_without_affine_growth_and_without_an_integration_bound(
     assert r.mean_bounds() is None and "not affine" in r.moment_bound_reason
     assert np.all(np.isfinite(r.means()["A"]))                        # the point values are still there
     # expm_multiply (uniformization would take too many steps): no rigorous integration bound, said so
-    r = transient_distribution(_immigration_death(), {"X": 0}, [5.0], tol=1e-8, max_steps=10)
+    # (non-affine: 2A → A lowers the count, so the projection would bound the moments, but not without the
+    # integration bound)
+    r = transient_distribution(ReactionNetwork("0 -> A, 5; 2 A -> A, 0.1"), {"A": 0}, [5.0], tol=1e-8, max_steps=10)
     assert r.method == "expm_multiply" and r.integration_error is None and r.mean_bounds() is None
-    assert "expm_multiply" in r.moment_bound_reason
+    assert "expm_multiply" in r.moment_bound_reason and "not affine" in r.moment_bound_reason
     assert r.to_dict()["mean_bounds"] is None and r.to_dict()["moment_bound_reason"]
+    # an affine network keeps exact intervals from its moment equations, which need no projection at all
+    r = transient_distribution(_immigration_death(), {"X": 0}, [5.0], tol=1e-8, max_steps=10)
+    assert r.method == "expm_multiply" and "expm_multiply" in r.fsp_bound_reason and r.moment_bound_reason == ""
+    iv = r.intervals("X")
+    lam = 100.0 * (1 - np.exp(-0.5))
+    assert iv.source == "moment equations" and iv.mean[0][0] <= lam <= iv.mean[1][0]
+    assert iv.sd[0][0] <= np.sqrt(lam) <= iv.sd[1][0] and iv.mean[1][0] - iv.mean[0][0] <= 1e-10 * lam
 
 
 def test_bad_input_is_named():
