@@ -154,7 +154,7 @@ class TransientDistribution:
         return np.full_like(self.leaked, np.inf) if self.integration_error is None else self.integration_error
 
     def mean(self, name: str) -> np.ndarray:
-        """E_J[f](t) of a species or observable f (Σ_J p_J f; the lower end of `intervals` for f ≥ 0)."""
+        """`E_J[f](t)` of a species or observable f (Σ_J p_J f; the lower end of `intervals` for f ≥ 0)."""
         if name in self.space.species:
             return self.p @ self.space.states[:, self.space.species.index(name)].astype(np.float64)
         if self.network is None:
@@ -162,7 +162,7 @@ class TransientDistribution:
         return self.p @ self.network.observable(name, self.space.states)
 
     def means(self) -> dict[str, np.ndarray]:
-        """E_J[X_s](t) = Σ_J p_J x_s for every species (the lower end of `mean_bounds`)."""
+        """`E_J[X_s](t) = Σ_J p_J x_s` for every species (the lower end of `mean_bounds`)."""
         return {s: self.p @ self.space.states[:, k].astype(np.float64) for k, s in enumerate(self.species)}
 
     def sds(self) -> dict[str, np.ndarray]:
@@ -256,7 +256,7 @@ class TransientDistribution:
         return affine_observable(self.network, self.space, name)
 
     def mean_bounds(self) -> dict[str, tuple[np.ndarray, np.ndarray]] | None:
-        """Certified [lower, upper] of E[X_s](t) for every species, or None (see `moment_bound_reason`)."""
+        """Certified `[lower, upper]` of `E[X_s](t)` for every species, or None (see `moment_bound_reason`)."""
         out = {s: self.intervals(s) for s in self.species}
         return None if any(v is None for v in out.values()) else {s: v[0] for s, v in out.items()}
 
