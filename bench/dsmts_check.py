@@ -73,6 +73,7 @@ def _sbml_file(case: Path) -> Path | None:
 
 
 def check_case(case: Path, tol: float) -> dict:
+    from sp_ode.networks.events import EventError
     from sp_ode.networks.network import TruncationError
     from sp_ode.networks.sbml import from_sbml
     from sp_ode.networks.transient import transient_distribution
@@ -85,7 +86,7 @@ def check_case(case: Path, tol: float) -> dict:
     settings = _settings(case)
     outputs = [v.strip() for v in settings.get("variables", "").split(",") if v.strip()]
     try:
-        net, initial = from_sbml(path)
+        net, initial, events = from_sbml(path, with_events=True)
     except (ValueError, TypeError) as exc:   # NetworkError, SBMLFeatureError, NetworkSyntaxError, ...
         row["why"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
         return row
@@ -103,8 +104,9 @@ def check_case(case: Path, tol: float) -> dict:
             return row
     t0 = time.perf_counter()
     try:
-        res = transient_distribution(net, initial, times, tol=tol, moment_tol=MOMENT_TOL, max_steps=MAX_STEPS)
-    except TruncationError as exc:
+        res = transient_distribution(net, initial, times, tol=tol, moment_tol=MOMENT_TOL, max_steps=MAX_STEPS,
+                                     events=events)
+    except (TruncationError, EventError) as exc:
         row["why"] = f"TruncationError: {str(exc)[:200]}"
         return row
     row.update(n=res.space.n, leaked=float(res.leaked[-1]), method=res.method,

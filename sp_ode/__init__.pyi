@@ -72,6 +72,9 @@ from .markov.stationary import (
     stationary_jax as stationary_jax,
     stationary_residual as stationary_residual,
 )
+from .networks.events import (
+    Event as Event,
+)
 from .networks.models import (
     NETWORK_MODELS as NETWORK_MODELS,
     get_network_model as get_network_model,

@@ -1,4 +1,8 @@
 """Public names of `sp_ode.networks` (read by type checkers and by `sp_ode.core.lazy`)."""
+from .events import (
+    Event as Event,
+    EventError as EventError,
+)
 from .models import (
     NETWORK_MODELS as NETWORK_MODELS,
     NetworkModel as NetworkModel,

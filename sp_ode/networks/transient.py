@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -44,6 +44,7 @@ import scipy.sparse as sp
 
 from sp_ode.core.validation import check_positive, check_positive_int
 from sp_ode.networks._moments import affine_observable, caps_of, growth_constants, moment_growth
+from sp_ode.networks.events import Event, EventMaps, event_sink_generator, integrate_with_events
 from sp_ode.networks.network import NetworkError, ReactionNetwork, TruncationError
 from sp_ode.networks.state_space import StateSpace
 
@@ -363,6 +364,15 @@ def _expm(Q, exits, p0, times):
     return Z[:, :n], Z[:, n:]
 
 
+def _integrate(Q, exits, p0, grid, max_steps: int):
+    """(P, L, err, rel, method) on `grid`: uniformization, or expm_multiply past `max_steps` (no bound then)."""
+    res = _uniformized(Q, exits, p0, grid, max_steps)
+    if res is not None:
+        return (*res, "uniformization")
+    P, L = _expm(Q, exits, p0, grid)
+    return P, L, None, None, "expm_multiply"
+
+
 def _check_times(times) -> np.ndarray:
     t = np.atleast_1d(np.asarray(times, dtype=np.float64))
     if t.ndim != 1 or t.size == 0:
@@ -373,7 +383,7 @@ def _check_times(times) -> np.ndarray:
 
 
 def fsp_transient(network: ReactionNetwork, space: StateSpace, p0, times, *, y=None,
-                  max_steps: int = UNIFORMIZATION_MAX_STEPS) -> TransientDistribution:
+                  max_steps: int = UNIFORMIZATION_MAX_STEPS, events: Sequence[Event] = ()) -> TransientDistribution:
     """p_J(t) on a fixed projection J from p0 at time 0 (module docstring).
 
     Parameters
@@ -387,6 +397,8 @@ def fsp_transient(network: ReactionNetwork, space: StateSpace, p0, times, *, y=N
         Output times, ≥ 0, nondecreasing
     y
         Slow variables (held fixed), when the network has them
+    events : sequence of Event
+        Time- and state-triggered assignments, represented exactly (`sp_ode.networks.events`)
 
     Returns
     -------
@@ -398,6 +410,8 @@ def fsp_transient(network: ReactionNetwork, space: StateSpace, p0, times, *, y=N
         Not a network / projection; `p0` not a distribution on J; bad `times`.
     PropensityError, NegativeCountError, MemoryBudgetError
         From the generator's construction.
+    EventError
+        An event the FSP cannot represent exactly (names it; `sp_ode.networks.events`).
     """
     t0 = time.perf_counter()
     if not isinstance(network, ReactionNetwork):
@@ -412,16 +426,23 @@ def fsp_transient(network: ReactionNetwork, space: StateSpace, p0, times, *, y=N
     max_steps = check_positive_int("max_steps", max_steps)
     caps = caps_of(network, space)
     free = np.array([s not in caps for s in network.species])
-    Q, exits, names, v_exit = _sink_generator(network, space, y, free)
+    maps = EventMaps(network, events, y) if events else None
+    if maps is not None and maps.stated:      # moves into a trigger set go to its image (events.py)
+        Q, exits, names, v_exit = event_sink_generator(network, space, y, free, maps)
+    else:
+        Q, exits, names, v_exit = _sink_generator(network, space, y, free)
     # integrate from t = 0: prepend 0 when the first output time is later
     grid = times if times[0] == 0 else np.concatenate([[0.0], times])
-    res = _uniformized(Q, exits, p0, grid, max_steps)
-    if res is not None:
-        P, L, err, rel = res
-        method = "uniformization"
-    else:
-        P, L = _expm(Q, exits, p0, grid)
-        err, rel, method = None, None, "expm_multiply"
+    why_events = ""
+    if maps is None:
+        P, L, err, rel, method = _integrate(Q, exits, p0, grid, max_steps)
+    else:                                     # the time events' jump maps between spans (events.py)
+        P, L, err, rel, method, v_far, why_events = integrate_with_events(
+            lambda v, g: _integrate(Q, exits, v, g, max_steps), maps, space, p0, grid, free, len(names))
+        v_exit = max(v_exit, v_far)
+        if maps.stated:
+            why_events = why_events or (f"the jumps of the state-triggered events {[maps.events[k].name for k in maps.stated]}"
+                                        " are not in the moment-growth bound of the leaked mass")
     if times[0] != 0:
         P, L = P[1:], L[1:]
         err = None if err is None else err[1:]
@@ -429,6 +450,8 @@ def fsp_transient(network: ReactionNetwork, space: StateSpace, p0, times, *, y=N
     leaked = L.sum(axis=1)
     defect = float(np.max(np.abs(P.sum(axis=1) + leaked - 1.0)))
     growth, why = growth_constants(network, y, caps)
+    if why_events:
+        growth, why = None, why_events
     return TransientDistribution(times, P, space, leaked, dict(zip(names, L.T)), err, rel, method, growth, why,
                                  defect, v_exit, seconds=time.perf_counter() - t0, network=network)
 
@@ -436,7 +459,8 @@ def fsp_transient(network: ReactionNetwork, space: StateSpace, p0, times, *, y=N
 def transient_distribution(network: ReactionNetwork, initial: Mapping[str, int], times, *,
                            bounds: Mapping[str, int] | None = None, total: int | None = None, tol: float = 1e-8,
                            moment_tol: float | None = None, y=None, max_expansions: int = 20,
-                           max_steps: int = UNIFORMIZATION_MAX_STEPS) -> TransientDistribution:
+                           max_steps: int = UNIFORMIZATION_MAX_STEPS,
+                           events: Sequence[Event] = ()) -> TransientDistribution:
     """p(t) of the CME from a given state, on a projection grown until the leaked mass is below `tol`.
 
     Parameters
@@ -461,6 +485,9 @@ def transient_distribution(network: ReactionNetwork, initial: Mapping[str, int],
         Slow variables, held fixed
     max_expansions : int
         Projections tried at most
+    events : sequence of Event
+        Time- and state-triggered assignments (`sp_ode.networks.events`; from SBML:
+        `from_sbml(..., with_events=True)`); the leaked mass after a jump is bounded as before.
 
     Returns
     -------
@@ -503,8 +530,8 @@ def transient_distribution(network: ReactionNetwork, initial: Mapping[str, int],
         space = network.state_space(cur, total=total, initial=initial)
         p0 = np.zeros(space.n)
         p0[space.index(x0[None])[0]] = 1.0
-        res = fsp_transient(network, space, p0, times, y=y, max_steps=max_steps)
-        last = float(res.leaked[-1])
+        res = fsp_transient(network, space, p0, times, y=y, max_steps=max_steps, events=events)
+        last = float(res.leaked.max())        # = leaked[-1] without events (the sinks only fill); a jump can empty them
         expansions.append({"bounds": dict(cur), "n": space.n, "leaked": last,
                            "leaked_by": {k: float(v[-1]) for k, v in res.leaked_by.items()}})
         moment_leak = 0.0
@@ -516,7 +543,7 @@ def transient_distribution(network: ReactionNetwork, initial: Mapping[str, int],
             res.expansions, res.tol, res.seconds = expansions, tol, time.perf_counter() - t_start
             return res
         share = tol if last > tol else max(last, 1e-300) * moment_tol / max(moment_leak, 1e-300)
-        grow = [s for s in network.species if s not in capped and res.leaked_by[s][-1] > share / (2 * len(cur))]
+        grow = [s for s in network.species if s not in capped and res.leaked_by[s].max() > share / (2 * len(cur))]
         if not grow:
             worst = max(res.leaked_by, key=lambda k: res.leaked_by[k][-1])
             raise TruncationError(f"the projection of {network.name!r} leaks {last:.3e} > tol {tol:.1e} by t = "
