@@ -66,7 +66,7 @@ def test_dsmts_check_passes_refuses_by_name_and_fails_a_wrong_model(tmp_path):
     r = run(_suite(tmp_path / "good", 0.1))
     assert r.returncode == 0, r.stdout + r.stderr
     rec = json.loads(out.read_text())
-    assert rec["counts"] == {"passed": 2, "refused": 1, "FAILED": 0}
+    assert rec["counts"] == {"passed": 2, "refused": 1, "disputed": 0, "FAILED": 0}
     rows = {row["case"]: row for row in rec["cases"]}
     assert rows["00001"]["status"] == "passed" and rows["00001"]["worst"] <= 1.0
     assert rows["00028"]["status"] == "passed"                         # the reset, through the jump map
