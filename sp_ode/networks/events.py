@@ -305,7 +305,8 @@ def event_sink_generator(network: ReactionNetwork, space: StateSpace, y: np.ndar
 
     Returns (Q_J: CSR of the moves inside J, exits (m, n): rate of each state into each sink, sink names,
     V_exit: the largest Σ_{free s} x_s of a state that a move out of J reaches), as
-    `sp_ode.networks.transient`'s own.  A move whose redirected image is its source is no move (dropped).
+    `sp_ode.networks.transient`'s own.  A move whose redirected image is its source is no move (dropped);
+    the states of the trigger sets, which never hold mass, have no moves.
 
     Raises
     ------
@@ -321,8 +322,10 @@ def event_sink_generator(network: ReactionNetwork, space: StateSpace, y: np.ndar
     exits = np.zeros((len(names), space.n))
     rows, cols, vals = [], [], []
     v_exit = 0
+    # states inside a trigger set never hold mass (every move into them is redirected): no moves from them
+    occupied = ~maps.in_trigger_set(space.states)
     for r, nu in enumerate(network.stoichiometry):
-        src = np.flatnonzero(a[r] > 0) if np.any(nu != 0) else np.zeros(0, dtype=np.int64)
+        src = np.flatnonzero((a[r] > 0) & occupied) if np.any(nu != 0) else np.zeros(0, dtype=np.int64)
         target = maps.settle(space.states[src] + nu)
         inside = space.contains(target)
         dst = space.index(target[inside])
