@@ -40,7 +40,8 @@ from sp_ode.markov.generator import check_generator
 from sp_ode.networks.network import NetworkError, ReactionNetwork
 from sp_ode.networks.state_space import StateSpace
 
-__all__ = ["Event", "EventError", "EventMaps", "MAX_CASCADE", "event_sink_generator", "integrate_with_events"]
+__all__ = ["Event", "EventError", "EventMaps", "MAX_CASCADE", "check_events", "event_sink_generator",
+           "integrate_with_events"]
 
 #: State-triggered events firing one after another (an image entering another trigger set) at most
 MAX_CASCADE = 32
@@ -142,6 +143,21 @@ class Event:
                 raise TypeError(f"{where}: `{flag}` must be a bool; got {getattr(self, flag)!r}.")
 
 
+def check_events(events) -> tuple[Event, ...]:
+    """`events` as a tuple of Event (one Event, or any iterable of them); TypeError naming what was seen."""
+    if isinstance(events, Event):
+        return (events,)
+    try:
+        out = tuple(events)
+    except TypeError:
+        raise TypeError(f"`events` must be a sequence of sp_ode.networks.events.Event; got "
+                        f"{type(events).__name__}.") from None
+    bad = [type(e).__name__ for e in out if not isinstance(e, Event)]
+    if bad:
+        raise TypeError(f"`events` must be a sequence of sp_ode.networks.events.Event; got an item of type {bad[0]}.")
+    return out
+
+
 class EventMaps:
     """The events of a network compiled to integer maps on copy-number vectors (module docstring).
 
@@ -164,9 +180,7 @@ class EventMaps:
     def __init__(self, network: ReactionNetwork, events: Sequence[Event], y: np.ndarray):
         import sympy
 
-        if isinstance(events, Event) or not all(isinstance(e, Event) for e in events):
-            raise TypeError("`events` must be a sequence of sp_ode.networks.events.Event.")
-        events = list(events)
+        events = list(check_events(events))
         names = [e.name for e in events]
         if len(set(names)) != len(names):
             raise EventError(f"`events` has two events named {next(n for n in names if names.count(n) > 1)!r}.")

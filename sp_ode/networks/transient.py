@@ -44,7 +44,7 @@ import scipy.sparse as sp
 
 from sp_ode.core.validation import check_positive, check_positive_int
 from sp_ode.networks._moments import affine_observable, caps_of, growth_constants, moment_growth
-from sp_ode.networks.events import Event, EventMaps, event_sink_generator, integrate_with_events
+from sp_ode.networks.events import Event, EventMaps, check_events, event_sink_generator, integrate_with_events
 from sp_ode.networks.network import NetworkError, ReactionNetwork, TruncationError
 from sp_ode.networks.state_space import StateSpace
 
@@ -426,6 +426,7 @@ def fsp_transient(network: ReactionNetwork, space: StateSpace, p0, times, *, y=N
     max_steps = check_positive_int("max_steps", max_steps)
     caps = caps_of(network, space)
     free = np.array([s not in caps for s in network.species])
+    events = check_events(events)
     maps = EventMaps(network, events, y) if events else None
     if maps is not None and maps.stated:      # moves into a trigger set go to its image (events.py)
         Q, exits, names, v_exit = event_sink_generator(network, space, y, free, maps)
@@ -508,6 +509,7 @@ def transient_distribution(network: ReactionNetwork, initial: Mapping[str, int],
     tol = check_positive("tol", tol)
     moment_tol = None if moment_tol is None else check_positive("moment_tol", moment_tol)
     max_expansions = check_positive_int("max_expansions", max_expansions)
+    events = check_events(events)
     initial = {s: int(v) for s, v in dict(initial).items()}
     for s in initial:
         if s not in network.species:

@@ -142,8 +142,17 @@ def test_refusals_are_typed_and_named():
         Event("bad", {"X": 1})
     with pytest.raises(ValueError, match="finite and > 0"):
         Event("bad", {"X": 1}, time=0.0)
-    with pytest.raises(TypeError, match="sequence of sp_ode.networks.events.Event"):
+    with pytest.raises(TypeError, match="sequence of sp_ode.networks.events.Event; got an item of type dict"):
         transient_distribution(net, {"X": 0}, [1.0], events=[{"X": 1}])
+    with pytest.raises(TypeError, match="got int"):
+        transient_distribution(net, {"X": 0}, [1.0], events=3)
+
+
+def test_one_event_or_a_generator_of_events_is_accepted():
+    ev = Event("reset", {"X": 50}, time=25.0)
+    one = transient_distribution(_imm_death(), {"X": 0}, [26.0], tol=1e-10, events=ev)
+    gen = transient_distribution(_imm_death(), {"X": 0}, [26.0], tol=1e-10, events=(e for e in [ev]))
+    assert one.mean("X")[0] == gen.mean("X")[0] == pytest.approx(46.1934967214, abs=1e-8)
 
 
 def test_initial_value_false_fires_at_the_start():
