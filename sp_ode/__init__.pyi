@@ -78,6 +78,9 @@ from .markov.stationary import (
     stationary_jax as stationary_jax,
     stationary_residual as stationary_residual,
 )
+from .networks.events import (
+    Event as Event,
+)
 from .networks.gillespy2 import (
     from_gillespy2 as from_gillespy2,
 )

@@ -1,4 +1,8 @@
 """Public names of `sp_ode.networks` (read by type checkers and by `sp_ode.core.lazy`)."""
+from .events import (
+    Event as Event,
+    EventError as EventError,
+)
 from .gillespy2 import (
     GillesPy2FeatureError as GillesPy2FeatureError,
     from_gillespy2 as from_gillespy2,

@@ -30,7 +30,13 @@ species keeps its initial amount: it is a constant of the laws (a parameter hold
 or concentration where so declared) and an observable, and the reactions do not change it.
 Parameters listed in `slow` become slow variables y.
 
-**Refused, each by name:** events, rate and algebraic rules, assignment rules to a
+**Events** (`with_events=True`; docs/theory.md §7.14) are read into
+[`Event`][sp_ode.networks.events.Event]s by `sp_ode.networks._sbml_events`: triggers `t >= c` or
+`t > c` (a time event) or a condition on the counts (a state event), assignments to species; without
+`with_events` a model with events is refused, naming them.
+
+**Refused, each by name:** events (without `with_events`; with it: delays, assignments to
+non-species, triggers mixing time and counts), rate and algebraic rules, assignment rules to a
 stoichiometry or to a species a reaction changes, constraints, initial assignments, constant
 species that a reaction changes (without boundary condition), conversion factors, fast
 reactions, `stoichiometryMath`, non-integer stoichiometry, a model without reactions,
@@ -45,6 +51,7 @@ from pathlib import Path
 
 from sp_ode.core.expressions import ExpressionSyntaxError, substitute
 from sp_ode.networks._rates import NetworkSyntaxError
+from sp_ode.networks._sbml_events import read_events, unsupported_events
 from sp_ode.networks._sbml_math import MathReader
 from sp_ode.networks.network import NetworkError, Reaction, ReactionNetwork
 
@@ -70,8 +77,6 @@ def _libsbml():
 def _unsupported(model) -> list[str]:
     libsbml = _libsbml()
     found = []
-    for e in model.getListOfEvents():
-        found.append(f"event {e.getId() or '(unnamed)'!r}")
     changed = {ref.getSpecies() for r in model.getListOfReactions()
                for ref in (*r.getListOfReactants(), *r.getListOfProducts())}
     boundary = {s.getId() for s in model.getListOfSpecies() if s.getBoundaryCondition()}
@@ -109,7 +114,7 @@ def _unsupported(model) -> list[str]:
 
 
 def from_sbml(source: str | Path, *, slow: Sequence[str] = (), parameters: Mapping[str, float] | None = None,
-              name: str | None = None) -> tuple[ReactionNetwork, dict[str, int]]:
+              name: str | None = None, with_events: bool = False):
     """A [`ReactionNetwork`][sp_ode.networks.network.ReactionNetwork] from an SBML file or string.
 
     Parameters
@@ -122,12 +127,19 @@ def from_sbml(source: str | Path, *, slow: Sequence[str] = (), parameters: Mappi
         Values overriding the model's: global ids, or `"<reaction>.<id>"` for a local parameter.
     name : str, optional
         Default: the model id.
+    with_events : bool
+        Read the model's events (`sp_ode.networks._sbml_events`: time triggers `t >= c` / `t > c`, triggers on the
+        counts, assignments to species) and return them as a third item, for
+        `transient_distribution(..., events=...)`.  Default False: a model with events is refused
+        (an event silently dropped would change the answer).
 
     Returns
     -------
     network : ReactionNetwork
     initial : dict species -> int
         Initial copy numbers (rounded amounts; for `state_space(initial=...)`).
+    events : list of Event
+        Only with `with_events=True` ([`Event`][sp_ode.networks.events.Event]).
 
     Raises
     ------
@@ -177,9 +189,18 @@ def from_sbml(source: str | Path, *, slow: Sequence[str] = (), parameters: Mappi
         raise NetworkError(f"cannot read SBML: {msg}")
     model = doc.getModel()
     features = _unsupported(model)
+    if not isinstance(with_events, bool):
+        raise TypeError(f"`with_events` must be a bool; got {with_events!r}.")
+    note = ""
+    if with_events:
+        features += unsupported_events(libsbml, model)
+    elif model.getNumEvents():          # an event silently dropped would change the answer
+        features = [f"event {e.getId() or '(unnamed)'!r}" for e in model.getListOfEvents()] + features
+        note = (" (events: read them with `from_sbml(..., with_events=True)` and pass them to "
+                "`transient_distribution(..., events=...)`)")
     if features:
         raise SBMLFeatureError(f"SBML model {model.getId()!r} uses features the CME builder cannot honour: "
-                               + ", ".join(features) + ".", features)
+                               + ", ".join(features) + "." + note, features)
 
     import sympy
 
@@ -285,13 +306,15 @@ def from_sbml(source: str | Path, *, slow: Sequence[str] = (), parameters: Mappi
         observables[sid] = e * sym(comp) if sid in concentration else e
     for sid, amount in boundary.items():
         observables[sid] = sympy.Float(amount)
+    events = read_events(libsbml, model, reader, substitute, params, concentration, error=SBMLFeatureError) \
+        if with_events else None
     used = {str(x) for r in reactions for x in r.expression.free_symbols}
     used |= {str(x) for e in observables.values() for x in e.free_symbols}
     params = {k: v for k, v in params.items() if k in used}
     net = ReactionNetwork(reactions, parameters=params, slow=list(slow), species=species,
                           name=name or model.getId() or "sbml", observables=observables)
     _warn_counts_read_as_concentrations(model, reader, [s for s in species if s in concentration], values)
-    return net, initial
+    return (net, initial) if events is None else (net, initial, events)
 
 
 def _warn_counts_read_as_concentrations(model, reader, species: list[str], values: dict) -> None:
@@ -377,7 +400,7 @@ def _assignment_rules(reader, rules: dict, meaning: dict) -> dict:
 
 
 def from_antimony(text: str, *, slow: Sequence[str] = (), parameters: Mapping[str, float] | None = None,
-                  name: str | None = None) -> tuple[ReactionNetwork, dict[str, int]]:
+                  name: str | None = None, with_events: bool = False):
     """A [`ReactionNetwork`][sp_ode.networks.network.ReactionNetwork] from an Antimony model string (via its SBML); see [`from_sbml`][sp_ode.networks.sbml.from_sbml].
 
     Raises
@@ -393,8 +416,10 @@ def from_antimony(text: str, *, slow: Sequence[str] = (), parameters: Mapping[st
         raise ImportError("Antimony import needs the antimony package: pip install 'sp-ode[sbml]'.") from None
     if not isinstance(text, str):
         raise TypeError(f"`text` must be an Antimony model string; got {type(text).__name__}.")
+    if not isinstance(with_events, bool):
+        raise TypeError(f"`with_events` must be a bool; got {with_events!r}.")
     antimony.clearPreviousLoads()
     if antimony.loadAntimonyString(text) < 0:
         raise NetworkError(f"Antimony cannot parse the model: {antimony.getLastError().strip()}")
     sbml = antimony.getSBMLString(antimony.getMainModuleName())
-    return from_sbml(sbml, slow=slow, parameters=parameters, name=name)
+    return from_sbml(sbml, slow=slow, parameters=parameters, name=name, with_events=with_events)

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -56,6 +56,7 @@ from sp_ode.core.validation import check_positive, check_positive_int
 from sp_ode.networks._closed_moments import ClosedMoments, closed_moment_system
 from sp_ode.networks._intervals import MomentIntervals, combine, fsp_interval
 from sp_ode.networks._moments import affine_observable, caps_of, growth_constants, moment_sup
+from sp_ode.networks.events import Event, EventMaps, check_events, event_sink_generator, integrate_with_events
 from sp_ode.networks.network import NetworkError, ReactionNetwork, TruncationError
 from sp_ode.networks.state_space import StateSpace
 
@@ -418,6 +419,23 @@ def _expm(Q, exits, p0, times):
     return Z[:, :n], Z[:, n:]
 
 
+def _integrate(Q, exits, p0, grid, max_steps: int, counter: list | None = None):
+    """(P, L, err, rel, method) on `grid`: uniformization, or expm_multiply past `max_steps` (no bound then).
+
+    The uniformization steps (done, or predicted when refused) are added to `counter[0]`: the work count."""
+    res = _uniformized(Q, exits, p0, grid, max_steps)
+    if not isinstance(res, int):
+        P, L, err, rel, steps = res
+        out = (P, L, err, rel, "uniformization")
+    else:
+        steps = res
+        P, L = _expm(Q, exits, p0, grid)
+        out = (P, L, None, None, "expm_multiply")
+    if counter is not None:
+        counter[0] += int(steps)
+    return out
+
+
 def _check_times(times) -> np.ndarray:
     t = np.atleast_1d(np.asarray(times, dtype=np.float64))
     if t.ndim != 1 or t.size == 0:
@@ -428,7 +446,7 @@ def _check_times(times) -> np.ndarray:
 
 
 def fsp_transient(network: ReactionNetwork, space: StateSpace, p0, times, *, y=None,
-                  max_steps: int = UNIFORMIZATION_MAX_STEPS) -> TransientDistribution:
+                  max_steps: int = UNIFORMIZATION_MAX_STEPS, events: Sequence[Event] = ()) -> TransientDistribution:
     """p_J(t) on a fixed projection J from p0 at time 0 (module docstring).
 
     Parameters
@@ -442,6 +460,10 @@ def fsp_transient(network: ReactionNetwork, space: StateSpace, p0, times, *, y=N
         Output times, ≥ 0, nondecreasing
     y
         Slow variables (held fixed), when the network has them
+    events : sequence of Event
+        Time- and state-triggered assignments, represented exactly (`sp_ode.networks.events`); the
+        closed moment equations do not hold across a jump, so with events only the projection's
+        intervals are given
 
     Returns
     -------
@@ -453,6 +475,8 @@ def fsp_transient(network: ReactionNetwork, space: StateSpace, p0, times, *, y=N
         Not a network / projection; `p0` not a distribution on J; bad `times`.
     PropensityError, NegativeCountError, MemoryBudgetError
         From the generator's construction.
+    EventError
+        An event the FSP cannot represent exactly (names it; `sp_ode.networks.events`).
     """
     t0 = time.perf_counter()
     if not isinstance(network, ReactionNetwork):
@@ -476,25 +500,36 @@ def fsp_transient(network: ReactionNetwork, space: StateSpace, p0, times, *, y=N
         weights[growth["free"]] = growth["weights"]
     else:
         weights[[s not in caps for s in network.species]] = 1.0
-    Q, exits, names, v_exit = _sink_generator(network, space, y, weights)
+    events = check_events(events)
+    maps = EventMaps(network, events, y) if events else None
+    if maps is not None and maps.stated:      # moves into a trigger set go to its image (events.py)
+        Q, exits, names, v_exit = event_sink_generator(network, space, y, weights, maps)
+    else:
+        Q, exits, names, v_exit = _sink_generator(network, space, y, weights)
     # integrate from t = 0: prepend 0 when the first output time is later
     grid = times if times[0] == 0 else np.concatenate([[0.0], times])
-    res = _uniformized(Q, exits, p0, grid, max_steps)
-    if not isinstance(res, int):
-        P, L, err, rel, steps = res
-        method = "uniformization"
-    else:
-        steps = res
-        P, L = _expm(Q, exits, p0, grid)
-        err, rel, method = None, None, "expm_multiply"
+    counter = [0]
+    if maps is None:
+        P, L, err, rel, method = _integrate(Q, exits, p0, grid, max_steps, counter)
+    else:                                     # the time events' jump maps between spans (events.py)
+        P, L, err, rel, method, v_far, why_events = integrate_with_events(
+            lambda v, g: _integrate(Q, exits, v, g, max_steps, counter), maps, space, p0, grid, weights, len(names))
+        v_exit = max(v_exit, v_far)
+        if maps.stated:
+            why_events = why_events or (f"the jumps of the state-triggered events {[maps.events[k].name for k in maps.stated]}"
+                                        " are not in the moment-growth bound of the leaked mass")
+        if why_events:
+            growth, why = None, why_events
+    steps = counter[0]
     if times[0] != 0:
         P, L = P[1:], L[1:]
         err = None if err is None else err[1:]
         rel = None if rel is None else rel[1:]
     leaked = L.sum(axis=1)
     defect = float(np.max(np.abs(P.sum(axis=1) + leaked - 1.0)))
-    closed = closed_moment_system(network, y)
-    z0 = closed.initial(space.states, p0) if closed.available else None
+    # the closed moment equations describe the chain without jumps: with events they are not used
+    closed = closed_moment_system(network, y) if maps is None else None
+    z0 = closed.initial(space.states, p0) if closed is not None and closed.available else None
     return TransientDistribution(times, P, space, leaked, dict(zip(names, L.T)), err, rel, method, growth, why,
                                  defect, v_exit, seconds=time.perf_counter() - t0, network=network, closed=closed,
                                  z0=z0, work=int(space.n) * int(steps))
@@ -504,7 +539,7 @@ def transient_distribution(network: ReactionNetwork, initial: Mapping[str, int],
                            bounds: Mapping[str, int] | None = None, total: int | None = None, tol: float = 1e-8,
                            moment_tol: float | None = None, y=None, max_expansions: int = 20,
                            max_steps: int = UNIFORMIZATION_MAX_STEPS, max_work: int = TRANSIENT_MAX_WORK,
-                           progress: bool | None = None) -> TransientDistribution:
+                           progress: bool | None = None, events: Sequence[Event] = ()) -> TransientDistribution:
     """p(t) of the CME from a given state, on a projection grown until the leaked mass is below `tol`.
 
     Parameters
@@ -539,6 +574,9 @@ def transient_distribution(network: ReactionNetwork, initial: Mapping[str, int],
         to exceed it is not solved.
     progress : bool, optional
         A progress bar of the projections on stderr (default: when stderr is a terminal)
+    events : sequence of Event
+        Time- and state-triggered assignments (`sp_ode.networks.events`; from SBML:
+        `from_sbml(..., with_events=True)`); the leaked mass after a jump is bounded as before.
 
     Returns
     -------
@@ -560,6 +598,7 @@ def transient_distribution(network: ReactionNetwork, initial: Mapping[str, int],
     moment_tol = None if moment_tol is None else check_positive("moment_tol", moment_tol)
     max_expansions = check_positive_int("max_expansions", max_expansions)
     max_work = check_positive_int("max_work", max_work)
+    events = check_events(events)
     initial = {s: int(v) for s, v in dict(initial).items()}
     for s in initial:
         if s not in network.species:
@@ -592,10 +631,10 @@ def transient_distribution(network: ReactionNetwork, initial: Mapping[str, int],
                     break
             p0 = np.zeros(space.n)
             p0[space.index(x0[None])[0]] = 1.0
-            res = fsp_transient(network, space, p0, times, y=y, max_steps=max_steps)
+            res = fsp_transient(network, space, p0, times, y=y, max_steps=max_steps, events=events)
             spent += res.work
             last_res = res
-            last = float(res.leaked[-1])
+            last = float(res.leaked.max())   # = leaked[-1] without events (the sinks only fill); a jump can empty them
             expansions.append({"bounds": dict(cur), "n": space.n, "leaked": last, "work": res.work,
                                "leaked_by": {k: float(v[-1]) for k, v in res.leaked_by.items()}})
             moment_leak = 0.0
@@ -612,7 +651,7 @@ def transient_distribution(network: ReactionNetwork, initial: Mapping[str, int],
                 res.work = spent
                 return res
             share = tol if last > tol else max(last, 1e-300) * moment_tol / max(moment_leak, 1e-300)
-            grow = [s for s in network.species if s not in capped and res.leaked_by[s][-1] > share / (2 * len(cur))]
+            grow = [s for s in network.species if s not in capped and res.leaked_by[s].max() > share / (2 * len(cur))]
             if not grow:
                 worst = max(res.leaked_by, key=lambda k: res.leaked_by[k][-1])
                 if last <= tol:
@@ -629,7 +668,7 @@ def transient_distribution(network: ReactionNetwork, initial: Mapping[str, int],
                 cur[s] = max(int(math.ceil(cur[s] * factor)), cur[s] + _GROWTH_MIN)
     finally:
         bar.close()
-    if last_res is not None and float(last_res.leaked[-1]) <= tol:   # tol met, moment_tol not: say so
+    if last_res is not None and float(last_res.leaked.max()) <= tol:   # tol met, moment_tol not: say so
         ml = expansions[-1].get("moment_leak", float("nan"))
         last_res.moment_status = (f"moment_tol {moment_tol:.1e} not met: the leaked second moment is {ml:.3e} "
                                   f"after {len(expansions)} projections; " + (budget_hit or

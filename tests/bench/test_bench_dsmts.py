@@ -1,4 +1,5 @@
-"""bench/dsmts_check.py on a one-case suite written here (a mirror of DSMTS 001-01, with its published rows)."""
+"""bench/dsmts_check.py on a small suite written here (mirrors of DSMTS 001-01 with its published rows, and of
+00028's time-triggered reset on the same model)."""
 from __future__ import annotations
 
 import json
@@ -39,13 +40,22 @@ def _suite(root: Path, lam: float) -> Path:
     (case / "00001-settings.txt").write_text(SETTINGS)
     (case / "dsmts-001-01-mean.csv").write_text(MEAN)
     (case / "dsmts-001-01-sd.csv").write_text(SD)
-    events = root / "cases" / "stochastic" / "00028"                 # a case with an event: refused by name
-    events.mkdir()
-    (events / "00028-sbml-l3v2.xml").write_text(_model(lam).replace(
-        "</listOfReactions>", '</listOfReactions><listOfEvents><event id="reset" useValuesFromTriggerTime="true">'
-        '<trigger initialValue="false" persistent="true"><math xmlns="http://www.w3.org/1998/Math/MathML"><apply>'
-        "<geq/><ci>X</ci><cn>1</cn></apply></math></trigger></event></listOfEvents>"))
-    (events / "00028-settings.txt").write_text(SETTINGS)
+    # DSMTS 00028's form on this model: a time-triggered reset X := 100 at t >= 1 (so t = 1 is post-reset,
+    # and t = 2 is the t = 1 row of 00001); a delayed copy of it is refused by name
+    t = '<csymbol encoding="text" definitionURL="http://www.sbml.org/sbml/symbols/time"> t </csymbol>'
+    event = ('</listOfReactions><listOfEvents><event id="reset" useValuesFromTriggerTime="true">{delay}'
+             '<trigger initialValue="false" persistent="true"><math xmlns="http://www.w3.org/1998/Math/MathML">'
+             f'<apply><geq/>{t}<cn>1</cn></apply></math></trigger><listOfEventAssignments>'
+             '<eventAssignment variable="X"><math xmlns="http://www.w3.org/1998/Math/MathML"><cn>100</cn></math>'
+             '</eventAssignment></listOfEventAssignments></event></listOfEvents>')
+    delay = '<delay><math xmlns="http://www.w3.org/1998/Math/MathML"><cn>0.5</cn></math></delay>'
+    for name, body in (("00028", event.format(delay="")), ("00040", event.format(delay=delay))):
+        case = root / "cases" / "stochastic" / name
+        case.mkdir()
+        (case / f"{name}-sbml-l3v2.xml").write_text(_model(lam).replace("</listOfReactions>", body))
+        (case / f"{name}-settings.txt").write_text(SETTINGS)
+        (case / f"{name}-mean.csv").write_text("time,X\n0,100.00000\n1,100.00000\n2,99.00498\n")
+        (case / f"{name}-sd.csv").write_text("time,X\n0,0.00000\n1,0.00000\n2,4.54834\n")
     return root
 
 
@@ -56,11 +66,12 @@ def test_dsmts_check_passes_refuses_by_name_and_fails_a_wrong_model(tmp_path):
     r = run(_suite(tmp_path / "good", 0.1))
     assert r.returncode == 0, r.stdout + r.stderr
     rec = json.loads(out.read_text())
-    assert rec["counts"] == {"passed": 1, "refused": 1, "FAILED": 0}
+    assert rec["counts"] == {"passed": 2, "refused": 1, "disputed": 0, "FAILED": 0}
     rows = {row["case"]: row for row in rec["cases"]}
     assert rows["00001"]["status"] == "passed" and rows["00001"]["worst"] <= 1.0
-    assert rows["00028"]["status"] == "refused" and "event 'reset'" in rows["00028"]["why"]
+    assert rows["00028"]["status"] == "passed"                         # the reset, through the jump map
+    assert rows["00040"]["status"] == "refused" and "delay of event 'reset'" in rows["00040"]["why"]
     assert "| stochastic/00001 | passed |" in table.read_text()
-    # negative control: a birth rate 1e-4 off moves the mean outside the certified interval
+    # negative control: a birth rate 1e-4 off moves the mean outside the certified interval (00001 and 00028)
     r = run(_suite(tmp_path / "bad", 0.1001))
-    assert r.returncode == 1 and json.loads(out.read_text())["counts"]["FAILED"] == 1
+    assert r.returncode == 1 and json.loads(out.read_text())["counts"]["FAILED"] == 2
