@@ -386,10 +386,16 @@ def _check_maxiter(maxiter) -> int | None:
     return int(maxiter)
 
 
-def _escalation(method: str, n: int, auto: bool = False) -> list[str]:
+def _escalation(method: str, n: int, auto: bool = False, predicted: dict | None = None) -> list[str]:
     if auto and method in ("banded", "gth"):
-        # the default route chose GTH for speed: when it cannot keep its promise, the sparse solve answers
-        return (["gth"] if method == "banded" and n <= DENSE_GTH_MAX else []) + ["sparse"]
+        # The default route chose GTH for speed; when it cannot keep its promise (banded GTH's range
+        # guard), the fallbacks run in the order of their predicted cost, so that a failed banded GTH
+        # hands over to the sparse solve, not to a dense GTH predicted 30× dearer (issue 35: the
+        # 3721-state toggle switch took 20.5 s by dense GTH where the sparse solve takes 0.2 s).
+        rest = (["gth"] if method == "banded" and n <= DENSE_GTH_MAX else []) + ["sparse"]
+        if predicted is not None:
+            rest.sort(key=lambda m: math.inf if predicted.get(m) is None else predicted[m])
+        return rest
     if method in ("solve", "jax"):
         return ["gth"]
     if method == "sparse":
@@ -528,7 +534,8 @@ def stationary_distribution(Q, method: str | None = None, *, tol: float | None =
             raise ValueError(f"`method` {method!r} takes a single (n, n) generator; got shape {Q.shape}.")
         Q = sp.csr_array(Q)
     escalations = []
-    for m in [method, *_escalation(method, n, auto=selection is not None and not log)]:
+    for m in [method, *_escalation(method, n, auto=selection is not None and not log,
+                                   predicted=None if selection is None else selection["predicted_seconds"])]:
         if m == "gth" and sp.issparse(Q):
             try:
                 _check_dense(n, "escalation to dense GTH")
