@@ -72,6 +72,10 @@ from .markov.stationary import (
     stationary_jax as stationary_jax,
     stationary_residual as stationary_residual,
 )
+from .networks.lyapunov import (
+    LyapunovCertificate as LyapunovCertificate,
+    find_lyapunov as find_lyapunov,
+)
 from .networks.models import (
     NETWORK_MODELS as NETWORK_MODELS,
     get_network_model as get_network_model,
@@ -88,6 +92,10 @@ from .networks.sbml import (
 from .networks.state_space import (
     StateSpace as StateSpace,
     TruncationReport as TruncationReport,
+)
+from .networks.stationary import (
+    StationaryCME as StationaryCME,
+    cme_stationary as cme_stationary,
 )
 from .networks.system import (
     NetworkSystem as NetworkSystem,

@@ -1,4 +1,10 @@
 """Public names of `sp_ode.networks` (read by type checkers and by `sp_ode.core.lazy`)."""
+from .lyapunov import (
+    LyapunovCertificate as LyapunovCertificate,
+    find_lyapunov as find_lyapunov,
+    propensity_supremum as propensity_supremum,
+    truncation_certificate as truncation_certificate,
+)
 from .models import (
     NETWORK_MODELS as NETWORK_MODELS,
     NetworkModel as NetworkModel,
@@ -24,6 +30,10 @@ from .state_space import (
     CertifiedMarginal as CertifiedMarginal,
     StateSpace as StateSpace,
     TruncationReport as TruncationReport,
+)
+from .stationary import (
+    StationaryCME as StationaryCME,
+    cme_stationary as cme_stationary,
 )
 from .system import (
     ManifoldTable as ManifoldTable,
