@@ -242,6 +242,44 @@ def _exponential(items: list[dict], w: np.ndarray, t: float) -> tuple[float, flo
     return theta, log_c1 + _MARGIN * (1 + abs(log_c1)), c2
 
 
+def _best_theta(items: list[dict], w: np.ndarray, delta: float) -> tuple[float, float, float, float] | None:
+    """(r(δ), θ, log c₁, c₂) at the θ of the grid with the smallest radius r(δ) = (log(c₁/c₂) − log δ)/θ."""
+    best = None
+    for t in _THETA_GRID:
+        got = _exponential(items, w, float(t))
+        if got is None:
+            continue
+        theta, log_c1, c2 = got
+        r = (max(log_c1 - math.log(c2), 0.0) - math.log(delta)) / theta
+        if best is None or r < best[0]:
+            best = (r, theta, log_c1, c2)
+    return best
+
+
+def _log_volume(r: float, w: np.ndarray) -> float:
+    return float(np.sum(np.log(np.ceil(r / w))))
+
+
+def _refine_weights(items, w, best, delta):
+    """Coordinate search on log w for the smallest box holding all but δ (any w ≥ 1 with a drift is valid)."""
+    vol, step = _log_volume(best[0], w), 1.5
+    for _ in range(24):
+        improved = False
+        for s in range(w.size):
+            for f in (step, 1.0 / step):
+                cand = w.copy()
+                cand[s] *= f
+                cand = np.minimum(cand / cand.min(), _MAX_WEIGHT)
+                got = _best_theta(items, cand, delta)
+                if got is not None and (v := _log_volume(got[0], cand)) < vol - 1e-9:
+                    w, best, vol, improved = cand, got, v, True
+        if not improved:
+            step = step ** 0.5
+            if step < 1.02:
+                break
+    return w, best
+
+
 def find_lyapunov(network, y=None, *, caps: dict | None = None, weights=None, delta: float = 1e-8) -> LyapunovCertificate:
     """A certificate V = exp(θ w·x), A V ≤ c₁ − c₂V on the whole lattice, for the CME of `network` (module docstring).
 
@@ -292,15 +330,9 @@ def find_lyapunov(network, y=None, *, caps: dict | None = None, weights=None, de
         w, why = _lp_weights(items, len(free))
         if w is None:
             return LyapunovCertificate(False, why, caps=caps, terms=terms, species=species)
-    best = None
-    for t in _THETA_GRID:
-        got = _exponential(items, w, float(t))
-        if got is None:
-            continue
-        theta, log_c1, c2 = got
-        r = (max(log_c1 - math.log(c2), 0.0) - math.log(delta)) / theta
-        if best is None or r < best[0]:
-            best = (r, theta, log_c1, c2)
+    best = _best_theta(items, w, delta)
+    if best is not None and weights is None:
+        w, best = _refine_weights(items, w, best, delta)
     if best is None:
         culprit = [it for it in items if it["affine"] is None and it["sup"] is None and float(it["nu"] @ w) > 0]
         why = (f"reaction {culprit[0]['name']!r} ({culprit[0]['text']}) raises w·x with a propensity that is "

@@ -127,8 +127,8 @@ def cme_stationary(network: ReactionNetwork, *, y=None, tol: float = 1e-6, initi
     y : array (d,), optional
         Slow variables, held fixed
     tol : float
-        Target for the total bound; the box is grown (radius of the level set + log 4/θ each time)
-        until it is met, when the box is chosen here
+        Target for the total bound; when the box is chosen here, the level set's radius grows (by the
+        Δr that e^{−θΔr} predicts for the truncation part, at least log 4/θ) until it is met
     initial : mapping species -> int, optional
         A state fixing the conservation class (required when the stoichiometry conserves something)
     bounds : mapping species -> int, optional
@@ -188,7 +188,11 @@ def cme_stationary(network: ReactionNetwork, *, y=None, tol: float = 1e-6, initi
                            "linear_algebra": la_bound, "truncation": tr["bound"], "total": total})
         if total <= tol or bounds is not None:
             break
-        r = r + math.log(4.0) / cert.theta
+        # ε and Φ fall like e^{−θΔr} as the level set grows by Δr (H changes little): jump to the radius that
+        # brings the truncation part to half of what `tol` leaves it, at least log 4/θ further
+        room = max(tol - la_bound, 0.0) / 2.0
+        need = math.log(tr["bound"] / room) if room > 0 and math.isfinite(tr["bound"]) else math.log(4.0)
+        r = r + max(math.log(4.0), need) / cert.theta
     la_report = {"l1_bound": la_bound, **{k: la.get(k) for k in ("method", "requested_method", "algorithm", "bound", "bound_kind",
                                         "a_posteriori_bound",
                                         "componentwise_bound", "uncertified_below", "residual", "selection",

@@ -59,7 +59,10 @@ def test_the_bound_stays_certified_whichever_method_solves_the_box(product):
         res = cme_stationary(product, tol=1e-6, method=method)
         assert res.status == "certified" and res.info["linear_algebra"]["method"] == method
         assert _exact_l1(res, _poisson_pi(res.space)) <= res.bound <= 1e-6
-        assert np.abs(res.p - ref.p).sum() <= res.bound + ref.bound
+        # the boxes may differ (the radius step depends on the linear-algebra part): compare marginals
+        a, b = res.marginal("A"), ref.marginal("A")
+        m = max(a.size, b.size)
+        assert np.abs(np.pad(a, (0, m - a.size)) - np.pad(b, (0, m - b.size))).sum() <= res.bound + ref.bound
 
 
 def test_birth_death_with_a_dimer_decay_against_its_detailed_balance_law():
