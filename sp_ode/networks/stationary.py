@@ -51,11 +51,13 @@ class StationaryCME:
         "certified" (bound ≤ tol), "above_tol" (a finite bound above tol: the box is too small),
         "no_lyapunov" (no certificate: the truncation is not bounded; `bound` is None).
     bound : float or None
-        ‖p − p_st‖₁ on the whole lattice ≤ bound = info["linear_algebra"]["bound"] + info["truncation"]["bound"].
+        ‖p − p_st‖₁ on the whole lattice ≤ bound = the `l1_bound` of `info`'s `linear_algebra` entry + the
+        `bound` of its `truncation` entry.
     message : str
     info : dict
-        `linear_algebra` (the `stationary_distribution` report: method, bound, componentwise bound,
-        selection), `truncation` (mass_outside ε, boundary_flux Φ, hitting_time H, bound), `lyapunov`
+        `linear_algebra` (`l1_bound` ≥ ‖p − p_J‖₁: the smaller of the solve's own `bound` and its
+        `a_posteriori_bound` 2H‖Qᵀp‖₁; and the `stationary_distribution` report: method, componentwise
+        bound, selection), `truncation` (mass_outside ε, boundary_flux Φ, hitting_time H, bound), `lyapunov`
         (the certificate), `expansions` (boxes tried), `tol`.
     """
 
