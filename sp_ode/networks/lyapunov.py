@@ -213,6 +213,7 @@ def _exponential(items: list[dict], w: np.ndarray, t: float) -> tuple[float, flo
     """(θ, log c₁, c₂) for V = exp(θ w·x) at θ = t/max(w), or None when the drift is not negative (module docstring)."""
     theta = t / float(w.max())
     A0, G = 0.0, np.zeros(w.size)
+    A0_abs, G_abs = 0.0, np.zeros(w.size)     # sums of |terms|: the rounding of A0 and G is below u·(R + 2)·these
     for it in items:
         d = float(it["nu"] @ w)
         if d == 0:
@@ -221,14 +222,18 @@ def _exponential(items: list[dict], w: np.ndarray, t: float) -> tuple[float, flo
         if it["affine"] is not None:
             c0_lo, c0_hi, c = it["affine"]
             A0 += f * (c0_hi if f > 0 else c0_lo)
+            A0_abs += abs(f * (c0_hi if f > 0 else c0_lo))
             G += f * c
+            G_abs += np.abs(f * c)
         elif f > 0:
             if it["sup"] is None:
                 return None
             A0 += f * it["sup"]
+            A0_abs += f * it["sup"]
         # f < 0 and not affine: a_r ≥ 0, the term is ≤ 0 and dropped
-    A0 = A0 + _MARGIN * abs(A0)
-    gamma = float(np.min(-G / w)) * (1 - _MARGIN)
+    slack = 4 * (len(items) + 2) * 2.0**-53       # the rounding of each sum, with room (expm1, the products)
+    A0 = A0 + slack * A0_abs + _MARGIN * abs(A0)
+    gamma = float(np.min((-G - slack * G_abs) / w)) * (1 - _MARGIN)
     if not gamma > 0:
         return None
     c2 = gamma / theta
