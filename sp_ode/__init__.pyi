@@ -84,6 +84,10 @@ from .networks.events import (
 from .networks.gillespy2 import (
     from_gillespy2 as from_gillespy2,
 )
+from .networks.lyapunov import (
+    LyapunovCertificate as LyapunovCertificate,
+    find_lyapunov as find_lyapunov,
+)
 from .networks.models import (
     NETWORK_MODELS as NETWORK_MODELS,
     get_network_model as get_network_model,
@@ -100,6 +104,10 @@ from .networks.sbml import (
 from .networks.state_space import (
     StateSpace as StateSpace,
     TruncationReport as TruncationReport,
+)
+from .networks.stationary import (
+    StationaryCME as StationaryCME,
+    cme_stationary as cme_stationary,
 )
 from .networks.system import (
     NetworkSystem as NetworkSystem,

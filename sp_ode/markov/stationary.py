@@ -81,8 +81,13 @@ COMPONENTWISE_MIN_BUDGET = 2.0
 # blocked from bandwidth 32 on), dense GTH c0·n + c1·n³, the sparse solve c0 + c1·nnz + c2·n/b (n/b, the
 # chain's length in bands: on 1-D chains the Krylov solve's steps grow with it — birth–death of 3·10⁴
 # states took 6.1 s where nnz alone predicted 0.3 s).
+# The sparse route also pays for its componentwise certificate (§7.9) when it attempts one: c·n seconds,
+# the median over the 14 cases of docs/bench/stationary_default.md (1e-4 … 5e-4 s per state), capped by the
+# certificate's own budget max(COMPONENTWISE_BUDGET_FACTOR × solve, COMPONENTWISE_MIN_BUDGET) — without
+# it the route took the bare solve's 0.26 s for the 10⁴-state cascade, which then cost 1.2 s against
+# banded GTH's 0.32 s (docs/bench/stationary_choice.md).
 COST_CONSTANTS = {"banded": (3.8e-5, 2.1e-8), "banded_blocked": (3.0e-5, 9.0e-10), "gth": (3.6e-5, 4.8e-11),
-         "sparse": (0.015, 2.9e-6, 2.4e-4)}
+         "sparse": (0.015, 2.9e-6, 2.4e-4), "certificate": (2.8e-4,)}
 
 
 def _check_dense(n: int, what: str) -> None:
@@ -228,7 +233,9 @@ def predicted_seconds(Q, plan=None) -> dict:
 
     Returns a dict with `banded`, `gth`, `sparse` (seconds; `None` for a method that would
     not fit in memory — banded above `BANDED_GTH_MAX_BYTES` or the memory budget, dense above
-    `DENSE_GTH_MAX` or the budget), `bandwidth`, `nnz` and the `plan` of banded GTH.
+    `DENSE_GTH_MAX` or the budget), `certificate` (the componentwise certificate of a sparse answer,
+    uncapped), `bandwidth`, `nnz` and the `plan` of banded GTH.  Counts (n, nnz, the band's windows)
+    times fitted constants: the prediction never reads the clock.
     """
     Q = sp.csr_array(Q)
     n, nnz = Q.shape[0], int(Q.nnz)
@@ -252,26 +259,37 @@ def predicted_seconds(Q, plan=None) -> dict:
             pass
     c0, c1, c2 = COST_CONSTANTS["sparse"]
     out["sparse"] = c0 + c1 * nnz + c2 * n / max(b, 1)
+    out["certificate"] = COST_CONSTANTS["certificate"][0] * n
     return out
 
 
-def _auto_route(Q, log: bool) -> tuple[str, dict]:
-    """The default method for a sparse Q: GTH (banded or dense) when it fits and costs ≤ GTH_COST_FACTOR × sparse."""
+def _auto_route(Q, log: bool, componentwise: bool | None = None) -> tuple[str, dict]:
+    """The default method for a sparse Q: GTH (banded or dense) when it fits and costs ≤ GTH_COST_FACTOR × sparse.
+
+    "sparse" is the sparse route as it will run: the solve plus, when it will be attempted, the
+    componentwise certificate (capped by its budget, uncapped with `componentwise=True`).
+    """
     pred = predicted_seconds(Q)
     plan = pred.pop("plan")
+    solve, with_cert = pred["sparse"], ""
+    if componentwise is not False and (componentwise or Q.shape[0] <= COMPONENTWISE_AUTO_MAX_N):
+        cap = math.inf if componentwise else max(COMPONENTWISE_BUDGET_FACTOR * solve, COMPONENTWISE_MIN_BUDGET)
+        pred["sparse"] = solve + min(pred["certificate"], cap)
+        with_cert = f" (solve {solve:.2g} s + its componentwise certificate)"
     cheap = {m: t for m in ("banded", "gth") if (t := pred[m]) is not None
              and (log or t <= GTH_COST_FACTOR * pred["sparse"])}
     if cheap:
         method = min(cheap, key=cheap.get)
         why = (f"{method} GTH (componentwise exact) predicted {cheap[method]:.2g} s ≤ {GTH_COST_FACTOR:g} × the "
-               f"sparse solve's {pred['sparse']:.2g} s" if not log else f"{method} GTH (log p_st needs GTH)")
+               f"sparse solve's {pred['sparse']:.2g} s{with_cert}" if not log else f"{method} GTH (log p_st needs GTH)")
     elif log:
         method, why = "banded", "log p_st needs GTH; neither banded nor dense GTH is predicted to fit in memory"
     else:
         method = "sparse"
         why = (f"GTH would cost more than {GTH_COST_FACTOR:g} × the sparse solve (predicted: banded "
-               f"{_fmt_s(pred['banded'])}, dense {_fmt_s(pred['gth'])}, sparse {pred['sparse']:.2g} s)")
+               f"{_fmt_s(pred['banded'])}, dense {_fmt_s(pred['gth'])}, sparse {pred['sparse']:.2g} s{with_cert})")
     return method, {"rule": why, "predicted_seconds": {k: pred[k] for k in ("banded", "gth", "sparse")},
+                    "predicted_sparse_solve": solve,
                     "bandwidth": pred["bandwidth"], "nnz": pred["nnz"], "plan": plan}
 
 
@@ -386,10 +404,16 @@ def _check_maxiter(maxiter) -> int | None:
     return int(maxiter)
 
 
-def _escalation(method: str, n: int, auto: bool = False) -> list[str]:
+def _escalation(method: str, n: int, auto: bool = False, predicted: dict | None = None) -> list[str]:
     if auto and method in ("banded", "gth"):
-        # the default route chose GTH for speed: when it cannot keep its promise, the sparse solve answers
-        return (["gth"] if method == "banded" and n <= DENSE_GTH_MAX else []) + ["sparse"]
+        # The default route chose GTH for speed; when it cannot keep its promise (banded GTH's range
+        # guard), the fallbacks run in the order of their predicted cost, so that a failed banded GTH
+        # hands over to the sparse solve, not to a dense GTH predicted 30× dearer (issue 35: the
+        # 3721-state toggle switch took 20.5 s by dense GTH where the sparse solve takes 0.2 s).
+        rest = (["gth"] if method == "banded" and n <= DENSE_GTH_MAX else []) + ["sparse"]
+        if predicted is not None:
+            rest.sort(key=lambda m: math.inf if predicted.get(m) is None else predicted[m])
+        return rest
     if method in ("solve", "jax"):
         return ["gth"]
     if method == "sparse":
@@ -511,7 +535,7 @@ def stationary_distribution(Q, method: str | None = None, *, tol: float | None =
     selection, plan = None, None
     if method is None:
         if is_sparse and n > 1:
-            method, selection = _auto_route(Q, log)
+            method, selection = _auto_route(Q, log, componentwise)
             plan = selection.pop("plan")
         else:
             method = "gth" if (log or not is_sparse) else "sparse"
@@ -528,7 +552,8 @@ def stationary_distribution(Q, method: str | None = None, *, tol: float | None =
             raise ValueError(f"`method` {method!r} takes a single (n, n) generator; got shape {Q.shape}.")
         Q = sp.csr_array(Q)
     escalations = []
-    for m in [method, *_escalation(method, n, auto=selection is not None and not log)]:
+    for m in [method, *_escalation(method, n, auto=selection is not None and not log,
+                                   predicted=None if selection is None else selection["predicted_seconds"])]:
         if m == "gth" and sp.issparse(Q):
             try:
                 _check_dense(n, "escalation to dense GTH")

@@ -7,6 +7,12 @@ from .gillespy2 import (
     GillesPy2FeatureError as GillesPy2FeatureError,
     from_gillespy2 as from_gillespy2,
 )
+from .lyapunov import (
+    LyapunovCertificate as LyapunovCertificate,
+    find_lyapunov as find_lyapunov,
+    propensity_supremum as propensity_supremum,
+    truncation_certificate as truncation_certificate,
+)
 from .models import (
     NETWORK_MODELS as NETWORK_MODELS,
     NetworkModel as NetworkModel,
@@ -32,6 +38,10 @@ from .state_space import (
     CertifiedMarginal as CertifiedMarginal,
     StateSpace as StateSpace,
     TruncationReport as TruncationReport,
+)
+from .stationary import (
+    StationaryCME as StationaryCME,
+    cme_stationary as cme_stationary,
 )
 from .system import (
     ManifoldTable as ManifoldTable,

@@ -280,6 +280,32 @@ def test_default_route_falls_back_to_the_sparse_solve_when_gth_breaks_its_promis
     assert_stationary(Q.toarray(), p)
 
 
+def test_failed_banded_gth_hands_over_to_the_cheapest_fallback_by_predicted_cost(monkeypatch):
+    # Issue 35: banded GTH predicted cheap, then refused by its range guard, escalated to a dense GTH
+    # predicted 30× the sparse solve (the 3721-state toggle switch, 20.5 s).  The fallbacks now run in the
+    # order of their predicted cost; dense GTH stays the last resort.
+    import scipy.sparse as sps
+
+    import sp_ode.markov.stationary as st_mod
+
+    def broken(Q, **_):
+        return np.full(Q.shape[0], np.nan), {"failure": "planted range guard", "bound": math.inf,
+                                             "algorithm": "x", "iterations": 0, "negatives_clipped": 0,
+                                             "most_negative": 0.0}
+
+    Q = sps.csr_array(sp_ode.birth_death(np.ones(49), np.full(49, 2.0)))
+    monkeypatch.setitem(st_mod.METHODS, "banded", broken)
+    monkeypatch.setitem(st_mod.COST_CONSTANTS, "gth", (1.0, 1.0))       # dense GTH predicted dear
+    p, info = sp_ode.stationary_distribution(Q, return_info=True)
+    assert info["selection"]["chosen"] == "banded" and info["method"] == "sparse"
+    assert [e["method"] for e in info["escalations"]] == ["banded"]
+    assert_stationary(Q.toarray(), p)
+    assert st_mod._escalation("banded", 50, auto=True, predicted={"gth": 3.0, "sparse": 0.1}) == ["sparse", "gth"]
+    assert st_mod._escalation("banded", 50, auto=True, predicted={"gth": 0.01, "sparse": 0.1}) == ["gth", "sparse"]
+    # negative control: without the predictions the old order (dense GTH first) comes back
+    assert st_mod._escalation("banded", 50, auto=True) == ["gth", "sparse"]
+
+
 def test_banded_elimination_strided_and_blocked_equal_the_readable_loop():
     # The strided view (b < 32) and the blocked panels (b ≥ 32) add the same nonnegative terms as the
     # readable loop of explicit band offsets: equal to rounding of the summation order.
