@@ -33,8 +33,8 @@ import numpy as np  # noqa: E402
 from scipy.stats import poisson  # noqa: E402
 
 from sp_ode.core.files import dumps, write_json  # noqa: E402
+from sp_ode.networks.cme.transient import fsp_transient, transient_distribution  # noqa: E402
 from sp_ode.networks.network import ReactionNetwork  # noqa: E402
-from sp_ode.networks.transient import fsp_transient, transient_distribution  # noqa: E402
 
 
 def _immigration_death(a, m):

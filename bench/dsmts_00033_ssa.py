@@ -63,8 +63,8 @@ def _published(suite: Path) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _fsp(suite: Path):
+    from sp_ode.networks.cme.transient import transient_distribution
     from sp_ode.networks.sbml import from_sbml
-    from sp_ode.networks.transient import transient_distribution
 
     net, initial, events = from_sbml(suite / "cases" / "stochastic" / "00033" / "00033-sbml-l3v2.xml",
                                      with_events=True)

@@ -85,10 +85,10 @@ def _sbml_file(case: Path) -> Path | None:
 
 
 def check_case(case: Path, tol: float) -> dict:
+    from sp_ode.networks.cme.transient import transient_distribution
     from sp_ode.networks.events import EventError
     from sp_ode.networks.network import TruncationError
     from sp_ode.networks.sbml import from_sbml
-    from sp_ode.networks.transient import transient_distribution
 
     row = {"case": case.name, "status": "refused", "why": "", "n": None, "leaked": None}
     path = _sbml_file(case)

@@ -78,15 +78,23 @@ from .markov.stationary import (
     stationary_jax as stationary_jax,
     stationary_residual as stationary_residual,
 )
+from .networks.cme.lyapunov import (
+    LyapunovCertificate as LyapunovCertificate,
+    find_lyapunov as find_lyapunov,
+)
+from .networks.cme.stationary import (
+    StationaryCME as StationaryCME,
+    cme_stationary as cme_stationary,
+)
+from .networks.cme.transient import (
+    TransientDistribution as TransientDistribution,
+    transient_distribution as transient_distribution,
+)
 from .networks.events import (
     Event as Event,
 )
 from .networks.gillespy2 import (
     from_gillespy2 as from_gillespy2,
-)
-from .networks.lyapunov import (
-    LyapunovCertificate as LyapunovCertificate,
-    find_lyapunov as find_lyapunov,
 )
 from .networks.models import (
     NETWORK_MODELS as NETWORK_MODELS,
@@ -105,16 +113,8 @@ from .networks.state_space import (
     StateSpace as StateSpace,
     TruncationReport as TruncationReport,
 )
-from .networks.stationary import (
-    StationaryCME as StationaryCME,
-    cme_stationary as cme_stationary,
-)
 from .networks.system import (
     NetworkSystem as NetworkSystem,
-)
-from .networks.transient import (
-    TransientDistribution as TransientDistribution,
-    transient_distribution as transient_distribution,
 )
 from .sweeps.sweep import (
     SweepClusterError as SweepClusterError,

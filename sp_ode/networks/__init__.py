@@ -8,10 +8,10 @@ reaction's local parameters in scope) or taken from the model catalogue
 state projection, enumerated in blocks under a memory estimate, with its truncation report; the
 generator Q(y) over that space and the fast–slow `NetworkSystem` built on it
 (`sp_ode.networks.system`) give sparse reduced, corrected and full paths; the transient law p(t)
-with its FSP bound and an adaptive projection is `sp_ode.networks.transient`, with time- and
+with its FSP bound and an adaptive projection is `sp_ode.networks.cme.transient`, with time- and
 state-triggered event assignments represented exactly on the projection by `sp_ode.networks.events`;
 the stationary law of the infinite CME, with a Foster–Lyapunov bound on the truncation
-(`sp_ode.networks.lyapunov`), is `sp_ode.networks.stationary`.
+(`sp_ode.networks.cme.lyapunov`), is `sp_ode.networks.cme.stationary`.
 """
 from __future__ import annotations
 

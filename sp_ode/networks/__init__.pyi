@@ -1,4 +1,20 @@
 """Public names of `sp_ode.networks` (read by type checkers and by `sp_ode.core.lazy`)."""
+from .cme.lyapunov import (
+    LyapunovCertificate as LyapunovCertificate,
+    find_lyapunov as find_lyapunov,
+    propensity_supremum as propensity_supremum,
+    truncation_certificate as truncation_certificate,
+)
+from .cme.stationary import (
+    StationaryCME as StationaryCME,
+    cme_stationary as cme_stationary,
+)
+from .cme.transient import (
+    MomentIntervals as MomentIntervals,
+    TransientDistribution as TransientDistribution,
+    fsp_transient as fsp_transient,
+    transient_distribution as transient_distribution,
+)
 from .events import (
     Event as Event,
     EventError as EventError,
@@ -6,12 +22,6 @@ from .events import (
 from .gillespy2 import (
     GillesPy2FeatureError as GillesPy2FeatureError,
     from_gillespy2 as from_gillespy2,
-)
-from .lyapunov import (
-    LyapunovCertificate as LyapunovCertificate,
-    find_lyapunov as find_lyapunov,
-    propensity_supremum as propensity_supremum,
-    truncation_certificate as truncation_certificate,
 )
 from .models import (
     NETWORK_MODELS as NETWORK_MODELS,
@@ -39,18 +49,8 @@ from .state_space import (
     StateSpace as StateSpace,
     TruncationReport as TruncationReport,
 )
-from .stationary import (
-    StationaryCME as StationaryCME,
-    cme_stationary as cme_stationary,
-)
 from .system import (
     ManifoldTable as ManifoldTable,
     NetworkPath as NetworkPath,
     NetworkSystem as NetworkSystem,
-)
-from .transient import (
-    MomentIntervals as MomentIntervals,
-    TransientDistribution as TransientDistribution,
-    fsp_transient as fsp_transient,
-    transient_distribution as transient_distribution,
 )

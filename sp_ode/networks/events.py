@@ -22,7 +22,7 @@ The finite state projection represents both kinds exactly (docs/theory.md §7.14
   nothing (a conservation class closed under the events, as DSMTS 00033's).
 
 The jump maps and the redirected generator are exact integer maps; the certified bounds of
-`sp_ode.networks.transient` stay exact through them: merging k masses rounds each merged entry by at
+`sp_ode.networks.cme.transient` stay exact through them: merging k masses rounds each merged entry by at
 most (k − 1)·u relative, which enters the componentwise rounding bound.
 """
 from __future__ import annotations
@@ -320,7 +320,7 @@ def event_sink_generator(network: ReactionNetwork, space: StateSpace, y: np.ndar
     Returns (Q_J: CSR of the moves inside J, exits (m, n): rate of each state into each sink, sink names,
     V_exit: the largest V_w = Σ_s w_s x_s (`weights` (S,), 0 on capped species) of a state that a move out
     of J reaches), as
-    `sp_ode.networks.transient`'s own.  A move whose redirected image is its source is no move (dropped);
+    `sp_ode.networks.cme.transient`'s own.  A move whose redirected image is its source is no move (dropped);
     the states of the trigger sets, which never hold mass, have no moves.
 
     Raises

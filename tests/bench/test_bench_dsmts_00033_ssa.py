@@ -17,9 +17,9 @@ def _module():
 
 
 def test_ssa_agrees_with_the_fsp_and_a_broken_trigger_does_not(monkeypatch):
+    from sp_ode.networks.cme.transient import transient_distribution
     from sp_ode.networks.events import Event
     from sp_ode.networks.network import ReactionNetwork
-    from sp_ode.networks.transient import transient_distribution
 
     mod = _module()
     net = ReactionNetwork("2 P -> P2, k1; P2 -> 2 P, k2", parameters={"k1": mod.K1, "k2": mod.K2})

@@ -1,4 +1,4 @@
-"""sp_ode.networks._closed_moments: the exact moments of an affine CME, enclosed.
+"""sp_ode.networks.cme._closed_moments: the exact moments of an affine CME, enclosed.
 
 Provenance: a conversion A ⇌ B (rates k₁A, k₂B) from A(0) = n moves each molecule as an independent
 two-state chain, so A(t) ~ Binomial(n, q(t)), q(t) = (k₂ + k₁e^{−(k₁+k₂)t})/(k₁ + k₂), and
@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sp_ode.networks._closed_moments import ClosedMoments
+from sp_ode.networks.cme._closed_moments import ClosedMoments
 from sp_ode.networks.network import ReactionNetwork
 
 

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from sp_ode.networks.cme.transient import transient_distribution
 from sp_ode.networks.events import MAX_CASCADE, Event, EventError
 from sp_ode.networks.network import ReactionNetwork
-from sp_ode.networks.transient import transient_distribution
 
 ALPHA, MU = 1.0, 0.1
 

@@ -1,4 +1,4 @@
-"""sp_ode.networks.lyapunov: Foster–Lyapunov certificates exp(θ w·x) for the infinite CME (docs/theory.md §7.15)."""
+"""sp_ode.networks.cme.lyapunov: Foster–Lyapunov certificates exp(θ w·x) for the infinite CME (docs/theory.md §7.15)."""
 import math
 
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 import sympy
 from scipy.stats import poisson
 
-from sp_ode.networks.lyapunov import find_lyapunov, propensity_supremum
+from sp_ode.networks.cme.lyapunov import find_lyapunov, propensity_supremum
 from sp_ode.networks.network import ReactionNetwork
 
 

@@ -1,4 +1,4 @@
-"""sp_ode.networks._propensity_bound: certified sup of a propensity over the counts.
+"""sp_ode.networks.cme._propensity_bound: certified sup of a propensity over the counts.
 
 Provenance: the suprema are known in closed form — a/(1 + (B/K)^h) → a (at B = 0), V·S/(K + S) → V
 (S → ∞), a·S²/(K² + S²) → a — and a bound may exceed them only by the outward rounding (≤ 1e-13 relative).
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import sympy
 
-from sp_ode.networks._propensity_bound import propensity_sup
+from sp_ode.networks.cme._propensity_bound import propensity_sup
 
 A, B, S, E = sympy.symbols("A B S E")
 

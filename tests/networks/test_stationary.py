@@ -1,4 +1,4 @@
-"""sp_ode.networks.stationary: p_st of the infinite CME with the truncation bounded (docs/theory.md §7.15).
+"""sp_ode.networks.cme.stationary: p_st of the infinite CME with the truncation bounded (docs/theory.md §7.15).
 
 References: the product of two immigration–death laws (Poisson marginals, exact), and a birth–death
 chain with a dimer decay 2M -> M whose law is the detailed-balance product p_n ∝ Π k/μ_i.
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scipy.stats import poisson
 
+from sp_ode.networks.cme.stationary import cme_stationary
 from sp_ode.networks.network import NetworkError, ReactionNetwork
-from sp_ode.networks.stationary import cme_stationary
 
 K1, G1, K2, G2 = 4.0, 2.0, 1.5, 1.0
 

@@ -1,4 +1,4 @@
-"""sp_ode.networks.transient: p(t) of a CME with its FSP bound, against closed forms.
+"""sp_ode.networks.cme.transient: p(t) of a CME with its FSP bound, against closed forms.
 
 Provenance of every expected number:
 - immigration–death 0 → X (a), X → 0 (m X) from X(0) = 0: X(t) ~ Poisson((a/m)(1 − e^{−mt})) exactly;
@@ -13,8 +13,8 @@ import pytest
 from scipy.stats import poisson
 
 import sp_ode
+from sp_ode.networks.cme.transient import fsp_transient, transient_distribution
 from sp_ode.networks.network import NetworkError, ReactionNetwork, TruncationError
-from sp_ode.networks.transient import fsp_transient, transient_distribution
 
 
 def _immigration_death(a=10.0, m=0.1):

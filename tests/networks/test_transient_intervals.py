@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from sp_ode.networks.cme.transient import MomentIntervals, fsp_transient, transient_distribution
 from sp_ode.networks.network import ReactionNetwork, TruncationError
-from sp_ode.networks.transient import MomentIntervals, fsp_transient, transient_distribution
 
 
 def _inside(iv, mean, sd, slack=0.0):

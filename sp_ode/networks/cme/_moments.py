@@ -27,7 +27,7 @@ for the Metzler matrix A = Σ_r ν_r c_rᵀ) gives β = λ_max < 0 for every sta
 bound stays below max(V_w(z), α/|β|) at every horizon.  Any w > 0 gives a valid bound: candidates
 (1, the Perron vector, −A⁻ᵀ1) are tried and the smallest β kept, w normalised to min_u w_u = 1 so that
 x_u ≤ V_w for every species.  `moment_sup` returns the suprema over s ∈ [0, t].
-`sp_ode.networks.transient.TransientDistribution` turns them into certified intervals.
+`sp_ode.networks.cme.transient.TransientDistribution` turns them into certified intervals.
 """
 from __future__ import annotations
 
@@ -90,7 +90,7 @@ def caps_of(network, space) -> dict[str, int]:
 
 def _reaction_bounds(network, y: np.ndarray, caps: dict[str, int]):
     """Per reaction: ("affine", c0_lo, c0_hi, c_u) | ("bounded", K) | ("other", expr) with the capped part at its extremes."""
-    from sp_ode.networks._propensity_bound import propensity_sup
+    from sp_ode.networks.cme._propensity_bound import propensity_sup
 
     subs = {network.symbols[p]: v for p, v in network.parameters.items()}
     subs.update({network.symbols[v]: float(val) for v, val in zip(network.slow, y)})

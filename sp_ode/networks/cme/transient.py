@@ -21,15 +21,15 @@ mat-vecs (stiff chains, Λt large) `scipy.sparse.linalg.expm_multiply` (Al-Mohy�
 used instead; its error is then only checked through mass conservation, and
 `integration_error` says so (None).
 
-**Moments with a certified interval** (§7.10, `sp_ode.networks._intervals`).  Two enclosures,
+**Moments with a certified interval** (§7.10, `sp_ode.networks.cme._intervals`).  Two enclosures,
 intersected where both exist:
 
 * when every propensity is affine in the counts, the moment equations close and the exact mean and
-  covariance of the infinite chain solve a linear ODE (`sp_ode.networks._closed_moments`), enclosed
+  covariance of the infinite chain solve a linear ODE (`sp_ode.networks.cme._closed_moments`), enclosed
   to ~1e-12 relative at any horizon by nonnegative interval scaling and squaring — independent of J;
 * from the projection: the leaked mass bounds probabilities, not moments, so its moments are bounded
   by the strong Markov property at the exit time and a weighted Lyapunov function V_w
-  (`sp_ode.networks._moments`):
+  (`sp_ode.networks.cme._moments`):
 
       E_J[a·x] ≤ E[a·x] ≤ E_J[a·x] + ε(t)·(A·M₁(t) + B),   E[(a·x)²] ≤ E_J[(a·x)²] + ε(t)·(A²M₂ + 2ABM₁ + B²),
 
@@ -53,9 +53,9 @@ import scipy.sparse as sp
 from sp_ode.core.memory import check_memory
 from sp_ode.core.reporting import progress as _progress
 from sp_ode.core.validation import check_positive, check_positive_int
-from sp_ode.networks._closed_moments import ClosedMoments, closed_moment_system
-from sp_ode.networks._intervals import MomentIntervals, combine, fsp_interval
-from sp_ode.networks._moments import affine_observable, caps_of, growth_constants, moment_sup
+from sp_ode.networks.cme._closed_moments import ClosedMoments, closed_moment_system
+from sp_ode.networks.cme._intervals import MomentIntervals, combine, fsp_interval
+from sp_ode.networks.cme._moments import affine_observable, caps_of, growth_constants, moment_sup
 from sp_ode.networks.events import Event, EventMaps, check_events, event_sink_generator, integrate_with_events
 from sp_ode.networks.network import NetworkError, ReactionNetwork, TruncationError
 from sp_ode.networks.state_space import StateSpace
@@ -97,7 +97,7 @@ class TransientDistribution:
     method : str
         "uniformization" or "expm_multiply"
     growth : dict or None
-        The Lyapunov constants of the escaped mass (`sp_ode.networks._moments`), or None
+        The Lyapunov constants of the escaped mass (`sp_ode.networks.cme._moments`), or None
     growth_reason : str
         Why there is no moment bound (empty when there is one)
     mass_defect : float

@@ -26,8 +26,8 @@ A V + c₂V ≤ V·(A₀ + γ/θ − γu) ≤ c₁ := sup_{u ≥ 0} e^{θu}(A₀
 The weights w come from a linear programme on the drift of u itself (the θ → 0 limit:
 M w ≤ −c w, M_st = Σ_r c_rs ν_rt over the affine reactions), or are given by the user; θ is chosen
 on a grid to make the level set holding all but δ of the mass smallest.  When no certificate is
-found, [`find_lyapunov`][sp_ode.networks.lyapunov.find_lyapunov] returns one with `found = False` and the reason — it never pretends.
-[`truncation_certificate`][sp_ode.networks.lyapunov.truncation_certificate] turns a certificate into the bound on
+found, [`find_lyapunov`][sp_ode.networks.cme.lyapunov.find_lyapunov] returns one with `found = False` and the reason — it never pretends.
+[`truncation_certificate`][sp_ode.networks.cme.lyapunov.truncation_certificate] turns a certificate into the bound on
 ‖p_J − π‖₁ of §7.15.
 """
 from __future__ import annotations
@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sp_ode.networks._moments import affine_coefficients
+from sp_ode.networks.cme._moments import affine_coefficients
 
 __all__ = ["LyapunovCertificate", "find_lyapunov", "truncation_certificate", "propensity_supremum"]
 

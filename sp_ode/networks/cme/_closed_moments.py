@@ -48,7 +48,7 @@ _MAX_DIM = 600             # moment systems above this size are not enclosed (dÂ
 
 def _affine_reactions(network, y):
     """(c0 (R,), c (R, S)) when the moment equations close exactly (module docstring), else (None, reason)."""
-    from sp_ode.networks._moments import affine_coefficients
+    from sp_ode.networks.cme._moments import affine_coefficients
 
     subs = {network.symbols[p]: v for p, v in network.parameters.items()}
     subs.update({network.symbols[v]: float(val) for v, val in zip(network.slow, y)})

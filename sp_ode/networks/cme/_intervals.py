@@ -71,7 +71,7 @@ def fsp_interval(td, a: np.ndarray, b: float, *, escaped: str = "lyapunov"):
 
     `escaped="zero"` drops the escaped moments (the defective old bound; for negative controls only).
     """
-    from sp_ode.networks._moments import moment_sup
+    from sp_ode.networks.cme._moments import moment_sup
 
     rho = td.relative_rounding
     if rho is None:

@@ -1,9 +1,9 @@
 """The stationary law of an infinite CME, with a bound that covers the truncation (docs/theory.md §7.15).
 
-[`cme_stationary`][sp_ode.networks.stationary.cme_stationary] answers p_st of the chemical master equation on the
+[`cme_stationary`][sp_ode.networks.cme.stationary.cme_stationary] answers p_st of the chemical master equation on the
 whole (infinite) lattice, not only of its projection:
 
-1. a Foster–Lyapunov certificate V = exp(θ w·x) (`sp_ode.networks.lyapunov`) bounds the stationary
+1. a Foster–Lyapunov certificate V = exp(θ w·x) (`sp_ode.networks.cme.lyapunov`) bounds the stationary
    mass outside a level set, π(w·x ≥ r) ≤ (c₁/c₂)e^{−θr}, and so picks a box J that holds all but
    δ of it;
 2. p_J, the stationary law of the reflecting truncation on J, is solved by
@@ -28,7 +28,7 @@ import scipy.sparse as sp
 from sp_ode.core.validation import check_positive, check_positive_int
 from sp_ode.markov.bounds import hitting_time_bound, residual_l1_bound
 from sp_ode.markov.stationary import stationary_distribution
-from sp_ode.networks.lyapunov import find_lyapunov, truncation_certificate
+from sp_ode.networks.cme.lyapunov import find_lyapunov, truncation_certificate
 from sp_ode.networks.network import NetworkError, ReactionNetwork
 from sp_ode.networks.state_space import StateSpace
 
@@ -138,7 +138,7 @@ def cme_stationary(network: ReactionNetwork, *, y=None, tol: float = 1e-6, initi
         Required when no Lyapunov certificate is found.
     weights : mapping species -> float, optional
         User-given Lyapunov weights w (≥ 1 on each uncapped species); default: found by the LP
-        (`sp_ode.networks.lyapunov.find_lyapunov`).  Weights that give no negative drift are refused.
+        (`sp_ode.networks.cme.lyapunov.find_lyapunov`).  Weights that give no negative drift are refused.
     method : str, optional
         Passed to `sp_ode.stationary_distribution` (default: its route by predicted cost).
     max_expansions : int
