@@ -36,6 +36,7 @@ import sys
 import textwrap
 import time
 import warnings
+import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,6 +63,7 @@ PATH_FULL = paths.PATH_FULL
 STATUS_OK, STATUS_RESOLVED, STATUS_FAILED = paths.STATUS_OK, paths.STATUS_RESOLVED, paths.STATUS_FAILED
 MANIFEST = "manifest.json"
 VALIDATION = "validation.npz"
+TIMINGS = "timings.json"      # wall-clock seconds per chunk: reported beside the results, never read to decide
 MIN_VALIDATE = 3
 ROUTES = ("auto", "full", "reduced")
 DEFAULT_CHUNK = 512          # points per chunk in one process (a stack size of `sp_ode.sweeps._stacked`)
@@ -332,13 +334,29 @@ def _chunk_path(out: Path, index: int) -> Path:
 _CHUNK_KEYS = ("points", "y", "path", "estimate", "status", "reason", "x0")
 
 
-def _write_chunk(out: Path, res: dict) -> None:
+def npz_bytes(arrays: dict) -> bytes:
+    """The bytes of an `.npz` of `arrays` (as `np.savez`, readable by `np.load`) that depend on the arrays
+    alone: `np.savez` stamps each member with the clock, so the same chunk written twice differed."""
     buf = io.BytesIO()
-    np.savez(buf, **{k: res[k] for k in _CHUNK_KEYS},
-             timing=np.frombuffer(json.dumps({"seconds": res.get("seconds", {}),
-                                              "compile_seconds": res.get("compile_seconds", {})}).encode(),
-                                  dtype=np.uint8))
-    atomic_write_bytes(_chunk_path(out, res["index"]), buf.getvalue())
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zf:
+        for name, arr in arrays.items():
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            with zf.open(info, "w", force_zip64=True) as fh:
+                np.lib.format.write_array(fh, np.asanyarray(arr), allow_pickle=False)
+    return buf.getvalue()
+
+
+def _write_chunk(out: Path, res: dict) -> None:
+    """The chunk's numbers only: a resumed sweep's chunk files are byte for byte an uninterrupted one's (its
+    timings go to `TIMINGS` beside them, a record never read back to decide anything)."""
+    atomic_write_bytes(_chunk_path(out, res["index"]), npz_bytes({k: res[k] for k in _CHUNK_KEYS}))
+    timings = out / TIMINGS
+    try:
+        record = json.loads(timings.read_text()) if timings.is_file() else {}
+    except ValueError:           # a record torn by a kill: timings are reported, never needed
+        record = {}
+    record[str(int(res["index"]))] = {"seconds": res.get("seconds", {}), "compile_seconds": res.get("compile_seconds", {})}
+    write_json(timings, record)
 
 
 def _read_chunk(out: Path, index: int) -> dict | None:
@@ -347,8 +365,7 @@ def _read_chunk(out: Path, index: int) -> dict | None:
         return None
     with np.load(p) as z:
         res = {k: z[k] for k in _CHUNK_KEYS}
-        timing = json.loads(bytes(z["timing"]).decode()) if "timing" in z else {}
-    res.update(index=index, seconds=timing.get("seconds", {}), compile_seconds=timing.get("compile_seconds", {}))
+    res.update(index=index)
     return res
 
 
@@ -506,6 +523,9 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
     validate[rng.choice(N, size=n_val, replace=False)] = True
 
     start_all = time.perf_counter()
+    # G consecutive points are solved together, whatever the chunk size (`stacked.stack_group`): a chunk holds
+    # whole groups, so its size is rounded up to a multiple of G
+    group = stacked.stack_group(N, 3 if is_network else m + d)
     ex = executor(client, connect_timeout)
     try:
         resumed_size = _manifest_chunk_size(out) if chunk_size is None else None
@@ -515,6 +535,7 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
                 warnings.warn(f"sweep: {warning} Pass a smaller `chunk_size`, or use fewer workers.", stacklevel=3)  # past in_float64: the caller's line
         elif chunk_size is None:
             chunk_size = resumed_size
+        chunk_size = group * math.ceil(chunk_size / group)
         # a network sweep stacks only its table paths (3 unknowns per point) and solves full systems one at a time
         nbytes = (network.sweep_nbytes if is_network else _sweep_nbytes)(N, chunk_size, m, d, ts.size)
         check_memory(nbytes,
@@ -525,13 +546,13 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
         if is_network:
             engine = network
             plan = network.NetworkPlan(system, names, (t0, t1), ts, tol, int(max_order), safety=safety,
-                                       route=route, y_scale=y_scale)
+                                       route=route, y_scale=y_scale, group=group)
         else:
             engine = cost
             base = dict(system.args) if isinstance(system.args, Mapping) else {}
             plan = paths.SweepPlan(system, base, names, (t0, t1), ts, tol, int(max_order), safety=safety,
-                                   route=route, sizes=stacked.pad_sizes(chunk_size, m + d), y_scale=y_scale,
-                                   dims=(m, d))
+                                   route=route, sizes=stacked.pad_sizes(group, m + d), y_scale=y_scale,
+                                   dims=(m, d), group=group, first=group if route == "auto" else 0)
         n_chunks = math.ceil(N / chunk_size)
         chunks = [range(i * chunk_size, min(N, (i + 1) * chunk_size)) for i in range(n_chunks)]
         options = {"validate_fraction": frac, "chunk_size": chunk_size, "seed": seed, "max_order": int(max_order),
@@ -549,8 +570,8 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
                     results[i] = found
         todo = [i for i in range(n_chunks) if i not in results]
 
-        def chunk_input(i):
-            idx = np.arange(chunks[i].start, chunks[i].stop)
+        def chunk_input(i, start=None, stop=None):
+            idx = np.arange(chunks[i].start if start is None else start, chunks[i].stop if stop is None else stop)
             return paths.ChunkInput(i, idx, values["eps"][idx], {n: values[n][idx] for n in names},
                                     None if x0_arr is None else x0_arr[idx], y0_arr[idx])
 
@@ -574,21 +595,28 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
                 else:
                     plan.decision = None
                     first = None
-                    if engine.FIRST_CHUNK_PRICES:   # the first chunk, solved fully, prices the full route
-                        if todo and todo[0] == 0:
-                            for res in ex.map(engine.run_chunk, plan, [chunk_input(0)]):
-                                record(res)
-                                bar.update(res["points"].size)
-                            todo = todo[1:]
-                        first = results[0]
+                    if engine.FIRST_CHUNK_PRICES:   # the first group, solved fully, prices the full route
+                        first_group = chunk_input(0, stop=min(group, chunks[0].stop))
+                        [first] = list(ex.map(engine.run_chunk, plan, [first_group]))
                     rest = (np.concatenate([np.arange(chunks[i].start, chunks[i].stop) for i in todo]) if todo
                             else np.zeros(0, dtype=np.int64))
+                    rest = rest[rest >= (group if first is not None else 0)]
                     plan.decision = engine.decide(plan, first, values, x0_arr, y0_arr, rest,
                                                   processes=ex.workers if client is not None else 1)
-                    stages["plan"] = plan.decision.seconds
-                    if manifest is not None:
-                        manifest["decision"] = plan.decision.as_dict()
+                    if manifest is not None:       # counted figures only: no clock in the manifest
+                        manifest["decision"] = {k: v for k, v in plan.decision.as_dict().items() if k != "seconds"}
                         write_json(out_dir / MANIFEST, manifest)
+                    if first is not None and todo and todo[0] == 0:
+                        # chunk 0: the first group as priced (solved fully, the same stack a rerun solves)
+                        # and the rest of the chunk under the routing
+                        parts = [first]
+                        if chunks[0].stop > first["points"].size:
+                            parts += list(ex.map(engine.run_chunk, plan, [chunk_input(0, start=group)]))
+                        res = paths.merge_results(0, parts)
+                        record(res)
+                        bar.update(res["points"].size)
+                        todo = todo[1:]
+                    stages["plan"] = plan.decision.seconds
             for res in ex.map(engine.run_chunk, plan, [chunk_input(i) for i in todo]):
                 record(res)
                 bar.update(res["points"].size)
@@ -597,7 +625,7 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
         parts = [results[i] for i in range(n_chunks)]
         table = _assemble_chunks(parts, N)
         if route == "auto" and engine.FIRST_CHUNK_PRICES:
-            first = np.arange(chunks[0].start, chunks[0].stop)
+            first = np.arange(min(group, N))
             full = (table["path"][first] == PATH_FULL) & (table["status"][first] != STATUS_FAILED)
             table["reason"][first] = np.where(full, engine.first_chunk_reasons(plan, values["eps"][first]),
                                               table["reason"][first])

@@ -90,8 +90,8 @@ def test_rate_constant_sweep_is_routed_and_meets_tol(system):
 def test_network_validation_catches_a_wrong_estimate(system, monkeypatch):
     real = _network.table_paths
 
-    def shifted(plan, table, y0, eps, params, system):     # the order-0 path off by 1e-5: estimates miss it
-        Y = real(plan, table, y0, eps, params, system)
+    def shifted(plan, table, y0, eps, params, system, stats=None):   # the order-0 path off by 1e-5: estimates miss it
+        Y = real(plan, table, y0, eps, params, system, stats)
         if Y is not None:
             Y[0] = Y[0] + 1e-5
             Y[1] = Y[0]
