@@ -57,13 +57,14 @@ from sp_ode.systems.simulation import check_state, check_system, check_t_span, c
 from sp_ode.systems.system import FastSlowSystem, MasterEquationSystem
 
 __all__ = ["sweep", "SweepResult", "SweepResumeError", "SweepClusterError", "PATH_FULL", "STATUS_OK",
-           "STATUS_RESOLVED", "STATUS_FAILED", "MANIFEST", "ROUTES", "auto_chunk_size"]
+           "STATUS_RESOLVED", "STATUS_FAILED", "MANIFEST", "ROUTES", "auto_chunk_size", "sweep_folder", "npz_bytes"]
 
 PATH_FULL = paths.PATH_FULL
 STATUS_OK, STATUS_RESOLVED, STATUS_FAILED = paths.STATUS_OK, paths.STATUS_RESOLVED, paths.STATUS_FAILED
 MANIFEST = "manifest.json"
 VALIDATION = "validation.npz"
-TIMINGS = "timings.json"      # wall-clock seconds per chunk: reported beside the results, never read to decide
+TIMINGS = "timings.json"
+CHUNKS = "chunks"             # the sub-folder `sp-ode sweep --out D` keeps the sweep in (`sweep_folder`)      # wall-clock seconds per chunk: reported beside the results, never read to decide
 MIN_VALIDATE = 3
 ROUTES = ("auto", "full", "reduced")
 DEFAULT_CHUNK = 512          # points per chunk in one process (a stack size of `sp_ode.sweeps._stacked`)
@@ -369,8 +370,37 @@ def _read_chunk(out: Path, index: int) -> dict | None:
     return res
 
 
-def _open_out(out, fingerprint: str, meta: dict) -> tuple[Path, dict]:
+def sweep_folder(out) -> Path:
+    """The folder that holds (or will hold) a sweep's manifest and chunks, given `out`: `out` itself, or
+    `out/chunks` where that holds a manifest and `out` does not — the layout `sp-ode sweep --out` writes,
+    so that the library resumes a folder the command made, and the command one the library made."""
     out = Path(out)
+    if not (out / MANIFEST).is_file() and (out / CHUNKS / MANIFEST).is_file():
+        return out / CHUNKS
+    return out
+
+
+def is_orphan(path: Path) -> bool:
+    """A temporary file `sp_ode.core.files.atomic_write_bytes` left behind when its writer was killed
+    (".NAME.XXXX.tmp" for one of a sweep's files): never read, removed when the sweep reopens the folder."""
+    name = path.name
+    return name.startswith(".") and name.endswith(".tmp") and any(
+        name.startswith(f".{stem}") for stem in (MANIFEST, VALIDATION, TIMINGS, "chunk_", "report.json", "result.npz"))
+
+
+def remove_orphans(out: Path) -> list[Path]:
+    """Delete the orphaned temporary files in `out` (`is_orphan`); returns them."""
+    found = [p for p in out.iterdir() if p.is_file() and is_orphan(p)] if out.is_dir() else []
+    for p in found:
+        p.unlink(missing_ok=True)
+    return found
+
+
+def _open_out(out, fingerprint: str, meta: dict) -> tuple[Path, dict]:
+    out = sweep_folder(out)
+    # a sweep killed at any moment (kill -9 included) leaves at most temporary files beside its complete
+    # ones: every file is written atomically (temp, fsync, rename), so those are all a rerun must discard
+    remove_orphans(out)
     manifest_path = out / MANIFEST
     if manifest_path.is_file():
         manifest = json.loads(manifest_path.read_text())
@@ -388,7 +418,7 @@ def _open_out(out, fingerprint: str, meta: dict) -> tuple[Path, dict]:
 def _manifest_chunk_size(out) -> int | None:
     if out is None:
         return None
-    p = Path(out) / MANIFEST
+    p = sweep_folder(out) / MANIFEST
     if not p.is_file():
         return None
     try:

@@ -217,9 +217,16 @@ def test_a_point_that_blows_up_fails_alone():
 # --- resume and fingerprints ---------------------------------------------------------------------------
 
 def test_interrupted_sweep_resumes_without_recomputing(tmp_path, monkeypatch):
+    """Interrupted after its first chunk, with the temporary files a `kill -9` mid-write leaves (a torn
+    manifest and chunk): the same call resumes, computes only the missing chunks, removes the orphans, and
+    leaves chunk files byte for byte those of an uninterrupted run (they held a wall-clock timing array)."""
+    import json
+
     e = _entry()
     args = (e.system, _params(), (0.0, 2.0), "manifold", [1.0])
-    full = sweep(*args, validate_fraction=0.1, **OPTS)
+    whole = tmp_path / "whole"
+    full = sweep(*args, validate_fraction=0.1, out=whole, **OPTS)
+    tmp_path = tmp_path / "cut"
     computed = []
     real = _paths.run_chunk
 
@@ -232,11 +239,19 @@ def test_interrupted_sweep_resumes_without_recomputing(tmp_path, monkeypatch):
     monkeypatch.setattr(_paths, "run_chunk", interrupt_after_first)
     with pytest.raises(KeyboardInterrupt):
         sweep(*args, validate_fraction=0.1, out=tmp_path, **OPTS)
+    orphans = [tmp_path / ".manifest.json.x1y2z3.tmp", tmp_path / ".chunk_000001.npz.a1b2c3.tmp"]
+    for p in orphans:
+        p.write_bytes(b"torn")
     monkeypatch.setattr(_paths, "run_chunk", lambda plan, chunk: (computed.extend(chunk.points.tolist()),
                                                                    real(plan, chunk))[1])
     resumed = sweep(*args, validate_fraction=0.1, out=tmp_path, **OPTS)
     assert resumed.computed_chunks == (1, 2)
     assert sorted(computed) == list(range(N))              # no point computed twice
+    assert not any(p.exists() for p in orphans)
+    for i in range(3):
+        name = f"chunk_{i:06d}.npz"
+        assert (tmp_path / name).read_bytes() == (whole / name).read_bytes(), name
+    assert json.loads((tmp_path / "manifest.json").read_text()) == json.loads((whole / "manifest.json").read_text())
     for name in ("y", "path", "estimate", "status", "validated", "reason"):
         np.testing.assert_array_equal(getattr(resumed, name), getattr(full, name))
     again = sweep(*args, validate_fraction=0.1, out=tmp_path, **OPTS)   # all read back, validation too
