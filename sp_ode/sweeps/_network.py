@@ -58,6 +58,7 @@ REFERENCE_TOL_FACTOR = 3e-3
 ATOL_OF_X = 1e-4          # atol of the fast components relative to rtol: probabilities are ≪ 1
 TABLE_TOL = 1e-12        # the floor of a table's tolerance; a sweep asks REDUCED_TOL_FACTOR·tol (`table_tol`)
 MAX_NODES = 257
+RESIDUAL_TOL = 1e-10      # ‖Qᵀp‖∞ / max|Q_ii| a stationary solve must reach (`stationary_at`): rounding is ~1e-16
 MAX_REBUILDS = 4
 FULL_NODES_BOUND = 2     # a full sparse solve costs at least this many table nodes (a lower bound, decide)
 
@@ -248,11 +249,34 @@ class ValidationInput:
 
 # --- manifold terms and tables ------------------------------------------------------------------------
 
+def stationary_at(system: NetworkSystem, ws, y: np.ndarray, Q=None) -> np.ndarray:
+    """p_st(y) by the warm solver `ws`, checked: ‖Qᵀp‖∞ ≤ `RESIDUAL_TOL`·max|Q_ii|, else pinned again at the
+    mode of the certified p_st (`NetworkSystem.stationary`, GTH) and solved again; RuntimeError naming y if
+    that fails too.
+
+    Why: the warm solver pins the state its quick guess calls probable (256 uniformised steps from the
+    uniform vector).  On the telegraph gene at n = 600 with k_m = 24 that guess was a state of probability
+    ~1e-70: the pinned LU then returned a p with ‖Qᵀp‖ = 2.9 and E[M] = 81 instead of 8, silently — the
+    tables over (y, rate) did not converge ("257 nodes") and the paths went to nan."""
+    Q = system.gen.Q(y) if Q is None else Q
+    scale = float(np.max(np.abs(Q.diagonal()))) or 1.0
+    p, info = ws.solve(Q, y)
+    if info["residual"] <= RESIDUAL_TOL * scale:
+        return p
+    ref, _ = system.stationary(y)
+    ws.k, ws.x = int(np.argmax(ref)), None      # pin the mode; no warm start from the wrong answer
+    p, info = ws.solve(Q, y)
+    if info["residual"] > RESIDUAL_TOL * scale:
+        raise RuntimeError(f"the stationary solve of {system.name!r} at y = {np.ravel(y).tolist()} has residual "
+                           f"{info['residual']:.3g} > {RESIDUAL_TOL:g}·max|Q_ii| even pinned at the mode.")
+    return p
+
+
 def _terms_at(system: NetworkSystem, y: np.ndarray, ws):
     """(p, u = A^#Dp_st, v = A^#u) at y, factorising the pinned system once (module docstring)."""
     a = system.gen.propensities(y)
     Q = system.gen.Q(y, a)
-    p, _ = ws.solve(Q, y)
+    p = stationary_at(system, ws, y, Q)
     V = np.stack([dq.T @ p for dq in system.gen.dQ(y)], axis=1)
     Dp = -ws.group_inverse_apply(V)[:, 0]
     u = ws.group_inverse_apply(Dp)
@@ -263,7 +287,7 @@ def manifold_start(system: NetworkSystem, y0: np.ndarray, eps: float, ws=None) -
     """h^{(1)}(y0) = p_st(y0) + εh₁(y0) (docs/theory.md §3.3)."""
     ws = ws or system.stationary_solver()
     y0 = np.asarray(y0, dtype=np.float64).reshape(system.d)
-    p, _ = ws.solve(system.gen.Q(y0), y0)
+    p = stationary_at(system, ws, y0)
     return p + eps * system.h1(y0, p, ws)
 
 
@@ -315,7 +339,7 @@ def build_table(system: NetworkSystem, interval, *, tol: float = TABLE_TOL, max_
     W = np.empty((M + 1, K))
     for j in range(M + 1):
         y = nodes[j:j + 1]
-        ws.solve(system.gen.Q(y), y)
+        stationary_at(system, ws, y)
         W[j] = system.F(y) @ ws.group_inverse_apply(dU[j])
     cw = np.polynomial.chebyshev.chebfit(xi, W, M)
     err_w = float(np.max(np.abs(np.polynomial.chebyshev.chebval(xi[1::2], np.polynomial.chebyshev.chebfit(
@@ -340,7 +364,7 @@ def _coarse_range(plan: NetworkPlan, system: NetworkSystem, y0s: np.ndarray, par
         pi = {k: float(v[i]) for k, v in (params or {}).items()}
 
         def rhs(t, y):
-            p, _ = ws.solve(system.gen.Q(y), y)
+            p = stationary_at(system, ws, y)
             return system.slow_rhs(system.F(y) @ p, y, pi)[:, ...].reshape(-1)
         sol = scipy.integrate.solve_ivp(rhs, plan.t_span, [float(y0s[i])], method="RK23", rtol=1e-3,
                                         atol=1e-6 * max(1.0, abs(float(y0s[i]))))
