@@ -6,13 +6,23 @@ constants and slow-equation parameters) and returns y at the save times for each
 an error estimate and the reason it took its path.
 
 **Routes and their cost.**  Each point is solved either fully (the stiff system; the points of a
-chunk stacked into one LSODA solve, `sp_ode.sweeps._stacked`) or on a corrected reduced path
+group stacked into one LSODA solve, `sp_ode.sweeps._stacked`) or on a corrected reduced path
 y' = g(h^{(k)}(y), y) (T3, §3.3) together with the next order that estimates its error
 (`sp_ode.sweeps._paths`).  A point takes a reduced path only where the cost model
 (`sp_ode.sweeps._cost`) predicts it cheaper than the full solve *with its compilation and probe
-included*: the first chunk is solved fully and prices that route; a reduced order is compiled and
+included*: the first group is solved fully and prices that route; a reduced order is compiled and
 probed only if the full solves it could replace cost more than that.  Small sweeps are therefore
 all-full, and each route is compiled once per sweep and per stack size (a few fixed sizes).
+
+**Same call, same numbers.**  The cost model decides from counted work only (steps, evaluations,
+flop counts, program sizes — never a clock), and the points are cut into groups of G consecutive
+points (`stacked.stack_group`, a function of N and the system's size) solved group by group, a
+chunk holding whole groups: a point always shares its stacks with the same points.  So the result
+is bit for bit the same under any load, at any chunk size, on any number of Dask workers, and when
+killed and resumed (the routing is stored in the manifest and replayed; chunk files hold numbers
+only, their timings go to `timings.json`).  A killed write leaves at most a temporary file, which
+a rerun removes; `sweep_folder` lets the library and `sp-ode sweep` (which keeps the sweep in
+`out/chunks`) resume each other's folders.
 
 **Validated, not trusted.**  After the chunks, a random subset (`validate_fraction`, at least 3)
 is solved again in one batched reference solve of the full system at 1e-5·tol (network systems: 3e-3·tol,
