@@ -42,7 +42,6 @@ import io
 import json
 import math
 import numbers
-import sys
 import textwrap
 import time
 import warnings
@@ -59,6 +58,7 @@ from sp_ode.core.memory import check_memory
 from sp_ode.core.precision import in_float64
 from sp_ode.core.reporting import progress
 from sp_ode.core.validation import check_choice, check_finite_array, check_positive, check_positive_int
+from sp_ode.networks.system import NetworkSystem
 from sp_ode.sweeps import _cost as cost, _paths as paths, _stacked as stacked
 from sp_ode.sweeps._dask import SweepClusterError, executor
 from sp_ode.sweeps._fingerprint import sweep_digest
@@ -508,11 +508,10 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
     MemoryBudgetError
         The estimate of `_sweep_nbytes` exceeds the memory budget (before any chunk runs).
     """
-    # a NetworkSystem can only exist once its module is imported: sympy and the network code load only then
-    networks = sys.modules.get("sp_ode.networks.system")
-    is_network = networks is not None and isinstance(system, networks.NetworkSystem)
+    # the engine by the system's type: an explicit isinstance, no duck typing
+    is_network = isinstance(system, NetworkSystem)
     if is_network:
-        from sp_ode.sweeps import _network as network
+        from sp_ode.sweeps import _network as network  # noqa: PLC0415 - the sparse engine, only for networks
     else:
         system = check_system(system)
     tol = check_positive("tol", tol)

@@ -485,3 +485,12 @@ def test_a_sweep_is_bit_identical_under_load(monkeypatch):
         burner.wait()
     _assert_same(quiet, loaded)
     assert loaded.plan["t_full_per_point_s"] == quiet.plan["t_full_per_point_s"] > 0
+
+
+def test_the_engine_is_chosen_by_type_not_by_sniffing_imported_modules():
+    """`sweep` picks the network engine by `isinstance(system, NetworkSystem)`; it looked into sys.modules."""
+    import inspect
+
+    from sp_ode.sweeps import sweep as module
+
+    assert "sys.modules" not in inspect.getsource(module)
