@@ -95,6 +95,10 @@ def run_chunk(plan: paths.SweepPlan, chunk: paths.ChunkInput) -> dict:
     return paths.run_chunk(plan, chunk)
 
 
+def replay(plan: paths.SweepPlan, values: dict, y0: np.ndarray) -> None:
+    """A resumed sweep: nothing to rebuild (the Decision read from the manifest is the whole routing)."""
+
+
 def decision_from_dict(d: dict) -> Decision:
     """The Decision stored in a sweep's manifest (a resumed sweep routes as the first run did)."""
     return Decision(orders={int(k): float(v) for k, v in d.get("orders", {}).items()}, rest=int(Reason[d["rest"]]),

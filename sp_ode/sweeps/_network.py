@@ -491,6 +491,33 @@ def planned_orders(plan: NetworkPlan, eps: np.ndarray):
     return np.full(b, PATH_FULL), np.full(b, int(dec.rest if dec is not None else Reason.FULL_DEARER))
 
 
+def _probe_table(plan: NetworkPlan, values: dict, y0: np.ndarray):
+    """The table `decide` builds and prices: for the point of median ε, over its group of equal rate constants
+    (over every point when no rate is swept: the table then serves them all) or, where rates are swept, over
+    its block of G — a function of the inputs alone, so `replay` builds the very same one on resume."""
+    eps = values["eps"]
+    i_med = int(np.argsort(eps, kind="stable")[eps.size // 2])
+    system = plan.system_for(values, i_med)
+    key = plan.group_key(values, i_med)
+    members = np.array([i for i in range(eps.size) if plan.group_key(values, i) == key])
+    if plan.rate_names():
+        members = members[members // plan.group == i_med // plan.group]
+    slow = {n_: values[n_][members] for n_ in plan.slow_names()}
+    stats: dict = {}
+    table, Y = solve_on_table(plan, key, system, y0[members, 0], eps[members], slow, stats)
+    return i_med, key, system, members, table, Y, stats
+
+
+def replay(plan: NetworkPlan, values: dict, y0: np.ndarray) -> None:
+    """A resumed sweep (its Decision read from the manifest): rebuild the shared table `decide` shipped with the
+    plan, the same one (`_probe_table`), so that the missing chunks compute what the first run would have."""
+    dec = plan.decision
+    if dec is not None and dec.table and not plan.rate_names() and plan.system.d == 1:
+        _, key, _, _, table, Y, _ = _probe_table(plan, values, y0)
+        if Y is not None:
+            plan.tables[key] = table
+
+
 def decide(plan: NetworkPlan, first, values: dict, x0, y0: np.ndarray, remaining: np.ndarray, *,
            processes: int = 1) -> Decision:
     """Price the full route (one full solve) and the table route (one table and its paths); module docstring.
@@ -508,20 +535,12 @@ def decide(plan: NetworkPlan, first, values: dict, x0, y0: np.ndarray, remaining
                          "every point is solved fully")
         dec.seconds = time.perf_counter() - start
         return dec
-    i_med = int(np.argsort(eps, kind="stable")[N // 2])
-    system = plan.system_for(values, i_med)
     rate = plan.rate_names()
     keys = [plan.group_key(values, i) for i in range(N)]
     groups: dict = {}
     for i, k in enumerate(keys):
         groups.setdefault(k, []).append(i)
-    key = keys[i_med]
-    members = np.array(groups[key])
-    # the probe: the median point's block of its group (the table and the stack a chunk would build for it)
-    members = members[members // plan.group == i_med // plan.group] if rate else members
-    slow = {n_: values[n_][members] for n_ in plan.slow_names()}
-    stats: dict = {}
-    table, Y = solve_on_table(plan, key, system, y0[members, 0], eps[members], slow, stats)
+    i_med, key, system, members, table, Y, stats = _probe_table(plan, values, y0)
     dec.t_table = work_seconds({"table_nodes": stats.get("table_nodes", 0)}, n)
     dec.t_path = work_seconds({k: v for k, v in stats.items() if k.startswith("path_")}, n) / members.size
     if Y is None:

@@ -631,6 +631,8 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
                 stored = manifest.get("decision") if manifest is not None else None
                 if stored is not None:
                     plan.decision = engine.decision_from_dict(stored)
+                    if todo:      # chunks to compute: rebuild what the first run's plan shipped with them
+                        engine.replay(plan, values, y0_arr)
                 else:
                     plan.decision = None
                     first = None

@@ -219,3 +219,30 @@ def test_eps_swept_with_a_rate_constant_matches_independent_full_solves(n_points
         assert np.max(np.abs(ref - r.y[i])) <= TOL, i
     # negative control: the answer depends on k_m (a table of the wrong rate would be seen)
     assert np.ptp(r.y[:, -1, 0]) > 10 * TOL
+
+
+def test_an_interrupted_network_sweep_resumes_to_the_same_numbers(system, tmp_path, monkeypatch):
+    """ε and r swept (one table for every point, built by the cost model and shipped with the plan): stopped
+    after its first chunk, the resumed sweep rebuilds that very table (`replay`) — a chunk left to build its own
+    from its points would answer other bits — and gives the uninterrupted run's numbers exactly."""
+    rng = np.random.default_rng(5)
+    params = {"eps": 10 ** rng.uniform(-6, -4, 16), "r": rng.uniform(0.5, 2.0, 16)}
+    kw = dict(ts=TS, tol=TOL, validate_fraction=0.0, chunk_size=8, progress_bar=False)
+    whole = sweep(system, params, (0.0, 2.0), "manifold", [0.2], **kw)
+    assert np.all(whole.path >= 0)                                   # the table route
+    real, calls = _network.run_chunk, []
+
+    def stop_after_first(plan, chunk):
+        if calls:
+            raise KeyboardInterrupt
+        calls.append(chunk.index)
+        return real(plan, chunk)
+
+    monkeypatch.setattr(_network, "run_chunk", stop_after_first)
+    with pytest.raises(KeyboardInterrupt):
+        sweep(system, params, (0.0, 2.0), "manifold", [0.2], out=tmp_path, **kw)
+    monkeypatch.setattr(_network, "run_chunk", real)
+    resumed = sweep(system, params, (0.0, 2.0), "manifold", [0.2], out=tmp_path, **kw)
+    assert resumed.computed_chunks == (1,)
+    for name in ("y", "path", "estimate", "status", "reason"):
+        np.testing.assert_array_equal(getattr(resumed, name), getattr(whole, name), err_msg=name)
