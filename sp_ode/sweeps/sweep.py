@@ -39,16 +39,13 @@ the code of f, g and Q(y)).  `client=` runs chunks as Dask tasks (`sp_ode.sweeps
 from __future__ import annotations
 
 import io
-import json
 import math
 import numbers
 import textwrap
 import time
 import warnings
-import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import jax
 import numpy as np
@@ -62,29 +59,37 @@ from sp_ode.networks.system import NetworkSystem
 from sp_ode.sweeps import _cost as cost, _paths as paths, _stacked as stacked
 from sp_ode.sweeps._dask import SweepClusterError, executor
 from sp_ode.sweeps._fingerprint import sweep_digest
+from sp_ode.sweeps._folder import (
+    CHUNK_KEYS,
+    CHUNKS,
+    FORMAT,
+    MANIFEST,
+    TIMINGS,
+    VALIDATION,
+    SweepResumeError,
+    manifest_chunk_size,
+    npz_bytes,
+    open_out,
+    read_chunk,
+    remove_orphans,
+    sweep_folder,
+    write_chunk,
+)
 from sp_ode.sweeps._reasons import TEXT, Reason
 from sp_ode.systems.simulation import check_state, check_system, check_t_span, check_ts
 from sp_ode.systems.system import FastSlowSystem, MasterEquationSystem
 
 __all__ = ["sweep", "SweepResult", "SweepResumeError", "SweepClusterError", "PATH_FULL", "STATUS_OK",
-           "STATUS_RESOLVED", "STATUS_FAILED", "MANIFEST", "ROUTES", "auto_chunk_size", "sweep_folder", "npz_bytes"]
+           "STATUS_RESOLVED", "STATUS_FAILED", "MANIFEST", "ROUTES", "auto_chunk_size", "sweep_folder", "npz_bytes",
+           "CHUNKS", "TIMINGS", "VALIDATION", "remove_orphans"]
 
 PATH_FULL = paths.PATH_FULL
 STATUS_OK, STATUS_RESOLVED, STATUS_FAILED = paths.STATUS_OK, paths.STATUS_RESOLVED, paths.STATUS_FAILED
-MANIFEST = "manifest.json"
-VALIDATION = "validation.npz"
-TIMINGS = "timings.json"
-CHUNKS = "chunks"             # the sub-folder `sp-ode sweep --out D` keeps the sweep in (`sweep_folder`)      # wall-clock seconds per chunk: reported beside the results, never read to decide
 MIN_VALIDATE = 3
 ROUTES = ("auto", "full", "reduced")
 DEFAULT_CHUNK = 512          # points per chunk in one process (a stack size of `sp_ode.sweeps._stacked`)
 MIN_CHUNK = 8
 WIDTH = 110                  # columns of `SweepResult.report`
-_FORMAT = 2
-
-
-class SweepResumeError(ValueError):
-    """`out` holds a different sweep (its manifest fingerprint does not match this one)."""
 
 
 @dataclass(frozen=True)
@@ -336,107 +341,6 @@ def _sweep_nbytes(N: int, chunk_size: int, m: int, d: int, K: int) -> int:
     return stacked.stack_nbytes(min(N, chunk_size), n) + int(N) * 8 * (2 * K * d + m + 10)
 
 
-# --- output folder ------------------------------------------------------------------------
-
-def _chunk_path(out: Path, index: int) -> Path:
-    return out / f"chunk_{index:06d}.npz"
-
-
-_CHUNK_KEYS = ("points", "y", "path", "estimate", "status", "reason", "x0")
-
-
-def npz_bytes(arrays: dict) -> bytes:
-    """The bytes of an `.npz` of `arrays` (as `np.savez`, readable by `np.load`) that depend on the arrays
-    alone: `np.savez` stamps each member with the clock, so the same chunk written twice differed."""
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zf:
-        for name, arr in arrays.items():
-            info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
-            with zf.open(info, "w", force_zip64=True) as fh:
-                np.lib.format.write_array(fh, np.asanyarray(arr), allow_pickle=False)
-    return buf.getvalue()
-
-
-def _write_chunk(out: Path, res: dict) -> None:
-    """The chunk's numbers only: a resumed sweep's chunk files are byte for byte an uninterrupted one's (its
-    timings go to `TIMINGS` beside them, a record never read back to decide anything)."""
-    atomic_write_bytes(_chunk_path(out, res["index"]), npz_bytes({k: res[k] for k in _CHUNK_KEYS}))
-    timings = out / TIMINGS
-    try:
-        record = json.loads(timings.read_text()) if timings.is_file() else {}
-    except ValueError:           # a record torn by a kill: timings are reported, never needed
-        record = {}
-    record[str(int(res["index"]))] = {"seconds": res.get("seconds", {}), "compile_seconds": res.get("compile_seconds", {})}
-    write_json(timings, record)
-
-
-def _read_chunk(out: Path, index: int) -> dict | None:
-    p = _chunk_path(out, index)
-    if not p.is_file():
-        return None
-    with np.load(p) as z:
-        res = {k: z[k] for k in _CHUNK_KEYS}
-    res.update(index=index)
-    return res
-
-
-def sweep_folder(out) -> Path:
-    """The folder that holds (or will hold) a sweep's manifest and chunks, given `out`: `out` itself, or
-    `out/chunks` where that holds a manifest and `out` does not — the layout `sp-ode sweep --out` writes,
-    so that the library resumes a folder the command made, and the command one the library made."""
-    out = Path(out)
-    if not (out / MANIFEST).is_file() and (out / CHUNKS / MANIFEST).is_file():
-        return out / CHUNKS
-    return out
-
-
-def is_orphan(path: Path) -> bool:
-    """A temporary file `sp_ode.core.files.atomic_write_bytes` left behind when its writer was killed
-    (".NAME.XXXX.tmp" for one of a sweep's files): never read, removed when the sweep reopens the folder."""
-    name = path.name
-    return name.startswith(".") and name.endswith(".tmp") and any(
-        name.startswith(f".{stem}") for stem in (MANIFEST, VALIDATION, TIMINGS, "chunk_", "report.json", "result.npz"))
-
-
-def remove_orphans(out: Path) -> list[Path]:
-    """Delete the orphaned temporary files in `out` (`is_orphan`); returns them."""
-    found = [p for p in out.iterdir() if p.is_file() and is_orphan(p)] if out.is_dir() else []
-    for p in found:
-        p.unlink(missing_ok=True)
-    return found
-
-
-def _open_out(out, fingerprint: str, meta: dict) -> tuple[Path, dict]:
-    out = sweep_folder(out)
-    # a sweep killed at any moment (kill -9 included) leaves at most temporary files beside its complete
-    # ones: every file is written atomically (temp, fsync, rename), so those are all a rerun must discard
-    remove_orphans(out)
-    manifest_path = out / MANIFEST
-    if manifest_path.is_file():
-        manifest = json.loads(manifest_path.read_text())
-        if manifest.get("fingerprint") != fingerprint:
-            raise SweepResumeError(f"`out` {str(out)!r} holds a different sweep (fingerprint "
-                                   f"{str(manifest.get('fingerprint'))[:12]} ≠ {fingerprint[:12]}: the model, its "
-                                   "parameters or code, or the sweep's inputs changed): pass a new folder, or "
-                                   "delete it to start over.")
-        return out, manifest
-    manifest = {"format": _FORMAT, "fingerprint": fingerprint, **meta, "done": []}
-    write_json(manifest_path, manifest)
-    return out, manifest
-
-
-def _manifest_chunk_size(out) -> int | None:
-    if out is None:
-        return None
-    p = sweep_folder(out) / MANIFEST
-    if not p.is_file():
-        return None
-    try:
-        return int(json.loads(p.read_text()).get("chunk_size"))
-    except (ValueError, TypeError):
-        return None
-
-
 # --- the public function ------------------------------------------------------------------
 
 @in_float64
@@ -567,7 +471,7 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
     group = stacked.stack_group(N, 3 if is_network else m + d)
     ex = executor(client, connect_timeout)
     try:
-        resumed_size = _manifest_chunk_size(out) if chunk_size is None else None
+        resumed_size = manifest_chunk_size(out) if chunk_size is None else None
         if chunk_size is None and resumed_size is None:
             chunk_size, warning = auto_chunk_size(N, ex.workers)
             if warning:
@@ -599,12 +503,12 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
         results: dict[int, dict] = {}
         manifest = out_dir = None
         if out is not None:
-            fp = sweep_digest(_FORMAT, system, values, (ts, y0_arr, x0_arr),
+            fp = sweep_digest(FORMAT, system, values, (ts, y0_arr, x0_arr),
                               (t0, t1, tol, sorted(options.items())))
-            out_dir, manifest = _open_out(out, fp, {"system": system.name, "points": N, "chunks": n_chunks,
+            out_dir, manifest = open_out(out, fp, {"system": system.name, "points": N, "chunks": n_chunks,
                                                     "names": sorted(values), "tol": tol, **options})
             for i in manifest["done"]:
-                found = _read_chunk(out_dir, i)
+                found = read_chunk(out_dir, i)
                 if found is not None:
                     results[i] = found
         todo = [i for i in range(n_chunks) if i not in results]
@@ -618,7 +522,7 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
             res["fresh"] = True
             results[res["index"]] = res
             if out_dir is not None:
-                _write_chunk(out_dir, res)
+                write_chunk(out_dir, res)
                 manifest["done"] = sorted(set(manifest["done"]) | {int(res["index"])})
                 write_json(out_dir / MANIFEST, manifest)
 
@@ -692,7 +596,7 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
 
 
 def _assemble_chunks(parts: list, N: int) -> dict:
-    cat = {k: np.concatenate([p[k] for p in parts]) for k in _CHUNK_KEYS}
+    cat = {k: np.concatenate([p[k] for p in parts]) for k in CHUNK_KEYS}
     if not np.array_equal(cat["points"], np.arange(N)):  # every point exactly once, in order
         raise RuntimeError("internal: the chunks do not cover the points exactly once.")
     cat["path_first"] = cat["path"].copy()
