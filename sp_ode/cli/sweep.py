@@ -21,11 +21,21 @@ import numpy as np
 
 from sp_ode.cli.common import BUILTIN_HELP, EXIT_FAILED, EXIT_OK, UsageError, default_out, refuse_existing
 from sp_ode.core.expressions import ExpressionSyntaxError, parse_number
-from sp_ode.core.files import dumps, load_object, write_json
+from sp_ode.core.files import atomic_write_bytes, dumps, load_object, write_json
 from sp_ode.core.memory import check_memory
 from sp_ode.networks.models import NETWORK_MODELS, NetworkModel
 from sp_ode.networks.system import NetworkSystem
-from sp_ode.sweeps.sweep import MANIFEST, STATUS_FAILED, SweepResumeError, sweep
+from sp_ode.sweeps.sweep import (
+    CHUNKS,
+    MANIFEST,
+    STATUS_FAILED,
+    TIMINGS,
+    VALIDATION,
+    SweepResumeError,
+    npz_bytes,
+    remove_orphans,
+    sweep,
+)
 from sp_ode.systems.catalogue import SYSTEMS, get_system, master_equation_entry
 from sp_ode.systems.system import FastSlowSystem
 
@@ -219,19 +229,33 @@ def resolve_system(spec: str, base: Path | None = None):
                      f"entry; got {type(obj).__name__}.")
 
 
-def _prepare_out(out: Path, *, overwrite: bool) -> None:
-    """Nothing is replaced silently: the same sweep resumes from `out/chunks` (its manifest's fingerprint
-    decides, `sp_ode.sweep`); results in `out` with no sweep manifest beside them (another command's, or
-    a sweep's whose chunks were removed) are refused; `overwrite` deletes exactly the files this command
-    writes, nothing else in `out`."""
-    chunks, written = out / "chunks", [out / "report.json", out / "result.npz"]
+def _prepare_out(out: Path, *, overwrite: bool) -> Path:
+    """The sweep's folder in `out` (`out/chunks`, or `out` itself where a library sweep left its manifest
+    there: `sp_ode.sweeps.sweep.sweep_folder`).  Nothing is replaced silently: the same sweep resumes from it
+    (its manifest's fingerprint decides, `sp_ode.sweep`); results in `out` with no sweep manifest beside them
+    (another command's, or a sweep's whose chunks were removed) are refused; `overwrite` deletes exactly the
+    files this command writes, nothing else in `out`.  A sweep killed before its first manifest landed leaves
+    only orphaned temporary files (`sweep.is_orphan`): they are removed and the same command starts afresh."""
+    folder = out if (out / MANIFEST).is_file() else out / CHUNKS
+    chunks, written = out / CHUNKS, [out / "report.json", out / "result.npz"]
     if overwrite:
         if chunks.is_dir():
             shutil.rmtree(chunks)
+        if folder == out:
+            for name in (MANIFEST, VALIDATION, TIMINGS):
+                (out / name).unlink(missing_ok=True)
+            for path in out.glob("chunk_*.npz"):
+                path.unlink()
         for path in written:
             path.unlink(missing_ok=True)
-    elif not (chunks / MANIFEST).is_file():
+        return chunks
+    remove_orphans(out)        # a report or result torn by a kill: rewritten below
+    if not (folder / MANIFEST).is_file():
+        remove_orphans(chunks)
+        if chunks.is_dir() and not any(chunks.iterdir()):
+            chunks.rmdir()
         refuse_existing([chunks, *written], what="an earlier result in --out", flag="--overwrite")
+    return folder
 
 
 def run(args) -> int:
@@ -251,18 +275,19 @@ def run(args) -> int:
     client = args.client if args.client is not None else config.get("client")
     timeout = args.connect_timeout if args.connect_timeout is not None else config.get("connect_timeout", 10.0)
     options = {k: config[k] for k in ("chunk_size", "validate_fraction", "max_order", "safety", "route") if k in config}
-    _prepare_out(out, overwrite=args.overwrite)
+    folder = _prepare_out(out, overwrite=args.overwrite)
     try:
         result = sweep(system, params, tuple(config["t_span"]), x0, y0, ts=config["ts"], tol=config["tol"],
-                       out=out / "chunks", client=client, seed=seed, connect_timeout=timeout, **options)
+                       out=folder, client=client, seed=seed, connect_timeout=timeout, **options)
     except SweepResumeError as exc:
         raise UsageError(f"{exc} Or pass --overwrite to replace it.") from None
     summary = {"system": system.name, "config": str(args.config), **result.summary(),
                "chunks_computed": len(result.computed_chunks)}
-    np.savez(out / "result.npz", ts=result.ts, y=result.y, path=result.path, path_first=result.path_first,
-             estimate=result.estimate, status=result.status, reason=result.reason, validated=result.validated,
-             true_error=result.true_error, ratio=result.ratio,
-             **{f"param_{k}": v for k, v in result.params.items()})
+    arrays = dict(ts=result.ts, y=result.y, path=result.path, path_first=result.path_first, estimate=result.estimate,
+                  status=result.status, reason=result.reason, validated=result.validated,
+                  true_error=result.true_error, ratio=result.ratio,
+                  **{f"param_{k}": v for k, v in result.params.items()})
+    atomic_write_bytes(out / "result.npz", npz_bytes(arrays))
     write_json(out / "report.json", summary)
     if args.json:
         print(dumps(summary))

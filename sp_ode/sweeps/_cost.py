@@ -1,23 +1,29 @@
 """The cost model of `sp_ode.sweep`: which points try which reduced order, priced with compilation.
 
-Every route costs its compilation plus its solves.  With N points in chunks of B:
+Every route costs its compilation plus its solves, and **every figure is counted, never timed**:
+a solve's cost is `sp_ode.sweeps._stacked.work_seconds` of its LSODA steps, evaluations of F and of
+its Jacobian blocks (with the flops XLA counts in each program) and banded factorisations — modelled
+seconds on the reference machine, the same under any load; a compilation is predicted from the size
+of the lowered program.  Nothing reads a clock, nor what this process happens to have compiled
+before, nor the number of workers: the same call routes the same way, hence gives the same numbers
+bit for bit, under load, in any process, on any number of Dask workers, and on resume (the Decision
+is stored in the manifest and replayed).  With N points in groups of G (`stacked.stack_group`):
 
-* **full**: C_F + N·t_F.  The first chunk is solved fully and prices it: C_F is the compilation it
-  paid (0 when this process compiled the route before: `sp_ode.sweeps._stacked` keeps the
-  registry), t_F its solve time per point.  Its answers are kept — pricing costs nothing extra.
+* **full**: C_F + N·t_F.  The first group (G points) is solved fully and prices it: t_F is its
+  counted work per point, C_F = `COMPILE_BASE_S` + `COMPILE_S_PER_LINE` × the lines of the full
+  route's lowered StableHLO.  Its answers are kept (pricing costs nothing extra), and a rerun or a
+  resumed sweep solves those points fully again, in the same stack.
 * **reduced k** (the pair [y_k, y_{k+1}] that is the path and its estimate): C_R(k) + |S_k|·t_R(k).
-  C_R(k) is known when compiled before in this process, else predicted as C_F·`COMPILE_RATIO[k]`
-  (ratios measured on this machine, docs/bench/sweep.md: Michaelis–Menten, whose terms come from the
-  series, 6×, 24× and 150× for k = 0, 1, 2; the 20-state ring, closed form for k ≤ 1, 1.5–2× for k = 0;
-  the larger, so a prediction errs towards not compiling);
-  each Dask worker compiles too, so it is multiplied by the number of processes that will.
-  t_R(k) and S_k come from a **probe**: the pair solved at `PROBE` points of the remaining ones
-  (at their ε quantiles), padded to the chunks' stack size.
+  C_R(k) = C_F·`COMPILE_RATIO[k]` (ratios measured on this machine, docs/bench/sweep.md:
+  Michaelis–Menten, whose terms come from the series, 6×, 24× and 150× for k = 0, 1, 2; the
+  20-state ring, closed form for k ≤ 1, 1.5–2× for k = 0; the larger, so a prediction errs towards
+  not compiling), counted `COMPILES` times.  t_R(k) and S_k come from a **probe**: the pair solved at
+  `PROBE` points of the remaining ones (at their ε quantiles), its counts priced in a stack of G.
 
 The rule, order by order (k = 0, 1, …, max_order), R the points not yet assigned:
 
-1. stop unless |R|·t_F > C_R(k) + B·t_F: if even free reduced solves could not repay compiling and
-   probing, every point of R is solved fully (`Reason.FULL_COMPILE`);
+1. stop unless |R|·t_F > COMPILES·C_R(k) + PROBE·t_F: if even free reduced solves could not repay
+   compiling and probing, every point of R is solved fully (`Reason.FULL_COMPILE`);
 2. compile and probe: Ê_k at the probe points gives C_k = `MARGIN`·max Ê_k/ε^{k+1} (the
    leading-order scaling of docs/theory.md §7.5), and S_k = {i ∈ R : C_k ε_i^{k+1} ≤ safety·tol};
 3. stop if t_R(k) ≥ t_F (`Reason.FULL_DEARER` for R);
@@ -26,7 +32,8 @@ The rule, order by order (k = 0, 1, …, max_order), R the points not yet assign
 Points still in R are solved fully (`Reason.FULL_PREDICTED`: no order tried is predicted within
 tol at their ε).  The prediction only routes: a point's own estimate decides, and one that misses
 is solved fully (`Reason.FULL_ESTIMATE`).  `route="full"` skips all of this;
-`route="reduced"` tries order 0, 1, … at every point, as before the cost model.
+`route="reduced"` tries order 0, 1, … at every point, as before the cost model.  Measured seconds
+are reported (`SweepResult.stage_seconds`, the sweep folder's `timings.json`), never used.
 """
 from __future__ import annotations
 
@@ -41,6 +48,14 @@ from sp_ode.sweeps._reasons import Reason
 
 PROBE = 8
 MARGIN = 2.0
+# a reduced path is priced as compiled twice: for the probe, and where the chunks run (a Dask worker compiles
+# for itself; in one process the second is free, so the price errs towards not compiling) — a constant, not
+# the number of workers, so that the routing does not depend on where the sweep runs
+COMPILES = 2
+# the full route's compile time from the size of its program (module docstring), fitted on this machine:
+# Michaelis–Menten 83 lines, 0.05 s; the 20-state ring 342 lines, 0.17–0.31 s (stacks of 8 and 64)
+COMPILE_BASE_S = 0.01
+COMPILE_S_PER_LINE = 5e-4
 # compilation of the pair [y_k, y_{k+1}] relative to the full route's (f and its Jacobian): the larger of the
 # ratios measured on Michaelis–Menten and the 20-state ring (module docstring); the order-2 terms nest derivatives
 COMPILE_RATIO = {0: 6.0, 1: 24.0, 2: 150.0, 3: 600.0, 4: 2000.0}
@@ -78,6 +93,10 @@ REFERENCE_TOL_FACTOR = paths.REFERENCE_TOL_FACTOR
 def run_chunk(plan: paths.SweepPlan, chunk: paths.ChunkInput) -> dict:
     """`sp_ode.sweeps._paths.run_chunk` (looked up at call time)."""
     return paths.run_chunk(plan, chunk)
+
+
+def replay(plan: paths.SweepPlan, values: dict, y0: np.ndarray) -> None:
+    """A resumed sweep: nothing to rebuild (the Decision read from the manifest is the whole routing)."""
 
 
 def decision_from_dict(d: dict) -> Decision:
@@ -122,25 +141,28 @@ def validate_points(plan: paths.SweepPlan, item: ValidationInput):
 
 def decide(plan: paths.SweepPlan, first: dict, values: dict, x0, y0: np.ndarray, remaining: np.ndarray, *,
            processes: int = 1) -> Decision:
-    """Route the points `remaining` (global indices) from the first chunk's result `first` (module docstring)."""
+    """Route the points `remaining` (global indices) from the first group's result `first` (module docstring).
+
+    Every figure is counted work (`sp_ode.sweeps._stacked.work_seconds`: steps, evaluations and XLA's
+    flop counts) or a compile time predicted from a program's size — never a clock, and never whether
+    this process happens to have compiled a route before, nor `processes` (kept for the engines'
+    common signature): the same call routes the same way under any load, in any process, on any
+    number of workers, and on resume."""
     start = time.perf_counter()
     eps = values["eps"]
     values = {n: v for n, v in values.items() if n != "eps"}
     dec = Decision()
-    B = plan.size_for(first["points"].size)
+    G = plan.group
     n_first = first["points"].size
-    c_full = float(first.get("compile_seconds", {}).get("full", 0.0))
-    known = stacked.known_compile_seconds(paths.route_key(plan, "full"))
-    c_full_ref = c_full if c_full > 0 else (known or 0.0)
-    t_full = max(float(first["seconds"].get("full", 0.0)) - c_full, 1e-9) / max(n_first, 1)
+    c_full = predicted_compile_seconds(plan)
+    t_full = max(float(first.get("work", {}).get("full", 0.0)), 1e-9) / max(n_first, 1)
     dec.t_full = t_full
-    dec.compile["full"] = c_full_ref
+    dec.compile["full"] = c_full
     R = np.asarray(remaining)
     all_full = R.size * t_full
-    c0 = stacked.known_compile_seconds(paths.route_key(plan, ("pair", 0)))
-    c0 = c_full_ref * COMPILE_RATIO[0] if c0 is None else c0
-    # the first chunk's points: would the bound of step 1 have let a reduced path be tried for them?
-    dec.first = int(Reason.FULL_COMPILE if n_first * t_full <= (processes + 1) * c0 + B * t_full
+    c0 = c_full * COMPILE_RATIO[0]
+    # the first group's points: would the bound of step 1 have let a reduced path be tried for them?
+    dec.first = int(Reason.FULL_COMPILE if n_first * t_full <= COMPILES * c0 + G * t_full
                     else Reason.FULL_FIRST)
 
     chosen = 0.0
@@ -148,29 +170,22 @@ def decide(plan: paths.SweepPlan, first: dict, values: dict, x0, y0: np.ndarray,
     for k in range(plan.max_order + 1):
         if R.size == 0:
             break
-        key = paths.route_key(plan, ("pair", k))
-        c_pair = stacked.known_compile_seconds(key)
-        predicted = c_pair is None
-        c_pair = c_full_ref * COMPILE_RATIO.get(k, 300.0) if predicted else c_pair
-        compiles = processes if stacked.is_compiled(key, B, 2 * plan.d, _example(plan, B)) else processes + 1
-        cost_in = compiles * c_pair + B * t_full
+        c_pair = c_full * COMPILE_RATIO.get(k, 3000.0)
+        cost_in = COMPILES * c_pair + PROBE * t_full
         dec.compile[f"pair{k}"] = c_pair
         if R.size * t_full <= cost_in:
             dec.notes.append(f"order {k}: not tried — {R.size} full solves cost {R.size * t_full:.3g} s, less than "
-                             f"compiling and probing its path ({cost_in:.3g} s{', predicted' if predicted else ''})")
+                             f"compiling and probing its path ({cost_in:.3g} s, predicted)")
             rest = Reason.FULL_COMPILE
             break
-        probe = R[np.argsort(eps[R])][np.unique(np.linspace(0, R.size - 1, min(PROBE, R.size)).round().astype(int))]
+        probe = R[np.argsort(eps[R], kind="stable")][
+            np.unique(np.linspace(0, R.size - 1, min(PROBE, R.size)).round().astype(int))]
         lanes = paths.lanes_of(plan, eps, values, probe)
-        t0 = time.perf_counter()
-        clock = stacked.compile_clock()
-        ya, yb, ok, _ = paths.solve_pair(plan, k, y0[probe], lanes, B=B)
-        spent = time.perf_counter() - t0
-        compiled_now = stacked.compile_clock() - clock
-        t_pair = max(spent - compiled_now, 1e-9) / B
+        B = plan.size_for(probe.size)
+        ya, yb, ok, counts = paths.solve_pair(plan, k, y0[probe], lanes, B=B)
+        # the probe's counts priced in a stack of G, as the chunks will run it (the flops scale with the lanes)
+        t_pair = stacked.work_seconds(counts, G, 2 * plan.d, tuple(f * G / counts["B"] for f in counts["flops"])) / G
         dec.t_pair[k] = t_pair
-        if compiled_now > 0:
-            dec.compile[f"pair{k}"] = compiled_now
         floor = plan.tol * paths.REDUCED_TOL_FACTOR * (1.0 + np.abs(ya).reshape(probe.size, -1).max(axis=1))
         est = np.where(ok, paths.path_difference(ya, yb) + floor, np.inf)
         C_k = MARGIN * float(np.max(est / eps[probe] ** (k + 1)))
@@ -195,6 +210,17 @@ def decide(plan: paths.SweepPlan, first: dict, values: dict, x0, y0: np.ndarray,
     return dec
 
 
+def predicted_compile_seconds(plan: paths.SweepPlan) -> float:
+    """The full route's compilation predicted from its size: `COMPILE_S_PER_LINE` × the lines of its
+    lowered StableHLO (f and its Jacobian blocks for G points; lowered, not compiled, once per plan)."""
+    if "full_lines" not in plan.__dict__:
+        G = plan.group
+        prog_lines = stacked.lowered_lines(paths.route_key(plan, "full"), paths.full_one(plan), G, plan.m + plan.d,
+                                           _example(plan, G))
+        plan.__dict__["full_lines"] = prog_lines
+    return COMPILE_BASE_S + COMPILE_S_PER_LINE * plan.__dict__["full_lines"]
+
+
 def _example(plan: paths.SweepPlan, B: int) -> dict:
     """A lanes example of B points (shapes only): the key of a compiled pair program."""
     eps = np.ones(1)
@@ -204,21 +230,17 @@ def _example(plan: paths.SweepPlan, B: int) -> dict:
 
 
 def choose_size(plan: paths.SweepPlan, b: int, t_point: float, factor: float = 2.0) -> int:
-    """The stack size for b points that costs least: compiling a new size (its known compile time)
-    against padding into a compiled one (`factor`·t_point per padded point, the reference being tighter)."""
-    key = paths.route_key(plan, "full")
-    c = stacked.known_compile_seconds(key) or 0.0
+    """The stack size for b points that costs least: compiling a size (the predicted compile time of the full
+    route) against padding into a larger one (`factor`·t_point per padded point, the reference being tighter).
+    Counted and predicted figures only, and no look at what this process has compiled: the validated points'
+    stacks, hence their reference numbers, are the same wherever and whenever the sweep runs."""
+    c = predicted_compile_seconds(plan)
     best, best_cost = None, math.inf
     for size in plan.sizes:
         if size < b and size != plan.sizes[-1]:
             continue
-        compiled = stacked.is_compiled(key, size, plan.m + plan.d, _full_example(plan, size))
         stacks = math.ceil(b / size)
-        cost = (0.0 if compiled else c) + stacks * size * factor * t_point
+        cost = c + stacks * size * factor * t_point
         if cost < best_cost:
             best, best_cost = size, cost
     return best
-
-
-def _full_example(plan: paths.SweepPlan, B: int) -> dict:
-    return _example(plan, B)

@@ -58,8 +58,33 @@ REFERENCE_TOL_FACTOR = 3e-3
 ATOL_OF_X = 1e-4          # atol of the fast components relative to rtol: probabilities are ≪ 1
 TABLE_TOL = 1e-12        # the floor of a table's tolerance; a sweep asks REDUCED_TOL_FACTOR·tol (`table_tol`)
 MAX_NODES = 257
+RESIDUAL_TOL = 1e-10      # ‖Qᵀp‖∞ / max|Q_ii| a stationary solve must reach (`stationary_at`): rounding is ~1e-16
 MAX_REBUILDS = 4
 FULL_NODES_BOUND = 2     # a full sparse solve costs at least this many table nodes (a lower bound, decide)
+
+# The counted-work model of a network sweep: modelled seconds on the reference machine (this 2-core box) from
+# counts — table nodes, evaluations, factorisations, steps — never from a clock, so that the routing, hence
+# the numbers, are the same under any load (as `sp_ode.sweeps._stacked.work_seconds` for dense sweeps).
+# Fitted on the telegraph gene at n = 100 and 600: a node (both passes of `build_table`) 2.9 / 3.5 ms; a full
+# BDF solve 117 / 111 evaluations and 14 / 13 factorisations in 24 / 30 ms; 16 table paths 28 ms.
+NODE_S = 2.8e-3           # one table node: two pinned factorisations, five solves, the rates in Python
+NODE_STATE_S = 1.2e-6     # … per fast state
+EVAL_S = 150e-6           # one evaluation of the full sparse right-hand side (Python, sparse mat-vec)
+EVAL_STATE_S = 0.05e-6
+LU_S = 300e-6             # one sparse factorisation of the full system's Newton matrix
+LU_STATE_S = 0.5e-6
+STEP_S = 20e-6            # one LSODA step of the stacked table paths
+PATH_EVAL_S = 100e-6      # one evaluation of the table paths' right-hand side (3 slow-ODE calls)
+PATH_EVAL_POINT_S = 2e-6  # … per point of the stack
+
+
+def work_seconds(counts: dict, n: int) -> float:
+    """Modelled seconds of what `counts` counted (keys as `stats` of `run_chunk`, `decide`) for n fast states."""
+    return (counts.get("table_nodes", 0) * (NODE_S + NODE_STATE_S * n)
+            + counts.get("nfev", 0) * (EVAL_S + EVAL_STATE_S * n) + counts.get("nlu", 0) * (LU_S + LU_STATE_S * n)
+            + counts.get("starts", 0) * (NODE_S + NODE_STATE_S * n) / 2
+            + counts.get("path_steps", 0) * STEP_S + counts.get("path_nfev", 0) * PATH_EVAL_S
+            + counts.get("path_point_evals", 0) * PATH_EVAL_POINT_S)
 
 
 # --- input ---------------------------------------------------------------------------------------
@@ -190,6 +215,7 @@ class NetworkPlan:
     y_scale: float = 1.0
     decision: Decision | None = None
     tables: dict = field(default_factory=dict)      # group key -> Table (built once, shipped with the plan)
+    group: int = 8                                  # G: points i with equal i // G share a stack of table paths
 
     @property
     def roles(self) -> dict:
@@ -223,11 +249,34 @@ class ValidationInput:
 
 # --- manifold terms and tables ------------------------------------------------------------------------
 
+def stationary_at(system: NetworkSystem, ws, y: np.ndarray, Q=None) -> np.ndarray:
+    """p_st(y) by the warm solver `ws`, checked: ‖Qᵀp‖∞ ≤ `RESIDUAL_TOL`·max|Q_ii|, else pinned again at the
+    mode of the certified p_st (`NetworkSystem.stationary`, GTH) and solved again; RuntimeError naming y if
+    that fails too.
+
+    Why: the warm solver pins the state its quick guess calls probable (256 uniformised steps from the
+    uniform vector).  On the telegraph gene at n = 600 with k_m = 24 that guess was a state of probability
+    ~1e-70: the pinned LU then returned a p with ‖Qᵀp‖ = 2.9 and E[M] = 81 instead of 8, silently — the
+    tables over (y, rate) did not converge ("257 nodes") and the paths went to nan."""
+    Q = system.gen.Q(y) if Q is None else Q
+    scale = float(np.max(np.abs(Q.diagonal()))) or 1.0
+    p, info = ws.solve(Q, y)
+    if info["residual"] <= RESIDUAL_TOL * scale:
+        return p
+    ref, _ = system.stationary(y)
+    ws.k, ws.x = int(np.argmax(ref)), None      # pin the mode; no warm start from the wrong answer
+    p, info = ws.solve(Q, y)
+    if info["residual"] > RESIDUAL_TOL * scale:
+        raise RuntimeError(f"the stationary solve of {system.name!r} at y = {np.ravel(y).tolist()} has residual "
+                           f"{info['residual']:.3g} > {RESIDUAL_TOL:g}·max|Q_ii| even pinned at the mode.")
+    return p
+
+
 def _terms_at(system: NetworkSystem, y: np.ndarray, ws):
     """(p, u = A^#Dp_st, v = A^#u) at y, factorising the pinned system once (module docstring)."""
     a = system.gen.propensities(y)
     Q = system.gen.Q(y, a)
-    p, _ = ws.solve(Q, y)
+    p = stationary_at(system, ws, y, Q)
     V = np.stack([dq.T @ p for dq in system.gen.dQ(y)], axis=1)
     Dp = -ws.group_inverse_apply(V)[:, 0]
     u = ws.group_inverse_apply(Dp)
@@ -238,7 +287,7 @@ def manifold_start(system: NetworkSystem, y0: np.ndarray, eps: float, ws=None) -
     """h^{(1)}(y0) = p_st(y0) + εh₁(y0) (docs/theory.md §3.3)."""
     ws = ws or system.stationary_solver()
     y0 = np.asarray(y0, dtype=np.float64).reshape(system.d)
-    p, _ = ws.solve(system.gen.Q(y0), y0)
+    p = stationary_at(system, ws, y0)
     return p + eps * system.h1(y0, p, ws)
 
 
@@ -290,7 +339,7 @@ def build_table(system: NetworkSystem, interval, *, tol: float = TABLE_TOL, max_
     W = np.empty((M + 1, K))
     for j in range(M + 1):
         y = nodes[j:j + 1]
-        ws.solve(system.gen.Q(y), y)
+        stationary_at(system, ws, y)
         W[j] = system.F(y) @ ws.group_inverse_apply(dU[j])
     cw = np.polynomial.chebyshev.chebfit(xi, W, M)
     err_w = float(np.max(np.abs(np.polynomial.chebyshev.chebval(xi[1::2], np.polynomial.chebyshev.chebfit(
@@ -315,7 +364,7 @@ def _coarse_range(plan: NetworkPlan, system: NetworkSystem, y0s: np.ndarray, par
         pi = {k: float(v[i]) for k, v in (params or {}).items()}
 
         def rhs(t, y):
-            p, _ = ws.solve(system.gen.Q(y), y)
+            p = stationary_at(system, ws, y)
             return system.slow_rhs(system.F(y) @ p, y, pi)[:, ...].reshape(-1)
         sol = scipy.integrate.solve_ivp(rhs, plan.t_span, [float(y0s[i])], method="RK23", rtol=1e-3,
                                         atol=1e-6 * max(1.0, abs(float(y0s[i]))))
@@ -323,7 +372,8 @@ def _coarse_range(plan: NetworkPlan, system: NetworkSystem, y0s: np.ndarray, par
     return padded_range(np.array(seen))
 
 
-def table_paths(plan: NetworkPlan, table: Table, y0: np.ndarray, eps: np.ndarray, params: dict, system):
+def table_paths(plan: NetworkPlan, table: Table, y0: np.ndarray, eps: np.ndarray, params: dict, system,
+                stats: dict | None = None):
     """y at the save times on the order-0, 1, 2 table paths of b points, (3, b, K_ts) — or None where a path
     left the table's interval (then the caller widens it).  One stacked LSODA solve (3 unknowns per point)."""
     b = y0.size
@@ -346,11 +396,19 @@ def table_paths(plan: NetworkPlan, table: Table, y0: np.ndarray, eps: np.ndarray
     while k < ts.size and ts[k] <= plan.t_span[0]:
         saved[k] = Z0
         k += 1
+    stats = {} if stats is None else stats
+
+    def count(steps):
+        stats["path_steps"] = stats.get("path_steps", 0) + steps
+        stats["path_nfev"] = stats.get("path_nfev", 0) + int(solver.nfev)
+        stats["path_point_evals"] = stats.get("path_point_evals", 0) + int(solver.nfev) * b
+
+    steps = 0
     while solver.status == "running":
         solver.step()
-        if solver.status == "failed":
-            return None
-        if np.any(solver.y < table.a) or np.any(solver.y > table.b):
+        steps += 1
+        if solver.status == "failed" or np.any(solver.y < table.a) or np.any(solver.y > table.b):
+            count(steps)
             return None
         stop = int(np.searchsorted(ts, solver.t, side="right"))
         if stop > k:
@@ -358,6 +416,7 @@ def table_paths(plan: NetworkPlan, table: Table, y0: np.ndarray, eps: np.ndarray
             for i in range(k, stop):
                 saved[i] = dense(ts[i]) if ts[i] < solver.t else solver.y
             k = stop
+    count(steps)
     return saved.reshape(ts.size, b, 3).transpose(2, 1, 0)       # (3, b, K)
 
 
@@ -367,6 +426,7 @@ def _table_for(plan: NetworkPlan, key, system, y0s, params, stats) -> Table:
         start = time.perf_counter()
         table = build_table(system, _coarse_range(plan, system, y0s, params), tol=table_tol(plan))
         stats["tables"] = stats.get("tables", 0) + 1
+        stats["table_nodes"] = stats.get("table_nodes", 0) + table.stats["nodes"]
         stats["table_seconds"] = stats.get("table_seconds", 0.0) + time.perf_counter() - start
     return table
 
@@ -375,7 +435,7 @@ def solve_on_table(plan, key, system, y0, eps, params, stats):
     """(table, paths (3, b, K)) for the points of one group, widening the table until every path stays inside."""
     table = _table_for(plan, key, system, y0, params, stats)
     for _ in range(MAX_REBUILDS):
-        Y = table_paths(plan, table, y0, eps, params, system)
+        Y = table_paths(plan, table, y0, eps, params, system, stats)
         if Y is not None:
             return table, Y
         lo, hi = table.a, table.b
@@ -386,19 +446,26 @@ def solve_on_table(plan, key, system, y0, eps, params, stats):
         start = time.perf_counter()
         table = build_table(system, interval, tol=table_tol(plan))
         stats["tables"] = stats.get("tables", 0) + 1
+        stats["table_nodes"] = stats.get("table_nodes", 0) + table.stats["nodes"]
         stats["table_seconds"] = stats.get("table_seconds", 0.0) + time.perf_counter() - start
     return table, None
 
 
 # --- full solves ------------------------------------------------------------------------------------------
 
-def full_solve(plan: NetworkPlan, system: NetworkSystem, y0: np.ndarray, eps: float, factor: float):
-    """(y at ts (K, d), ok) of the full sparse system from h^{(1)}(y0): BDF, then Radau if BDF fails."""
+def full_solve(plan: NetworkPlan, system: NetworkSystem, y0: np.ndarray, eps: float, factor: float,
+               stats: dict | None = None):
+    """(y at ts (K, d), ok) of the full sparse system from h^{(1)}(y0): BDF, then Radau if BDF fails; `stats`
+    counts the evaluations and factorisations (`work_seconds`)."""
     rtol = max(factor * plan.tol / plan.y_scale, 1e-13)
     atol = rtol * ATOL_OF_X
+    stats = {} if stats is None else stats
     x0 = manifold_start(system, y0, eps)
+    stats["starts"] = stats.get("starts", 0) + 1
     for method in ("BDF", "Radau"):
         path = system.simulate(plan.t_span, y0, x0, eps=eps, method=method, rtol=rtol, atol=atol, t_eval=plan.ts)
+        for key in ("nfev", "nlu"):
+            stats[key] = stats.get(key, 0) + int(path.stats.get(key, 0))
         if path.status == 0 and path.y.shape[0] == plan.ts.size:
             return path.y, True
     return np.full((plan.ts.size, system.d), np.inf), False
@@ -424,66 +491,92 @@ def planned_orders(plan: NetworkPlan, eps: np.ndarray):
     return np.full(b, PATH_FULL), np.full(b, int(dec.rest if dec is not None else Reason.FULL_DEARER))
 
 
+def _probe_table(plan: NetworkPlan, values: dict, y0: np.ndarray):
+    """The table `decide` builds and prices: for the point of median ε, over its group of equal rate constants
+    (over every point when no rate is swept: the table then serves them all) or, where rates are swept, over
+    its block of G — a function of the inputs alone, so `replay` builds the very same one on resume."""
+    eps = values["eps"]
+    i_med = int(np.argsort(eps, kind="stable")[eps.size // 2])
+    system = plan.system_for(values, i_med)
+    key = plan.group_key(values, i_med)
+    members = np.array([i for i in range(eps.size) if plan.group_key(values, i) == key])
+    if plan.rate_names():
+        members = members[members // plan.group == i_med // plan.group]
+    slow = {n_: values[n_][members] for n_ in plan.slow_names()}
+    stats: dict = {}
+    table, Y = solve_on_table(plan, key, system, y0[members, 0], eps[members], slow, stats)
+    return i_med, key, system, members, table, Y, stats
+
+
+def replay(plan: NetworkPlan, values: dict, y0: np.ndarray) -> None:
+    """A resumed sweep (its Decision read from the manifest): rebuild the shared table `decide` shipped with the
+    plan, the same one (`_probe_table`), so that the missing chunks compute what the first run would have."""
+    dec = plan.decision
+    if dec is not None and dec.table and not plan.rate_names() and plan.system.d == 1:
+        _, key, _, _, table, Y, _ = _probe_table(plan, values, y0)
+        if Y is not None:
+            plan.tables[key] = table
+
+
 def decide(plan: NetworkPlan, first, values: dict, x0, y0: np.ndarray, remaining: np.ndarray, *,
            processes: int = 1) -> Decision:
-    """Price the full route (one full solve) and the table route (one table and its paths); module docstring."""
+    """Price the full route (one full solve) and the table route (one table and its paths); module docstring.
+
+    Every figure is counted work (`work_seconds`: table nodes, evaluations, factorisations, steps), never a
+    clock: the same call routes the same way under any load, on any number of workers, and on resume."""
     start = time.perf_counter()
     dec = Decision()
     eps = values["eps"]
     N = eps.size
+    n = plan.system.n
     if plan.system.d != 1:
         dec.rest = int(Reason.FULL_NO_MANIFOLD)
         dec.notes.append(f"d = {plan.system.d}: the tables of the corrected paths need one slow variable; "
                          "every point is solved fully")
         dec.seconds = time.perf_counter() - start
         return dec
-    i_med = int(np.argsort(eps)[N // 2])
-    system = plan.system_for(values, i_med)
-    manifold_start(system, y0[i_med], float(eps[i_med]))       # first-use costs (expressions, patterns), once
     rate = plan.rate_names()
     keys = [plan.group_key(values, i) for i in range(N)]
     groups: dict = {}
     for i, k in enumerate(keys):
         groups.setdefault(k, []).append(i)
-    key = keys[i_med]
-    members = np.array(groups[key])
-    slow = {n: values[n][members] for n in plan.slow_names()}
-    stats: dict = {}
-    t0 = time.perf_counter()
-    table, Y = solve_on_table(plan, key, system, y0[members, 0], eps[members], slow, stats)
-    spent = time.perf_counter() - t0
-    dec.t_table = stats.get("table_seconds", spent)
-    dec.t_path = max(spent - dec.t_table, 1e-9) / members.size
+    i_med, key, system, members, table, Y, stats = _probe_table(plan, values, y0)
+    dec.t_table = work_seconds({"table_nodes": stats.get("table_nodes", 0)}, n)
+    dec.t_path = work_seconds({k: v for k, v in stats.items() if k.startswith("path_")}, n) / members.size
     if Y is None:
         dec.notes.append("the table paths kept leaving the tabulated interval: every point is solved fully")
         dec.rest = int(Reason.FULL_NO_MANIFOLD)
         dec.seconds = time.perf_counter() - start
         return dec
-    plan.tables[key] = table
-    sizes = np.array([len(v) for v in groups.values()])
-    cost_table = (0.0 if not rate else dec.t_table * (len(groups) - 1)) + N * dec.t_path   # this table is paid
+    if not rate:
+        plan.tables[key] = table
+    # tables to build: one per group of equal rate constants and block of G points (the first is paid here)
+    blocks = len({(k, i // plan.group) for i, k in enumerate(keys)}) if rate else 1
+    cost_table = (0.0 if not rate else dec.t_table * (blocks - 1)) + N * dec.t_path
     # a full stiff solve factorises its (n + d)-Jacobian more than twice: at least 2 table nodes' worth (each
     # node one factorisation of the pinned system and 4 solves) — when even that loses, do not run one to see
-    node = table.stats["seconds"] / (2 * table.stats["nodes"])
+    node = work_seconds({"table_nodes": 1}, n) / 2
     if cost_table < N * FULL_NODES_BOUND * node:
         dec.t_full = math.nan
         cost_full = N * FULL_NODES_BOUND * node
         dec.notes.append(f"a full sparse solve costs at least {FULL_NODES_BOUND} table nodes ({cost_full / N:.3g} s "
                          "per point): not probed")
     else:
-        t0 = time.perf_counter()
-        full_solve(plan, system, y0[i_med], float(eps[i_med]), FULL_TOL_FACTOR)
-        dec.t_full = time.perf_counter() - t0
+        counts: dict = {}
+        full_solve(plan, system, y0[i_med], float(eps[i_med]), FULL_TOL_FACTOR, counts)
+        dec.t_full = work_seconds(counts, n)
         cost_full = N * dec.t_full
     dec.table = bool(cost_table < cost_full)
+    sizes = np.array([len(v) for v in groups.values()])
     kind = (f"one table for every point ({'ε' if not plan.slow_names() else 'ε and slow parameters'} swept)"
-            if not rate else f"one table per group of equal rate constants ({len(groups)} groups, "
-                              f"{sizes.mean():.3g} points each)")
+            if not rate else f"one table per group of equal rate constants and block of {plan.group} points "
+                              f"({blocks} tables; {len(groups)} groups, {sizes.mean():.3g} points each)")
     full_text = (f"full sparse solve {dec.t_full:.3g} s per point" if math.isfinite(dec.t_full)
                  else "full sparse solve ≥ its bound")
     dec.notes.insert(0, f"{kind}: a table {dec.t_table:.3g} s ({table.stats['nodes']} nodes), paths "
                         f"{dec.t_path:.3g} s per point; {full_text} → predicted {cost_table:.3g} s against "
-                        f"{'≥ ' if not math.isfinite(dec.t_full) else ''}{cost_full:.3g} s all full")
+                        f"{'≥ ' if not math.isfinite(dec.t_full) else ''}{cost_full:.3g} s all full "
+                        "(modelled seconds from counted work)")
     dec.rest = int(Reason.FULL_DEARER)
     dec.seconds = time.perf_counter() - start
     return dec
@@ -507,9 +600,11 @@ def run_chunk(plan: NetworkPlan, chunk) -> dict:
     start = time.perf_counter()
     tried = np.flatnonzero(order >= 0)
     groups: dict = {}
+    # the points of one block of G (global index // G) and equal rate constants share a stack of table paths (and,
+    # where rates are swept, a table): a point's numbers never depend on the chunk that holds it
     for i in tried:
-        groups.setdefault(plan.group_key(values, i), []).append(i)
-    for key, members in groups.items():
+        groups.setdefault((plan.group_key(values, i), int(chunk.points[i]) // plan.group), []).append(i)
+    for (key, _), members in groups.items():
         members = np.array(members)
         system = plan.system_for({n: values[n] for n in plan.rate_names()}, members[0])
         slow = {n: values[n][members] for n in plan.slow_names()}
@@ -528,20 +623,23 @@ def run_chunk(plan: NetworkPlan, chunk) -> dict:
             reason[idx] = int(Reason.REDUCED_OK)
     seconds["tables"] = stats.get("table_seconds", 0.0)
     seconds["reduced"] = time.perf_counter() - start - seconds["tables"]
+    work = {"reduced": work_seconds(stats, plan.system.n)}
     full = np.flatnonzero(path == PATH_FULL)
     if full.size:
         start = time.perf_counter()
+        counts: dict = {}
         for i in full:
             system = plan.system_for(values, i)
-            yi, ok = full_solve(plan, system, chunk.y0[i], float(chunk.eps[i]), FULL_TOL_FACTOR)
+            yi, ok = full_solve(plan, system, chunk.y0[i], float(chunk.eps[i]), FULL_TOL_FACTOR, counts)
             y[i] = yi
             estimate[i] = float(full_estimate(plan, yi[None], FULL_TOL_FACTOR)[0]) if ok else np.inf
             if not ok:
                 status[i], reason[i] = STATUS_FAILED, int(Reason.FAILED)
         seconds["full"] = time.perf_counter() - start
+        work["full"] = work_seconds(counts, plan.system.n)
     return {"index": chunk.index, "points": chunk.points, "y": y, "path": path, "estimate": estimate,
             "status": status, "reason": reason, "x0": np.zeros((B, 0)), "seconds": seconds,
-            "compile_seconds": {}}
+            "compile_seconds": {}, "work": work}
 
 
 def validate_points(plan: NetworkPlan, item: ValidationInput):

@@ -113,6 +113,8 @@ class SweepPlan:
     max_steps: int = MAX_STEPS
     y_scale: float = 1.0
     dims: tuple | None = None       # (m, d) read off x0/y0 when the system declares none
+    group: int = 8                  # G: points i with equal i // G are solved together (`stacked.stack_group`)
+    first: int = 0                  # points i < first are solved fully (they priced the full route)
     _split: tuple = field(default=None, repr=False)
 
     def __post_init__(self):
@@ -182,7 +184,7 @@ def _args(plan: SweepPlan, lane_args: tuple):
     return plan.split[1].combine(lane_args)
 
 
-def _full_one(plan: SweepPlan):
+def full_one(plan: SweepPlan):
     """z' = [f(t, x, y)/ε, g(t, x, y)] of one point (lane = {"eps", "args"})."""
     if "full_one" not in plan.built:
         f, g, m = plan.system.f, plan.system.g, plan.m
@@ -388,16 +390,17 @@ def solve_full(plan: SweepPlan, x0: np.ndarray, y0: np.ndarray, lanes: dict, fac
     rtol, atol = full_tolerances(plan, factor)
     y = np.full((b, plan.ts.size, plan.d), np.inf)
     ok = np.zeros(b, dtype=bool)
-    stats = {"fallbacks": 0}
+    stats = {"fallbacks": 0, "steps": 0, "nfev": 0, "njev": 0, "work": 0.0, "B": B, "flops": (0.0, 0.0)}
     for start in range(0, b, B):
         sl = np.arange(start, min(b, start + B))
         sub = take(lanes, sl)
-        prog = stacked.program(route_key(plan, "full"), _full_one(plan), B, plan.m + plan.d, pad_like(sub, B))
+        prog = stacked.program(route_key(plan, "full"), full_one(plan), B, plan.m + plan.d, pad_like(sub, B))
         z, status, info = stacked.solve(prog, np.concatenate([x0[sl], y0[sl]], axis=1), sub, plan.t_span, plan.ts,
                                         rtol=rtol, atol=atol, max_steps=plan.max_steps)
         y[sl] = z[..., plan.m:]
         ok[sl] = status == stacked.STATUS_OK
-        for key in ("steps", "nfev", "njev"):
+        stats["flops"] = prog.flops
+        for key in ("steps", "nfev", "njev", "work"):
             stats[key] = stats.get(key, 0) + info[key]
     for i in np.flatnonzero(~ok):     # alone and still failing: the escalation ladder of simulate
         y[i], ok[i] = _fallback(plan, x0[i], y0[i], take(lanes, np.array([i])), rtol, atol)
@@ -436,26 +439,28 @@ def _fallback(plan, x0, y0, lane, rtol, atol):
 
 def solve_pair(plan: SweepPlan, k: int, y0: np.ndarray, lanes: dict, *, B: int | None = None):
     """[y_k, y_{k+1}] at the save times for b points (stacked LSODA; differences in the band for the
-    Jacobian: the reduced flow is rarely stiff).  Returns (y_k, y_{k+1}, ok, seconds compiling)."""
+    Jacobian: the reduced flow is rarely stiff).  Returns (y_k, y_{k+1}, ok, counts): the counts of
+    `stacked.solve` summed over the stacks, with "flops" of one call for B points and the stack size B."""
     b = y0.shape[0]
     B = plan.size_for(b) if B is None else B
     d = plan.d
     tol = plan.tol * REDUCED_TOL_FACTOR
     ya, yb = np.full((b, plan.ts.size, d), np.inf), np.full((b, plan.ts.size, d), np.inf)
     ok = np.zeros(b, dtype=bool)
-    compile_s = 0.0
+    counts = {"steps": 0, "nfev": 0, "njev": 0, "work": 0.0, "B": B, "flops": (0.0, 0.0)}
     for start in range(0, b, B):
         sl = np.arange(start, min(b, start + B))
         sub = take(lanes, sl)
-        fresh = not stacked.is_compiled(route_key(plan, ("pair", k)), B, 2 * d, pad_like(sub, B))
         prog = stacked.program(route_key(plan, ("pair", k)), _pair_one(plan, k), B, 2 * d, pad_like(sub, B),
                                jacobian=False)
-        compile_s += prog.compile_seconds if fresh else 0.0
-        z, status, _ = stacked.solve(prog, np.concatenate([y0[sl], y0[sl]], axis=1), sub, plan.t_span, plan.ts,
-                                     rtol=tol / plan.y_scale, atol=tol, max_steps=plan.max_steps)
+        z, status, info = stacked.solve(prog, np.concatenate([y0[sl], y0[sl]], axis=1), sub, plan.t_span, plan.ts,
+                                        rtol=tol / plan.y_scale, atol=tol, max_steps=plan.max_steps)
         ya[sl], yb[sl] = z[..., :d], z[..., d:]
         ok[sl] = status == stacked.STATUS_OK
-    return ya, yb, ok, compile_s
+        for key in ("steps", "nfev", "njev", "work"):
+            counts[key] += info[key]
+        counts["flops"] = prog.flops
+    return ya, yb, ok, counts
 
 
 def manifold_start(plan: SweepPlan, y0: np.ndarray, lanes: dict, order: int = 1) -> np.ndarray:
@@ -545,15 +550,47 @@ def planned_orders(plan: SweepPlan, eps: np.ndarray) -> tuple[np.ndarray, np.nda
 
 @in_float64
 def run_chunk(plan: SweepPlan, chunk: ChunkInput) -> dict[str, Any]:
-    """Solve one chunk; returns per-point arrays (leading axis B) and timing.
+    """Solve one chunk; returns per-point arrays (leading axis B), counted work and timing.
 
     Keys: points, y (B, K, d), path (B,) int (k, or -1 for full), estimate (B,), status (B,),
     reason (B,) int (`sp_ode.sweeps._reasons.Reason`), x0 (B, m) (the start used: the reference of
-    validation starts there too), seconds (dict per stage).
-    """
+    validation starts there too), work (dict per stage: modelled seconds from counts), seconds and
+    compile_seconds (dicts per stage, measured: reported, never used to decide).
 
+    The chunk is solved group by group (points i with equal i // `plan.group`), each group on its own:
+    a point's stacks hold only points of its group, so its numbers do not depend on the chunk size.
+    """
+    parts = []
+    group = plan.group
+    labels = chunk.points // group
+    for g in np.unique(labels):
+        sel = np.flatnonzero(labels == g)
+        parts.append(_run_group(plan, ChunkInput(chunk.index, chunk.points[sel], chunk.eps[sel],
+                                                 {n: v[sel] for n, v in chunk.values.items()},
+                                                 None if chunk.x0 is None else chunk.x0[sel], chunk.y0[sel])))
+    return merge_results(chunk.index, parts)
+
+
+def merge_results(index: int, parts: list) -> dict[str, Any]:
+    """One chunk's result from the results of its parts (in point order): arrays concatenated, the
+    per-stage dicts summed."""
+    out: dict[str, Any] = {"index": index}
+    for key in ("points", "y", "path", "estimate", "status", "reason", "x0"):
+        out[key] = np.concatenate([p[key] for p in parts])
+    for key in ("seconds", "compile_seconds", "work"):
+        total: dict = {}
+        for p in parts:
+            for stage, v in p.get(key, {}).items():
+                total[stage] = total.get(stage, 0.0) + float(v)
+        out[key] = total
+    return out
+
+
+def _run_group(plan: SweepPlan, chunk: ChunkInput) -> dict[str, Any]:
+    """One group of points (`run_chunk`)."""
     B = chunk.points.size
     seconds: dict[str, float] = {}
+    work: dict[str, float] = {}
     idx = np.arange(B)
     lanes = lanes_of(plan, chunk.eps, chunk.values, idx)
     compiled: dict[str, float] = {}
@@ -568,6 +605,9 @@ def run_chunk(plan: SweepPlan, chunk: ChunkInput) -> dict[str, Any]:
     estimate = np.full(B, np.inf)
     status = np.full(B, STATUS_OK, dtype=np.int64)
     order, reason = planned_orders(plan, chunk.eps)
+    if plan.route == "auto":       # the points that priced the full route are solved fully, as they were then
+        first = chunk.points < plan.first
+        order[first], reason[first] = PATH_FULL, int(Reason.FULL_FIRST)
     cascade = plan.route == "reduced"
     for k in range(plan.max_order + 1):
         todo = np.flatnonzero(order == k)
@@ -591,7 +631,8 @@ def run_chunk(plan: SweepPlan, chunk: ChunkInput) -> dict[str, Any]:
         order[todo[~near]] = PATH_FULL
         todo, layer, ystart = todo[near], layer[near], ystart[near]
         if todo.size:
-            ya, yb, ok, _ = solve_pair(plan, k, ystart, take(lanes, todo))
+            ya, yb, ok, counts = solve_pair(plan, k, ystart, take(lanes, todo))
+            work[f"reduced_{k}"] = work.get(f"reduced_{k}", 0.0) + counts["work"]
             floor = plan.tol * REDUCED_TOL_FACTOR * (1.0 + np.abs(ya).reshape(todo.size, -1).max(axis=1))
             est = path_difference(ya, yb) + layer + floor
             good = ok & (est <= plan.safety * plan.tol)
@@ -610,7 +651,9 @@ def run_chunk(plan: SweepPlan, chunk: ChunkInput) -> dict[str, Any]:
     full = np.flatnonzero(path == PATH_FULL)
     if full.size:
         start, clock = time.perf_counter(), stacked.compile_clock()
-        yf, okf, _ = solve_full(plan, x0[full], chunk.y0[full], take(lanes, full), FULL_TOL_FACTOR)
+        yf, okf, counts = solve_full(plan, x0[full], chunk.y0[full], take(lanes, full), FULL_TOL_FACTOR)
+        work["full"] = counts["work"]
+        work["full_points"] = float(full.size)
         y[full] = yf
         estimate[full] = np.where(okf, full_estimate(plan, yf, FULL_TOL_FACTOR), np.inf)
         status[full[~okf]] = STATUS_FAILED
@@ -620,7 +663,7 @@ def run_chunk(plan: SweepPlan, chunk: ChunkInput) -> dict[str, Any]:
         compiled["full"] = stacked.compile_clock() - clock
     return {"index": chunk.index, "points": chunk.points, "y": y, "path": path, "estimate": estimate,
             "status": status, "reason": reason, "x0": np.asarray(x0, dtype=np.float64), "seconds": seconds,
-            "compile_seconds": compiled}
+            "compile_seconds": compiled, "work": work}
 
 
 @in_float64

@@ -60,6 +60,8 @@ class Program:
     B: int
     n: int
     compile_seconds: float
+    flops: tuple = (0.0, 0.0)   # XLA's count of one call of fun and of jac (cost_analysis), for B points
+    size: int = 0               # lines of the lowered StableHLO of fun and jac: the compile-cost predictor
 
 
 _PROGRAMS = LRUCache(64)
@@ -115,6 +117,24 @@ def program(route_key: Hashable, one: Callable, B: int, n: int, lanes, *, jacobi
     if found is not None:
         return found
     start = time.perf_counter()
+    lowered = _lower(one, B, n, lanes, jacobian)
+    # small stacks: XLA's lowest optimisation level compiles about twice as fast and runs as fast per call
+    # (as sp_ode.systems.integration.SMALL_PROGRAM_OPTIONS); large ones keep the default, tuned for the run
+    options = SMALL_PROGRAM_OPTIONS if B * n <= SMALL_STACK else None
+    # XLA's compiler releases the GIL: the two programs compile side by side
+    with ThreadPoolExecutor(max_workers=len(lowered)) as pool:
+        compiled = list(pool.map(lambda low: low.compile(options), lowered))
+    seconds = time.perf_counter() - start
+    prog = Program(compiled[0], compiled[1] if jacobian else None, B, n, seconds,
+                   tuple(_flops(c) for c in compiled) + ((0.0,) if not jacobian else ()),
+                   sum(low.as_text().count("\n") for low in lowered))
+    _PROGRAMS[key] = prog
+    record_compile(route_key, seconds)
+    return prog
+
+
+def _lower(one: Callable, B: int, n: int, lanes, jacobian: bool) -> list:
+    """The lowered (traced, not compiled) programs F and, with `jacobian`, its Jacobian blocks for B points."""
     t_spec = jax.ShapeDtypeStruct((), jnp.float64)
     z_spec = jax.ShapeDtypeStruct((B * n,), jnp.float64)
     lane_spec = jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(np.shape(a), np.result_type(a)), lanes)
@@ -126,18 +146,66 @@ def program(route_key: Hashable, one: Callable, B: int, n: int, lanes, *, jacobi
         return jax.vmap(jax.jacfwd(one, argnums=1), (None, 0, 0))(t, Z.reshape(B, n), lanes)
 
     fns = (fun, jac) if jacobian else (fun,)
-    lowered = [jax.jit(fn).lower(t_spec, z_spec, lane_spec) for fn in fns]
-    # small stacks: XLA's lowest optimisation level compiles about twice as fast and runs as fast per call
-    # (as sp_ode.systems.integration.SMALL_PROGRAM_OPTIONS); large ones keep the default, tuned for the run
-    options = SMALL_PROGRAM_OPTIONS if B * n <= SMALL_STACK else None
-    # XLA's compiler releases the GIL: the two programs compile side by side
-    with ThreadPoolExecutor(max_workers=len(lowered)) as pool:
-        compiled = list(pool.map(lambda low: low.compile(options), lowered))
-    seconds = time.perf_counter() - start
-    prog = Program(compiled[0], compiled[1] if jacobian else None, B, n, seconds)
-    _PROGRAMS[key] = prog
-    record_compile(route_key, seconds)
-    return prog
+    return [jax.jit(fn).lower(t_spec, z_spec, lane_spec) for fn in fns]
+
+
+_LINES = LRUCache(64)
+
+
+def lowered_lines(route_key: Hashable, one: Callable, B: int, n: int, lanes, *, jacobian: bool = True) -> int:
+    """Lines of the lowered StableHLO of the stacked program (F and its Jacobian blocks): a size that
+    predicts its compile time, counted without compiling (deterministic for a given JAX)."""
+    key = program_key(route_key, B, n, lanes)
+    found = _PROGRAMS.get(key)
+    if found is not None:
+        return found.size
+    lines = _LINES.get(key)
+    if lines is None:
+        lines = sum(low.as_text().count("\n") for low in _lower(one, B, n, lanes, jacobian))
+        _LINES[key] = lines
+    return lines
+
+
+def _flops(compiled) -> float:
+    """XLA's flop count of one call of a compiled program (0 where the backend reports none)."""
+    try:
+        cost = compiled.cost_analysis()
+    except Exception:   # noqa: BLE001 - a backend without cost analysis: no flops counted
+        return 0.0
+    if isinstance(cost, (list, tuple)):
+        cost = cost[0] if cost else {}
+    return float((cost or {}).get("flops", 0.0))
+
+
+# The counted-work model (docs/theory.md §7.5): a stacked solve's cost in modelled seconds on the reference
+# machine (this 2-core box, docs/bench/sweep.md), from what was counted — never from a clock, so that a
+# sweep's routing, hence its numbers, are the same under any load.  Fitted to LSODA on Michaelis–Menten
+# stacks of 8 and 512 points: 37 µs per step at 16 components, 244 µs at 1024.
+STEP_S = 20e-6           # one LSODA step: the Python round trip, the error test, dense output
+COMPONENT_S = 0.2e-6     # per step and per component of the stack (LSODA's O(B·n) work per step)
+CALL_S = 10e-6           # one call of a compiled program from Python
+FLOP_S = 1e-9            # per flop XLA counts in a program
+LU_FLOP_S = 1e-9         # per flop of LSODA's banded LU, 2·B·n³ for B blocks of n (bandwidth n − 1)
+
+
+def work_seconds(counts: dict, B: int, n: int, flops: tuple) -> float:
+    """Modelled seconds of a stacked solve of B points of dimension n from its counts (steps, nfev, njev)
+    and the flops of one call of F and of its Jacobian blocks for the B points."""
+    return (counts.get("steps", 0) * (STEP_S + COMPONENT_S * B * n)
+            + counts.get("nfev", 0) * (CALL_S + FLOP_S * flops[0])
+            + counts.get("njev", 0) * (CALL_S + FLOP_S * flops[1] + LU_FLOP_S * 2.0 * B * n ** 3))
+
+
+def stack_group(N: int, n: int) -> int:
+    """The number of consecutive points G solved as one stack (the unit of a sweep's computation): the
+    largest power of 2 with at least 8 groups in N points, between 8 and 512 and within the memory cap
+    of one stack — a function of the sweep alone (N and n), never of its chunk size or workers, so a
+    point is always solved with the same neighbours and its numbers do not depend on how it was run."""
+    cap = max(1, int(STACK_BUDGET_BYTES // (8 * n * (3 * n + 1) + 64)))
+    g = 8
+    while 2 * g <= min(PAD_SIZES[2], cap) and 2 * g * 8 <= N:
+        g *= 2
+    return max(1, min(g, cap))
 
 
 def _band_index(B: int, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -166,7 +234,7 @@ def solve(prog: Program, z0: np.ndarray, lanes, t_span: tuple[float, float], ts:
     caller's per-point fallback.
     """
     b = z0.shape[0]
-    stats = {"solves": 0, "steps": 0, "nfev": 0, "njev": 0, "seconds": 0.0}
+    stats = {"solves": 0, "steps": 0, "nfev": 0, "njev": 0, "work": 0.0, "seconds": 0.0}
     z, status = np.full((b, ts.size, prog.n), np.inf), np.full(b, STATUS_FAILED, dtype=np.int64)
 
     def run(idx):
@@ -249,6 +317,8 @@ def _solve_once(prog, z0, lanes, t_span, ts, rtol, atol, max_steps, stats):
     stats["steps"] += steps
     stats["nfev"] += int(solver.nfev)
     stats["njev"] += int(solver.njev)
+    stats["work"] += work_seconds({"steps": steps, "nfev": int(solver.nfev), "njev": int(solver.njev)}, B, n,
+                                  prog.flops)
     stats["seconds"] += time.perf_counter() - start
     ok = ok and k == ts.size and bool(np.all(np.isfinite(saved)))
     with np.errstate(all="ignore"):

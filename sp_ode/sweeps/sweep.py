@@ -6,13 +6,23 @@ constants and slow-equation parameters) and returns y at the save times for each
 an error estimate and the reason it took its path.
 
 **Routes and their cost.**  Each point is solved either fully (the stiff system; the points of a
-chunk stacked into one LSODA solve, `sp_ode.sweeps._stacked`) or on a corrected reduced path
+group stacked into one LSODA solve, `sp_ode.sweeps._stacked`) or on a corrected reduced path
 y' = g(h^{(k)}(y), y) (T3, §3.3) together with the next order that estimates its error
 (`sp_ode.sweeps._paths`).  A point takes a reduced path only where the cost model
 (`sp_ode.sweeps._cost`) predicts it cheaper than the full solve *with its compilation and probe
-included*: the first chunk is solved fully and prices that route; a reduced order is compiled and
+included*: the first group is solved fully and prices that route; a reduced order is compiled and
 probed only if the full solves it could replace cost more than that.  Small sweeps are therefore
 all-full, and each route is compiled once per sweep and per stack size (a few fixed sizes).
+
+**Same call, same numbers.**  The cost model decides from counted work only (steps, evaluations,
+flop counts, program sizes — never a clock), and the points are cut into groups of G consecutive
+points (`stacked.stack_group`, a function of N and the system's size) solved group by group, a
+chunk holding whole groups: a point always shares its stacks with the same points.  So the result
+is bit for bit the same under any load, at any chunk size, on any number of Dask workers, and when
+killed and resumed (the routing is stored in the manifest and replayed; chunk files hold numbers
+only, their timings go to `timings.json`).  A killed write leaves at most a temporary file, which
+a rerun removes; `sweep_folder` lets the library and `sp-ode sweep` (which keeps the sweep in
+`out/chunks`) resume each other's folders.
 
 **Validated, not trusted.**  After the chunks, a random subset stratified by path (`validate_fraction`
 of each path's points, at least 3, all of a path with fewer) is solved again in one batched reference
@@ -31,16 +41,13 @@ the code of f, g and Q(y)).  `client=` runs chunks as Dask tasks (`sp_ode.sweeps
 from __future__ import annotations
 
 import io
-import json
 import math
 import numbers
-import sys
 import textwrap
 import time
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import jax
 import numpy as np
@@ -50,30 +57,41 @@ from sp_ode.core.memory import check_memory
 from sp_ode.core.precision import in_float64
 from sp_ode.core.reporting import progress
 from sp_ode.core.validation import check_choice, check_finite_array, check_positive, check_positive_int
+from sp_ode.networks.system import NetworkSystem
 from sp_ode.sweeps import _cost as cost, _paths as paths, _stacked as stacked
 from sp_ode.sweeps._dask import SweepClusterError, executor
 from sp_ode.sweeps._fingerprint import sweep_digest
+from sp_ode.sweeps._folder import (
+    CHUNK_KEYS,
+    CHUNKS,
+    FORMAT,
+    MANIFEST,
+    TIMINGS,
+    VALIDATION,
+    SweepResumeError,
+    manifest_chunk_size,
+    npz_bytes,
+    open_out,
+    read_chunk,
+    remove_orphans,
+    sweep_folder,
+    write_chunk,
+)
 from sp_ode.sweeps._reasons import TEXT, Reason
 from sp_ode.systems.simulation import check_state, check_system, check_t_span, check_ts
 from sp_ode.systems.system import FastSlowSystem, MasterEquationSystem
 
 __all__ = ["sweep", "SweepResult", "SweepResumeError", "SweepClusterError", "PATH_FULL", "STATUS_OK",
-           "STATUS_RESOLVED", "STATUS_FAILED", "MANIFEST", "ROUTES", "auto_chunk_size"]
+           "STATUS_RESOLVED", "STATUS_FAILED", "MANIFEST", "ROUTES", "auto_chunk_size", "sweep_folder", "npz_bytes",
+           "CHUNKS", "TIMINGS", "VALIDATION", "remove_orphans"]
 
 PATH_FULL = paths.PATH_FULL
 STATUS_OK, STATUS_RESOLVED, STATUS_FAILED = paths.STATUS_OK, paths.STATUS_RESOLVED, paths.STATUS_FAILED
-MANIFEST = "manifest.json"
-VALIDATION = "validation.npz"
 MIN_VALIDATE = 3
 ROUTES = ("auto", "full", "reduced")
 DEFAULT_CHUNK = 512          # points per chunk in one process (a stack size of `sp_ode.sweeps._stacked`)
 MIN_CHUNK = 8
 WIDTH = 110                  # columns of `SweepResult.report`
-_FORMAT = 2
-
-
-class SweepResumeError(ValueError):
-    """`out` holds a different sweep (its manifest fingerprint does not match this one)."""
 
 
 @dataclass(frozen=True)
@@ -343,63 +361,6 @@ def _sweep_nbytes(N: int, chunk_size: int, m: int, d: int, K: int) -> int:
     return stacked.stack_nbytes(min(N, chunk_size), n) + int(N) * 8 * (2 * K * d + m + 10)
 
 
-# --- output folder ------------------------------------------------------------------------
-
-def _chunk_path(out: Path, index: int) -> Path:
-    return out / f"chunk_{index:06d}.npz"
-
-
-_CHUNK_KEYS = ("points", "y", "path", "estimate", "status", "reason", "x0")
-
-
-def _write_chunk(out: Path, res: dict) -> None:
-    buf = io.BytesIO()
-    np.savez(buf, **{k: res[k] for k in _CHUNK_KEYS},
-             timing=np.frombuffer(json.dumps({"seconds": res.get("seconds", {}),
-                                              "compile_seconds": res.get("compile_seconds", {})}).encode(),
-                                  dtype=np.uint8))
-    atomic_write_bytes(_chunk_path(out, res["index"]), buf.getvalue())
-
-
-def _read_chunk(out: Path, index: int) -> dict | None:
-    p = _chunk_path(out, index)
-    if not p.is_file():
-        return None
-    with np.load(p) as z:
-        res = {k: z[k] for k in _CHUNK_KEYS}
-        timing = json.loads(bytes(z["timing"]).decode()) if "timing" in z else {}
-    res.update(index=index, seconds=timing.get("seconds", {}), compile_seconds=timing.get("compile_seconds", {}))
-    return res
-
-
-def _open_out(out, fingerprint: str, meta: dict) -> tuple[Path, dict]:
-    out = Path(out)
-    manifest_path = out / MANIFEST
-    if manifest_path.is_file():
-        manifest = json.loads(manifest_path.read_text())
-        if manifest.get("fingerprint") != fingerprint:
-            raise SweepResumeError(f"`out` {str(out)!r} holds a different sweep (fingerprint "
-                                   f"{str(manifest.get('fingerprint'))[:12]} ≠ {fingerprint[:12]}: the model, its "
-                                   "parameters or code, or the sweep's inputs changed): pass a new folder, or "
-                                   "delete it to start over.")
-        return out, manifest
-    manifest = {"format": _FORMAT, "fingerprint": fingerprint, **meta, "done": []}
-    write_json(manifest_path, manifest)
-    return out, manifest
-
-
-def _manifest_chunk_size(out) -> int | None:
-    if out is None:
-        return None
-    p = Path(out) / MANIFEST
-    if not p.is_file():
-        return None
-    try:
-        return int(json.loads(p.read_text()).get("chunk_size"))
-    except (ValueError, TypeError):
-        return None
-
-
 # --- the public function ------------------------------------------------------------------
 
 @in_float64
@@ -487,11 +448,10 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
 
     A network system sweeps the same way (x0 = "manifold"); see docs/guide/reaction_networks.md.
     """
-    # a NetworkSystem can only exist once its module is imported: sympy and the network code load only then
-    networks = sys.modules.get("sp_ode.networks.system")
-    is_network = networks is not None and isinstance(system, networks.NetworkSystem)
+    # the engine by the system's type: an explicit isinstance, no duck typing
+    is_network = isinstance(system, NetworkSystem)
     if is_network:
-        from sp_ode.sweeps import _network as network
+        from sp_ode.sweeps import _network as network  # noqa: PLC0415 - the sparse engine, only for networks
     else:
         system = check_system(system)
     tol = check_positive("tol", tol)
@@ -537,15 +497,19 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
             system = system._replace(m=m, d=d)
 
     start_all = time.perf_counter()
+    # G consecutive points are solved together, whatever the chunk size (`stacked.stack_group`): a chunk holds
+    # whole groups, so its size is rounded up to a multiple of G
+    group = stacked.stack_group(N, 3 if is_network else m + d)
     ex = executor(client, connect_timeout)
     try:
-        resumed_size = _manifest_chunk_size(out) if chunk_size is None else None
+        resumed_size = manifest_chunk_size(out) if chunk_size is None else None
         if chunk_size is None and resumed_size is None:
             chunk_size, warning = auto_chunk_size(N, ex.workers)
             if warning:
                 warnings.warn(f"sweep: {warning} Pass a smaller `chunk_size`, or use fewer workers.", stacklevel=3)  # past in_float64: the caller's line
         elif chunk_size is None:
             chunk_size = resumed_size
+        chunk_size = group * math.ceil(chunk_size / group)
         # a network sweep stacks only its table paths (3 unknowns per point) and solves full systems one at a time
         nbytes = (network.sweep_nbytes if is_network else _sweep_nbytes)(N, chunk_size, m, d, ts.size)
         check_memory(nbytes,
@@ -556,13 +520,13 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
         if is_network:
             engine = network
             plan = network.NetworkPlan(system, names, (t0, t1), ts, tol, int(max_order), safety=safety,
-                                       route=route, y_scale=y_scale)
+                                       route=route, y_scale=y_scale, group=group)
         else:
             engine = cost
             base = dict(system.args) if isinstance(system.args, Mapping) else {}
             plan = paths.SweepPlan(system, base, names, (t0, t1), ts, tol, int(max_order), safety=safety,
-                                   route=route, sizes=stacked.pad_sizes(chunk_size, m + d), y_scale=y_scale,
-                                   dims=(m, d))
+                                   route=route, sizes=stacked.pad_sizes(group, m + d), y_scale=y_scale,
+                                   dims=(m, d), group=group, first=group if route == "auto" else 0)
         n_chunks = math.ceil(N / chunk_size)
         chunks = [range(i * chunk_size, min(N, (i + 1) * chunk_size)) for i in range(n_chunks)]
         options = {"validate_fraction": frac, "chunk_size": chunk_size, "seed": seed, "max_order": int(max_order),
@@ -570,18 +534,18 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
         results: dict[int, dict] = {}
         manifest = out_dir = None
         if out is not None:
-            fp = sweep_digest(_FORMAT, system, values, (ts, y0_arr, x0_arr),
+            fp = sweep_digest(FORMAT, system, values, (ts, y0_arr, x0_arr),
                               (t0, t1, tol, sorted(options.items())))
-            out_dir, manifest = _open_out(out, fp, {"system": system.name, "points": N, "chunks": n_chunks,
+            out_dir, manifest = open_out(out, fp, {"system": system.name, "points": N, "chunks": n_chunks,
                                                     "names": sorted(values), "tol": tol, **options})
             for i in manifest["done"]:
-                found = _read_chunk(out_dir, i)
+                found = read_chunk(out_dir, i)
                 if found is not None:
                     results[i] = found
         todo = [i for i in range(n_chunks) if i not in results]
 
-        def chunk_input(i):
-            idx = np.arange(chunks[i].start, chunks[i].stop)
+        def chunk_input(i, start=None, stop=None):
+            idx = np.arange(chunks[i].start if start is None else start, chunks[i].stop if stop is None else stop)
             return paths.ChunkInput(i, idx, values["eps"][idx], {n: values[n][idx] for n in names},
                                     None if x0_arr is None else x0_arr[idx], y0_arr[idx])
 
@@ -589,7 +553,7 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
             res["fresh"] = True
             results[res["index"]] = res
             if out_dir is not None:
-                _write_chunk(out_dir, res)
+                write_chunk(out_dir, res)
                 manifest["done"] = sorted(set(manifest["done"]) | {int(res["index"])})
                 write_json(out_dir / MANIFEST, manifest)
 
@@ -602,24 +566,33 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
                 stored = manifest.get("decision") if manifest is not None else None
                 if stored is not None:
                     plan.decision = engine.decision_from_dict(stored)
+                    if todo:      # chunks to compute: rebuild what the first run's plan shipped with them
+                        engine.replay(plan, values, y0_arr)
                 else:
                     plan.decision = None
                     first = None
-                    if engine.FIRST_CHUNK_PRICES:   # the first chunk, solved fully, prices the full route
-                        if todo and todo[0] == 0:
-                            for res in ex.map(engine.run_chunk, plan, [chunk_input(0)]):
-                                record(res)
-                                bar.update(res["points"].size)
-                            todo = todo[1:]
-                        first = results[0]
+                    if engine.FIRST_CHUNK_PRICES:   # the first group, solved fully, prices the full route
+                        first_group = chunk_input(0, stop=min(group, chunks[0].stop))
+                        [first] = list(ex.map(engine.run_chunk, plan, [first_group]))
                     rest = (np.concatenate([np.arange(chunks[i].start, chunks[i].stop) for i in todo]) if todo
                             else np.zeros(0, dtype=np.int64))
+                    rest = rest[rest >= (group if first is not None else 0)]
                     plan.decision = engine.decide(plan, first, values, x0_arr, y0_arr, rest,
                                                   processes=ex.workers if client is not None else 1)
-                    stages["plan"] = plan.decision.seconds
-                    if manifest is not None:
-                        manifest["decision"] = plan.decision.as_dict()
+                    if manifest is not None:       # counted figures only: no clock in the manifest
+                        manifest["decision"] = {k: v for k, v in plan.decision.as_dict().items() if k != "seconds"}
                         write_json(out_dir / MANIFEST, manifest)
+                    if first is not None and todo and todo[0] == 0:
+                        # chunk 0: the first group as priced (solved fully, the same stack a rerun solves)
+                        # and the rest of the chunk under the routing
+                        parts = [first]
+                        if chunks[0].stop > first["points"].size:
+                            parts += list(ex.map(engine.run_chunk, plan, [chunk_input(0, start=group)]))
+                        res = paths.merge_results(0, parts)
+                        record(res)
+                        bar.update(res["points"].size)
+                        todo = todo[1:]
+                    stages["plan"] = plan.decision.seconds
             for res in ex.map(engine.run_chunk, plan, [chunk_input(i) for i in todo]):
                 record(res)
                 bar.update(res["points"].size)
@@ -628,7 +601,7 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
         parts = [results[i] for i in range(n_chunks)]
         table = _assemble_chunks(parts, N)
         if route == "auto" and engine.FIRST_CHUNK_PRICES:
-            first = np.arange(chunks[0].start, chunks[0].stop)
+            first = np.arange(min(group, N))
             full = (table["path"][first] == PATH_FULL) & (table["status"][first] != STATUS_FAILED)
             table["reason"][first] = np.where(full, engine.first_chunk_reasons(plan, values["eps"][first]),
                                               table["reason"][first])
@@ -656,7 +629,7 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
 
 
 def _assemble_chunks(parts: list, N: int) -> dict:
-    cat = {k: np.concatenate([p[k] for p in parts]) for k in _CHUNK_KEYS}
+    cat = {k: np.concatenate([p[k] for p in parts]) for k in CHUNK_KEYS}
     if not np.array_equal(cat["points"], np.arange(N)):  # every point exactly once, in order
         raise RuntimeError("internal: the chunks do not cover the points exactly once.")
     cat["path_first"] = cat["path"].copy()

@@ -291,3 +291,54 @@ def test_a_silent_scheduler_is_one_line_and_exit_3_within_the_timeout(tmp_path, 
         assert len(err) == 1 and "no Dask scheduler answered" in err[0] and "within 2 s" in err[0]
     finally:
         server.close()
+
+
+def _mm_config(tmp_path) -> Path:
+    cfg = tmp_path / "sweep.toml"
+    cfg.write_text(TOML)
+    return cfg
+
+
+def _mm_library(out=None):
+    """The library call with the inputs of TOML (the spec drawn as `points` draws it)."""
+    rng = np.random.default_rng(4)
+    eps = np.exp(rng.uniform(np.log(1e-6), np.log(1e-2), 12))
+    return sp_ode.sweep(sp_ode.get_system("michaelis_menten").system,
+                        {"eps": eps, "kappa": np.linspace(0.5, 2.0, 12)}, (0.0, 2.0), "manifold", [1.0],
+                        ts=[1.0, 2.0], tol=1e-6, chunk_size=8, max_order=0, validate_fraction=0.25, seed=4,
+                        progress_bar=False, out=out)
+
+
+def test_a_sweep_killed_before_its_first_manifest_resumes_with_the_same_command(tmp_path, capsys):
+    """`kill -9` while the first manifest was being written leaves `chunks/` holding only the temporary file
+    of `atomic_write_bytes`: the same command was refused ("an earlier result in --out already exists") and
+    the orphan stayed.  Now the orphan is removed and the command runs; a stranger's file is still refused."""
+    cfg, out = _mm_config(tmp_path), tmp_path / "out"
+    (out / "chunks").mkdir(parents=True)
+    orphan = out / "chunks" / ".manifest.json.k9x2_a.tmp"
+    orphan.write_text('{"format": 2, "finger')                      # torn mid-write
+    assert main(["sweep", str(cfg), "--out", str(out), "--json"]) == 0
+    assert not orphan.exists() and json.loads(capsys.readouterr().out)["chunks_computed"] == 2
+    other = tmp_path / "other"
+    (other / "chunks").mkdir(parents=True)
+    (other / "chunks" / "notes.txt").write_text("mine")             # not a sweep's file: refused as before
+    assert main(["sweep", str(cfg), "--out", str(other)]) == 2
+    assert "already exists" in capsys.readouterr().err and (other / "chunks" / "notes.txt").exists()
+
+
+def test_library_and_command_resume_each_others_folders(tmp_path, capsys):
+    """`sp-ode sweep --out D` keeps the sweep in D/chunks; `sweep(..., out=D)` finds it there and computes
+    nothing (it started over before: another layout), and the command resumes a folder the library made."""
+    cfg = _mm_config(tmp_path)
+    made_by_cli = tmp_path / "cli"
+    assert main(["sweep", str(cfg), "--out", str(made_by_cli), "--json"]) == 0
+    capsys.readouterr()
+    lib = _mm_library(out=made_by_cli)
+    assert lib.computed_chunks == () and not (made_by_cli / "manifest.json").exists()
+    np.testing.assert_array_equal(lib.y, np.load(made_by_cli / "result.npz")["y"])
+    made_by_lib = tmp_path / "lib"
+    first = _mm_library(out=made_by_lib)
+    assert main(["sweep", str(cfg), "--out", str(made_by_lib), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["chunks_computed"] == 0
+    np.testing.assert_array_equal(np.load(made_by_lib / "result.npz")["y"], first.y)
+    assert not (made_by_lib / "chunks").exists()

@@ -90,8 +90,8 @@ def test_rate_constant_sweep_is_routed_and_meets_tol(system):
 def test_network_validation_catches_a_wrong_estimate(system, monkeypatch):
     real = _network.table_paths
 
-    def shifted(plan, table, y0, eps, params, system):     # the order-0 path off by 1e-5: estimates miss it
-        Y = real(plan, table, y0, eps, params, system)
+    def shifted(plan, table, y0, eps, params, system, stats=None):   # the order-0 path off by 1e-5: estimates miss it
+        Y = real(plan, table, y0, eps, params, system, stats)
         if Y is not None:
             Y[0] = Y[0] + 1e-5
             Y[1] = Y[0]
@@ -168,3 +168,81 @@ def test_network_validation_reference_judges_tol_to_a_fraction_of_a_percent(syst
     radau = {eps: _radau(system, 0.2, eps, rtol=1e-10) for eps in (1e-6, 1e-5, 1e-4, 1e-3)}
     assert _reference_error_vs_radau(system, _network.REFERENCE_TOL_FACTOR, radau) <= 2e-3 * TOL
     assert _reference_error_vs_radau(system, 10.0, radau) > 2e-3 * TOL
+
+
+# --- ε with a rate constant (issue: the telegraph gene crashed) ------------------------------------------
+
+def _telegraph(N_m):
+    from sp_ode.networks.models import telegraph
+
+    obj = telegraph(N_m)
+    return NetworkSystem(obj.network, obj.space(), obj.slow, eps=1e-3, name="telegraph")
+
+
+def test_a_stationary_solve_pinned_at_an_improbable_state_is_caught_and_repaired():
+    """The telegraph gene at n = 600, k_m = 24.13, y = 0.70: the warm solver's quick guess pins a state of
+    probability ~1e-70 and returns a p with ‖Qᵀp‖∞ = 2.9 (E[M] = 81; the certified GTH answer is 6.26), which
+    made the tables over (y, k_m) fail to converge and the paths go to nan.  `stationary_at` checks the
+    residual, pins the certified mode and solves again (one stationary solve each: fast at n = 600)."""
+    s = _telegraph(299).with_parameters(k_m=24.127555772777217)
+    Y = np.array([0.70])
+    raw, info = s.stationary_solver().solve(s.gen.Q(Y), Y)
+    assert info["residual"] > 1.0                                   # the bug, as the warm solver has it
+    ref, _ = s.stationary(Y)                                         # GTH in band storage: certified
+    p = _network.stationary_at(s, s.stationary_solver(), Y)
+    scale = float(np.max(np.abs(s.gen.Q(Y).diagonal())))
+    assert np.max(np.abs(s.gen.Q(Y).T @ p)) <= _network.RESIDUAL_TOL * scale
+    np.testing.assert_allclose(s.F(Y) @ p, s.F(Y) @ ref, rtol=1e-12)
+    assert abs(float((s.F(Y) @ raw)[0]) - float((s.F(Y) @ ref)[0])) > 10        # negative control
+
+
+@pytest.mark.parametrize("n_points", [4, 40])
+def test_eps_swept_with_a_rate_constant_matches_independent_full_solves(n_points):
+    """ε and k_m swept jointly on the telegraph gene (n = 80): route='reduced' builds a table over y per value
+    of k_m (and block of points) and every point takes a table path.  N = 4: four k_m; N = 40: four k_m × ten
+    ε.  Points checked against an independent scipy Radau solve of the full sparse system at rtol 1e-10: all
+    of them at N = 4, one per k_m (its largest ε, the hardest) at N = 40."""
+    s = _telegraph(39)
+    rng = np.random.default_rng(0)
+    k_m = rng.uniform(15, 25, 4)
+    reps = n_points // 4
+    params = {"eps": 10 ** rng.uniform(-5, -3, n_points), "k_m": np.repeat(k_m, reps)}
+    r = sweep(s, params, (0.0, 2.0), "manifold", [1.0], ts=TS, tol=TOL, route="reduced", validate_fraction=0.0,
+              progress_bar=False)
+    assert np.all(r.status == 0) and np.all(r.path >= 0) and np.all(r.estimate <= TOL)
+    for j in range(4):
+        i = j * reps + int(np.argmax(params["eps"][j * reps:(j + 1) * reps]))
+        s_i = s.with_parameters(k_m=float(params["k_m"][i]))
+        eps = float(params["eps"][i])
+        x0 = _network.manifold_start(s_i, np.array([1.0]), eps)
+        ref = s_i.simulate((0.0, 2.0), [1.0], x0, eps=eps, method="Radau", rtol=1e-10, atol=1e-14, t_eval=TS).y
+        assert np.max(np.abs(ref - r.y[i])) <= TOL, i
+    # negative control: the answer depends on k_m (a table of the wrong rate would be seen)
+    assert np.ptp(r.y[:, -1, 0]) > 10 * TOL
+
+
+def test_an_interrupted_network_sweep_resumes_to_the_same_numbers(system, tmp_path, monkeypatch):
+    """ε and r swept (one table for every point, built by the cost model and shipped with the plan): stopped
+    after its first chunk, the resumed sweep rebuilds that very table (`replay`) — a chunk left to build its own
+    from its points would answer other bits — and gives the uninterrupted run's numbers exactly."""
+    rng = np.random.default_rng(5)
+    params = {"eps": 10 ** rng.uniform(-6, -4, 16), "r": rng.uniform(0.5, 2.0, 16)}
+    kw = dict(ts=TS, tol=TOL, validate_fraction=0.0, chunk_size=8, progress_bar=False)
+    whole = sweep(system, params, (0.0, 2.0), "manifold", [0.2], **kw)
+    assert np.all(whole.path >= 0)                                   # the table route
+    real, calls = _network.run_chunk, []
+
+    def stop_after_first(plan, chunk):
+        if calls:
+            raise KeyboardInterrupt
+        calls.append(chunk.index)
+        return real(plan, chunk)
+
+    monkeypatch.setattr(_network, "run_chunk", stop_after_first)
+    with pytest.raises(KeyboardInterrupt):
+        sweep(system, params, (0.0, 2.0), "manifold", [0.2], out=tmp_path, **kw)
+    monkeypatch.setattr(_network, "run_chunk", real)
+    resumed = sweep(system, params, (0.0, 2.0), "manifold", [0.2], out=tmp_path, **kw)
+    assert resumed.computed_chunks == (1,)
+    for name in ("y", "path", "estimate", "status", "reason"):
+        np.testing.assert_array_equal(getattr(resumed, name), getattr(whole, name), err_msg=name)

@@ -220,9 +220,16 @@ def test_a_point_that_blows_up_fails_alone():
 # --- resume and fingerprints ---------------------------------------------------------------------------
 
 def test_interrupted_sweep_resumes_without_recomputing(tmp_path, monkeypatch):
+    """Interrupted after its first chunk, with the temporary files a `kill -9` mid-write leaves (a torn
+    manifest and chunk): the same call resumes, computes only the missing chunks, removes the orphans, and
+    leaves chunk files byte for byte those of an uninterrupted run (they held a wall-clock timing array)."""
+    import json
+
     e = _entry()
     args = (e.system, _params(), (0.0, 2.0), "manifold", [1.0])
-    full = sweep(*args, validate_fraction=0.1, **OPTS)
+    whole = tmp_path / "whole"
+    full = sweep(*args, validate_fraction=0.1, out=whole, **OPTS)
+    tmp_path = tmp_path / "cut"
     computed = []
     real = _paths.run_chunk
 
@@ -235,11 +242,19 @@ def test_interrupted_sweep_resumes_without_recomputing(tmp_path, monkeypatch):
     monkeypatch.setattr(_paths, "run_chunk", interrupt_after_first)
     with pytest.raises(KeyboardInterrupt):
         sweep(*args, validate_fraction=0.1, out=tmp_path, **OPTS)
+    orphans = [tmp_path / ".manifest.json.x1y2z3.tmp", tmp_path / ".chunk_000001.npz.a1b2c3.tmp"]
+    for p in orphans:
+        p.write_bytes(b"torn")
     monkeypatch.setattr(_paths, "run_chunk", lambda plan, chunk: (computed.extend(chunk.points.tolist()),
                                                                    real(plan, chunk))[1])
     resumed = sweep(*args, validate_fraction=0.1, out=tmp_path, **OPTS)
     assert resumed.computed_chunks == (1, 2)
     assert sorted(computed) == list(range(N))              # no point computed twice
+    assert not any(p.exists() for p in orphans)
+    for i in range(3):
+        name = f"chunk_{i:06d}.npz"
+        assert (tmp_path / name).read_bytes() == (whole / name).read_bytes(), name
+    assert json.loads((tmp_path / "manifest.json").read_text()) == json.loads((whole / "manifest.json").read_text())
     for name in ("y", "path", "estimate", "status", "validated", "reason"):
         np.testing.assert_array_equal(getattr(resumed, name), getattr(full, name))
     again = sweep(*args, validate_fraction=0.1, out=tmp_path, **OPTS)   # all read back, validation too
@@ -416,3 +431,69 @@ def test_the_fingerprint_sees_the_state_of_every_callable_object():
 
     assert model_digest(system(2.0)) != model_digest(system(3.0))
     assert model_digest(system(2.0)) == model_digest(system(2.0))
+
+
+# --- reproducibility: counted work routes, groups stack ------------------------------------------------
+
+_SAME = ("y", "path", "estimate", "status", "reason", "validated", "true_error")
+
+
+def _routed(monkeypatch, **kw):
+    """64 points routed by the cost model with compilation priced at nothing, so that it mixes reduced and
+    full paths at this small N (at the fitted prices 64 points are all full: nothing to compare)."""
+    monkeypatch.setattr(_cost, "COMPILE_BASE_S", 1e-9)
+    monkeypatch.setattr(_cost, "COMPILE_S_PER_LINE", 0.0)
+    e = _entry()
+    rng = np.random.default_rng(7)
+    params = {"eps": 10.0 ** rng.uniform(-8, -4, 64), "kappa": rng.uniform(0.5, 2.0, 64)}
+    return sweep(e.system, params, (0.0, 2.0), "manifold", [1.0], **{**OPTS, "validate_fraction": 0.1, **kw})
+
+
+def _assert_same(a, b):
+    for name in _SAME:
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    clocks = ("seconds",)
+    assert {k: v for k, v in a.plan.items() if k not in clocks + ("chunk_size",)} == \
+        {k: v for k, v in b.plan.items() if k not in clocks + ("chunk_size",)}
+
+
+def test_a_sweep_is_bit_identical_at_any_chunk_size(monkeypatch):
+    """Chunks of 8, 24 and 64 points (1, 3 and 8 groups of G = 8): the same numbers, paths and routing bit for
+    bit (a chunk size of 8 instead of the default changed y by up to 1.1e-7: the first chunk priced the route
+    and the stacks were the chunks).  Negative control: stacks of 16 instead of 8 do change the numbers, so
+    equality here is not for want of sensitivity."""
+    runs = [_routed(monkeypatch, chunk_size=c) for c in (8, 24, 64)]
+    assert {"reduced0", "full"} <= set(runs[0].path_names)            # both routes are exercised
+    for other in runs[1:]:
+        _assert_same(runs[0], other)
+    monkeypatch.setattr(_stacked, "stack_group", lambda N, n: 16)
+    wider = _routed(monkeypatch, chunk_size=64)
+    full = (runs[0].path == PATH_FULL) & (wider.path == PATH_FULL)
+    assert not np.array_equal(wider.y[full], runs[0].y[full])
+
+
+def test_a_sweep_is_bit_identical_under_load(monkeypatch):
+    """The same sweep with and without a CPU burner (a process spinning `while True: pass`) running beside
+    it: the routing reads counted work only (steps, evaluations, flop counts, program sizes), never a clock,
+    nor whether this process compiled a route before (the second run finds everything compiled)."""
+    import subprocess
+    import sys
+
+    quiet = _routed(monkeypatch)
+    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        loaded = _routed(monkeypatch)
+    finally:
+        burner.kill()
+        burner.wait()
+    _assert_same(quiet, loaded)
+    assert loaded.plan["t_full_per_point_s"] == quiet.plan["t_full_per_point_s"] > 0
+
+
+def test_the_engine_is_chosen_by_type_not_by_sniffing_imported_modules():
+    """`sweep` picks the network engine by `isinstance(system, NetworkSystem)`; it looked into sys.modules."""
+    import importlib
+    import inspect
+
+    module = importlib.import_module("sp_ode.sweeps.sweep")
+    assert inspect.ismodule(module) and "sys.modules" not in inspect.getsource(module)
