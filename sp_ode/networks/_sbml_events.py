@@ -14,6 +14,7 @@ events are refused when they happen (`sp_ode.networks.events`), so `priority` is
 """
 from __future__ import annotations
 
+from sp_ode.core.expressions import substitute as guarded_substitute
 from sp_ode.networks.events import Event
 
 __all__ = ["read_events", "unsupported_events"]
@@ -89,7 +90,9 @@ def read_events(libsbml, model, reader, substitute: dict, params: dict, concentr
 
     def read(node, where: str):
         e = reader.expression(node, where=where, resolve=sympy.Symbol)
-        return e.xreplace({k: v for k, v in substitute.items() if k in e.free_symbols}).xreplace(values)
+        # through the grammar's guarded substitution, as the kinetic laws are (a size limit names `where`)
+        e = guarded_substitute(e, {k: v for k, v in substitute.items() if k in e.free_symbols}, where=where)
+        return e.xreplace(values)
 
     out = []
     for e in model.getListOfEvents():

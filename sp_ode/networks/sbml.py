@@ -306,7 +306,7 @@ def from_sbml(source: str | Path, *, slow: Sequence[str] = (), parameters: Mappi
         observables[sid] = e * sym(comp) if sid in concentration else e
     for sid, amount in boundary.items():
         observables[sid] = sympy.Float(amount)
-    events = read_events(libsbml, model, reader, substitute, params, concentration, error=SBMLFeatureError) \
+    events = read_events(libsbml, model, reader, meanings, params, concentration, error=SBMLFeatureError) \
         if with_events else None
     used = {str(x) for r in reactions for x in r.expression.free_symbols}
     used |= {str(x) for e in observables.values() for x in e.free_symbols}
