@@ -38,8 +38,8 @@ import numpy as np
 import scipy.integrate
 
 from sp_ode.core.memory import check_memory
-from sp_ode.networks.system import NetworkSystem, padded_range
 from sp_ode.sweeps._reasons import Reason
+from sp_ode.systems.network import NetworkSystem, padded_range
 
 MAX_ORDER = 1
 FIRST_CHUNK_PRICES = False

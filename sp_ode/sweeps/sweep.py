@@ -57,7 +57,6 @@ from sp_ode.core.memory import check_memory
 from sp_ode.core.precision import in_float64
 from sp_ode.core.reporting import progress
 from sp_ode.core.validation import check_choice, check_finite_array, check_positive, check_positive_int
-from sp_ode.networks.system import NetworkSystem
 from sp_ode.sweeps import _cost as cost, _paths as paths, _stacked as stacked
 from sp_ode.sweeps._dask import SweepClusterError, executor
 from sp_ode.sweeps._fingerprint import sweep_digest
@@ -78,6 +77,8 @@ from sp_ode.sweeps._folder import (
     write_chunk,
 )
 from sp_ode.sweeps._reasons import TEXT, Reason
+from sp_ode.systems.network import NetworkSystem
+from sp_ode.systems.resolve import as_system
 from sp_ode.systems.simulation import check_state, check_system, check_t_span, check_ts
 from sp_ode.systems.system import FastSlowSystem, MasterEquationSystem
 
@@ -448,7 +449,8 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
 
     A network system sweeps the same way (x0 = "manifold"); see docs/guide/reaction_networks.md.
     """
-    # the engine by the system's type: an explicit isinstance, no duck typing
+    # one door for every accepted object (sp_ode.systems.resolve), then the engine by the system's type
+    system = as_system(system)
     is_network = isinstance(system, NetworkSystem)
     if is_network:
         from sp_ode.sweeps import _network as network  # noqa: PLC0415 - the sparse engine, only for networks

@@ -14,7 +14,7 @@ import pytest
 
 import sp_ode
 from sp_ode.networks.network import ReactionNetwork
-from sp_ode.networks.system import NetworkSystem
+from sp_ode.systems.network import NetworkSystem
 from sp_ode.sweeps import _network
 from sp_ode.sweeps._reasons import TEXT, Reason
 from sp_ode.sweeps.sweep import PATH_FULL, STATUS_RESOLVED, sweep
