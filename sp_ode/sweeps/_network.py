@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.integrate
 
+from sp_ode.core.chebyshev import ChebyshevConvergenceError, chebyshev_fit
 from sp_ode.core.memory import check_memory
 from sp_ode.sweeps._reasons import Reason
 from sp_ode.systems.network import NetworkSystem, padded_range
@@ -305,35 +306,23 @@ def build_table(system: NetworkSystem, interval, *, tol: float = TABLE_TOL, max_
                  remedy="Use a smaller projection.")
     ws = system.stationary_solver()
     start = time.perf_counter()
-    cache: dict = {}
+    u_at: dict = {}
 
-    def at(theta):
-        if theta not in cache:
-            y = np.array([0.5 * (a + b) - 0.5 * (b - a) * np.cos(theta)])
-            p, u, v = _terms_at(system, y, ws)
-            Fm = system.F(y)
-            cache[theta] = (u, np.concatenate([Fm @ p, Fm @ u, Fm @ v]))
-        return cache[theta]
+    def at(y):
+        y = np.array([y])
+        p, u, v = _terms_at(system, y, ws)
+        Fm = system.F(y)
+        u_at[float(y[0])] = u
+        return np.concatenate([Fm @ p, Fm @ u, Fm @ v])
 
-    M, prev, err = 8, None, np.inf
     K = len(system.observables)
-    while True:
-        theta = np.pi * np.arange(M + 1)[::-1] / M          # ascending y: each solve warm-starts the next
-        V = np.array([at(th)[1] for th in theta])
-        nodes = 0.5 * (a + b) - 0.5 * (b - a) * np.cos(theta)
-        xi = (2 * nodes - a - b) / (b - a)
-        coef = np.polynomial.chebyshev.chebfit(xi, V, M)
-        if prev is not None:
-            err = float(np.max(np.abs(np.polynomial.chebyshev.chebval(xi[1::2], prev).T - V[1::2])
-                               / np.maximum(1.0, np.abs(V[1::2]))))
-            if err <= tol:
-                break
-        if 2 * M + 1 > max_nodes:
-            raise RuntimeError(f"the slow-manifold table did not converge on [{a:.6g}, {b:.6g}] with {M + 1} nodes "
-                               f"(change {err:.2e} > {tol:.1e}); narrow the interval or use fewer points.")
-        prev, M = coef, 2 * M
+    try:
+        fit = chebyshev_fit(at, a, b, tol=tol, max_nodes=max_nodes, remedy="narrow the interval or use fewer points")
+    except ChebyshevConvergenceError as exc:
+        raise RuntimeError(str(exc)) from None
+    coef, err, M, nodes, xi = fit.coef, fit.error, fit.degree, fit.nodes, fit.xi
     # w = A^# u′, u′ the Chebyshev derivative of u over the nodes (second pass: factorise at each node again)
-    U = np.array([cache[th][0] for th in theta])                        # (M + 1, n)
+    U = np.array([u_at[float(y)] for y in nodes])                      # (M + 1, n)
     dU = np.polynomial.chebyshev.chebval(xi, np.polynomial.chebyshev.chebder(
         np.polynomial.chebyshev.chebfit(xi, U, M)) * (2.0 / (b - a))).T   # (M + 1, n)
     W = np.empty((M + 1, K))

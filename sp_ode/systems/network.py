@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from sp_ode.core.chebyshev import ChebyshevConvergenceError, chebyshev_fit
 from sp_ode.core.validation import check_positive
 from sp_ode.markov.generator import NotIrreducibleError, require_irreducible
 from sp_ode.markov.stationary import stationary_distribution
@@ -398,37 +399,20 @@ class NetworkSystem:
         ws = ws or self.stationary_solver()
         stats: dict = {}
         t0 = time.perf_counter()
-        cache: dict[float, np.ndarray] = {}
 
-        def values(theta):
-            out = []
-            for th in theta:                       # ascending y: each solve warm-starts the next
-                if th not in cache:
-                    y = np.array([0.5 * (a + b) - 0.5 * (b - a) * np.cos(th)])
-                    p, _ = self._solve_p(y, ws, stats)
-                    m0 = self.F(y) @ p
-                    m1 = self.F(y) @ self.h1(y, p, ws) if order == 1 else np.zeros_like(m0)
-                    cache[th] = np.concatenate([m0, m1])
-                out.append(cache[th])
-            return np.array(out)
+        def values(y):
+            y = np.array([y])
+            p, _ = self._solve_p(y, ws, stats)
+            m0 = self.F(y) @ p
+            m1 = self.F(y) @ self.h1(y, p, ws) if order == 1 else np.zeros_like(m0)
+            return np.concatenate([m0, m1])
 
-        M, prev, err = 8, None, np.inf
-        while True:
-            theta = np.pi * np.arange(M + 1)[::-1] / M
-            V = values(theta)
-            nodes = 0.5 * (a + b) - 0.5 * (b - a) * np.cos(theta)
-            coef = np.polynomial.chebyshev.chebfit((2 * nodes - a - b) / (b - a), V, M)
-            if prev is not None:
-                xi = (2 * nodes[1::2] - a - b) / (b - a)
-                err = float(np.max(np.abs(np.polynomial.chebyshev.chebval(xi, prev).T - V[1::2])
-                                   / np.maximum(1.0, np.abs(V[1::2]))))
-                if err <= tol:
-                    break
-            if 2 * M + 1 > max_nodes:
-                raise RuntimeError(f"the slow-manifold table did not converge on [{a}, {b}] with {M + 1} nodes "
-                                   f"(change {err:.2e} > tol {tol:.1e}); shrink the interval or raise `max_nodes`.")
-            prev, M = coef, 2 * M
-        stats.update(seconds=time.perf_counter() - t0, nodes=M + 1, error_estimate=err, rebuilds=ws.rebuilds)
+        try:
+            fit = chebyshev_fit(values, a, b, tol=tol, max_nodes=max_nodes)
+        except ChebyshevConvergenceError as exc:
+            raise RuntimeError(str(exc)) from None
+        coef, err = fit.coef, fit.error
+        stats.update(seconds=time.perf_counter() - t0, nodes=fit.degree + 1, error_estimate=err, rebuilds=ws.rebuilds)
         return ManifoldTable(a, b, coef, len(self.observables), stats)
 
     def simulate_reduced(self, t_span, y0, *, order: int = 0, t_eval=None, rtol: float = 1e-10,
