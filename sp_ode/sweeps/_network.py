@@ -40,6 +40,7 @@ import scipy.integrate
 from sp_ode.core.chebyshev import ChebyshevConvergenceError, chebyshev_fit
 from sp_ode.core.memory import check_memory
 from sp_ode.sweeps._reasons import Reason
+from sp_ode.sweeps.engine import ValidationInput
 from sp_ode.systems.network import NetworkSystem, padded_range
 
 MAX_ORDER = 1
@@ -121,14 +122,14 @@ def check_states(system: NetworkSystem, x0, y0, N: int):
     return None, y0
 
 
-def sweep_nbytes(N: int, chunk_size: int, n: int, d: int, K: int) -> int:
-    """Estimated peak bytes of a network sweep outside its tables (`build_table` checks those): one chunk's
+def sweep_nbytes(N: int, chunk_size: int, m: int, d: int, K: int) -> int:
+    """Estimated peak bytes of a network sweep (m = n fast states) outside its tables (`build_table` checks those): one chunk's
     stacked table paths (3 unknowns per point in one LSODA solve, banded with bandwidth 2, and its saves),
     the assembled results (x0 is not stored) and the O(n) vectors of one sparse full solve at a time (its
     factorisation is the network's own: `NetworkSystem.simulate`)."""
     B3 = 3 * min(int(N), int(chunk_size))
     stacked = 8 * (22 + 10 * B3 + 7 * B3) + 8 * B3 * 16
-    return int(stacked + int(N) * 8 * (2 * K * d + 10) + 8 * 64 * (n + d))
+    return int(stacked + int(N) * 8 * (2 * K * d + 10) + 8 * 64 * (m + d))
 
 
 # --- the plan --------------------------------------------------------------------------------------
@@ -237,15 +238,6 @@ class NetworkPlan:
         """The system at point i's parameter values (a copy sharing the pattern)."""
         given = {n: float(values[n][i]) for n in self.names if n in values}
         return self.system.with_parameters(**given) if given else self.system
-
-
-@dataclass
-class ValidationInput:
-    points: np.ndarray
-    x0: np.ndarray
-    y0: np.ndarray
-    eps: np.ndarray
-    values: dict
 
 
 # --- manifold terms and tables ------------------------------------------------------------------------
@@ -495,6 +487,12 @@ def _probe_table(plan: NetworkPlan, values: dict, y0: np.ndarray):
     stats: dict = {}
     table, Y = solve_on_table(plan, key, system, y0[members, 0], eps[members], slow, stats)
     return i_med, key, system, members, table, Y, stats
+
+
+def first_chunk_reasons(plan: NetworkPlan, eps: np.ndarray) -> np.ndarray:
+    """Never called: a network sweep does not price its full route on a first chunk (FIRST_CHUNK_PRICES is
+    False, `decide` prices it with one full solve); the contract's member, the points' own reasons."""
+    return planned_orders(plan, eps)[1]
 
 
 def replay(plan: NetworkPlan, values: dict, y0: np.ndarray) -> None:
