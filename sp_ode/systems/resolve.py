@@ -10,8 +10,8 @@ line accept the same objects, and all of them go through `as_system` (objects) o
   t_span, x0, y0, stay on the entry for the callers that use them);
 - a [`NetworkModel`][sp_ode.networks.models.NetworkModel]: the `NetworkSystem` on its projection with
   the model's own ε (`NetworkModel.eps`), so one catalogue model has one ε at every door;
-- strings: a catalogue name, ``family:NAME`` (a generator family as a master-equation entry),
-  ``network:NAME`` (a catalogue network) or ``path/file.py:OBJECT`` (a factory there is called
+- strings: a catalogue name, `family:NAME` (a generator family as a master-equation entry),
+  `network:NAME` (a catalogue network) or `path/file.py:OBJECT` (a factory there is called
   with no arguments).
 
 The decision is by type (`isinstance`), never by the attributes an object happens to have.
@@ -55,7 +55,7 @@ def as_system(obj, *, name: str = "system") -> FastSlowSystem | NetworkSystem:
 def load_system(spec: str, *, name: str = "system", base: Path | None = None):
     """The object a command-line string names: a `CatalogueEntry`, a `NetworkModel` or a user's object.
 
-    `spec` is a catalogue name, ``family:NAME``, ``network:NAME`` or ``path/file.py:OBJECT`` (a relative
+    `spec` is a catalogue name, `family:NAME`, `network:NAME` or `path/file.py:OBJECT` (a relative
     file is looked for in `base` first, e.g. beside a config file).  A factory function in a file is called
     with no arguments.  The result is one of `SYSTEM_TYPES` (a ValueError naming `name` otherwise); pass it
     to `as_system` for the system itself.

@@ -607,7 +607,6 @@ def simulate(system, t_span, x0, y0, *, backend: str = "auto", method: str | Non
                             batch_args=bool(batch_args), throw=throw)
 
 
-@in_float64
 def _simulate_network(system, t_span, x0, y0, *, backend, method, rtol, atol, ts, args, batch_args):
     """`simulate` of a `NetworkSystem`: its full stiff sparse solve (scipy BDF, Radau or LSODA with the sparse
     Jacobian, `NetworkSystem.simulate`), returned as its `NetworkPath`.  x0 = None starts on the critical
@@ -623,6 +622,7 @@ def _simulate_network(system, t_span, x0, y0, *, backend, method, rtol, atol, ts
                            t_eval=None if ts is None else np.asarray(ts, dtype=np.float64))
 
 
+@in_float64
 def simulate_checked(system: FastSlowSystem, t_span: tuple[float, float], x0: np.ndarray, y0: np.ndarray, *,
                      ts: np.ndarray | None, options: SolveOptions, args=None, batch_args: bool = False,
                      throw: bool = False) -> Trajectory:
