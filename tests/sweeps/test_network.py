@@ -14,10 +14,10 @@ import pytest
 
 import sp_ode
 from sp_ode.networks.network import ReactionNetwork
-from sp_ode.systems.network import NetworkSystem
 from sp_ode.sweeps import _network
 from sp_ode.sweeps._reasons import TEXT, Reason
 from sp_ode.sweeps.sweep import PATH_FULL, STATUS_RESOLVED, sweep
+from sp_ode.systems.network import NetworkSystem
 
 TOL = 1e-6
 TS = np.array([0.5, 1.0, 2.0])
