@@ -113,9 +113,6 @@ from .networks.state_space import (
     StateSpace as StateSpace,
     TruncationReport as TruncationReport,
 )
-from .networks.system import (
-    NetworkSystem as NetworkSystem,
-)
 from .sweeps.sweep import (
     SweepClusterError as SweepClusterError,
     SweepResult as SweepResult,
@@ -149,6 +146,9 @@ from .systems.catalogue import (
 )
 from .systems.model import (
     check_model as check_model,
+)
+from .systems.network import (
+    NetworkSystem as NetworkSystem,
 )
 from .systems.simulation import (
     SolverError as SolverError,

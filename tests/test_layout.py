@@ -173,3 +173,38 @@ def test_the_architecture_page_names_every_package():
     text = (ROOT / "docs" / "architecture.md").read_text()
     for package in ("core", "markov", "symbolic", "systems", "manifolds", "networks", "verification", "sweeps", "cli"):
         assert f"sp_ode.{package}" in text, package
+
+
+# One door (sp_ode.systems.resolve): what an object is, is decided by its type, never by the attributes it
+# happens to carry, and no module looks into sys.modules to learn what was imported.
+_DUCK = re.compile(r"\b(?:hasattr|getattr)\(\s*(?:obj|system|entry|spec|model|case\.system)\s*,\s*"
+                   r"[\"'](?:system|network|space|gen|slow_odes|simulate_reduced|Q_of_y)[\"']")
+_SNIFF = re.compile(r"\bsys\.modules\b")
+# Where sys.modules is the subject itself: loading a user's file as a module (and unloading it), registering
+# those modules for pickling by value, and the proof harness's own module loading.
+_SYS_MODULES_OWNERS = {"sp_ode/core/files.py", "sp_ode/sweeps/_dask.py", "sp_ode/cli/prove.py"}
+
+
+def _door_offences(paths, root: Path) -> list[str]:
+    found = []
+    for path in paths:
+        rel = path.relative_to(root).as_posix()
+        for k, line in enumerate(path.read_text().splitlines(), 1):
+            if _DUCK.search(line):
+                found.append(f"{rel}:{k}: duck typing: {line.strip()}")
+            if _SNIFF.search(line) and rel not in _SYS_MODULES_OWNERS:
+                found.append(f"{rel}:{k}: sys.modules sniffing: {line.strip()}")
+    return found
+
+
+def test_no_duck_typing_of_systems_and_no_sys_modules_sniffing():
+    sources = sorted((ROOT / "sp_ode").rglob("*.py")) + sorted((ROOT / "neural").rglob("*.py"))
+    assert _door_offences(sources, ROOT) == []
+
+
+def test_door_check_fails_on_a_duck_typed_network_and_a_sniff(tmp_path):
+    (tmp_path / "sp_ode").mkdir()
+    bad = tmp_path / "sp_ode" / "bad.py"
+    bad.write_text('import sys\nif hasattr(system, "network"):\n    pass\nnet = sys.modules.get("sp_ode.x")\n')
+    found = _door_offences([bad], tmp_path)
+    assert len(found) == 2 and "duck typing" in found[0] and "sniffing" in found[1]

@@ -133,10 +133,9 @@ def resolve_system(system="cycle3", domain=None, *, d: int | None = None) -> Phi
             return _from_network(network, domain, d, spec=system)
         if ":" in system:
             obj = load_object(system, name="system")
-            if _network_object(obj) is not None:
-                return _from_network(obj, domain, d, spec=system)
-            if _fast_slow(obj) is not None:
-                return _from_system(_fast_slow(obj), domain, d, spec=system)
+            resolved = _as_system(obj)
+            if resolved is not None:
+                return _from_resolved(obj, resolved, domain, d, spec=system)
             if not callable(obj):
                 raise TypeError(f"`system` {system!r} must name a function y -> Q(y) or a MasterEquationSystem; "
                                 f"got {type(obj).__name__}.")
@@ -148,11 +147,9 @@ def resolve_system(system="cycle3", domain=None, *, d: int | None = None) -> Phi
         system = FAMILIES[system]
     if isinstance(system, GeneratorFamily):
         return _from_family(system.name, system, domain, d)
-    if _network_object(system) is not None:
-        return _from_network(system, domain, d)
-    inner = _fast_slow(system)
-    if inner is not None:
-        return _from_system(inner, domain, d)
+    resolved = _as_system(system)
+    if resolved is not None:
+        return _from_resolved(system, resolved, domain, d)
     if callable(system):
         return _from_callable(getattr(system, "__name__", "Q"), system, domain, d)
     raise TypeError(f"`system` must be a family name, a GeneratorFamily, a MasterEquationSystem, "
@@ -177,28 +174,32 @@ def _network_name(spec: str):
     return None
 
 
-def _network_object(obj):
-    """`obj` when it is an sp_ode NetworkSystem or NetworkModel, else None (duck-typed: no jax import)."""
-    from sp_ode.networks.models import NetworkModel
+def _as_system(obj):
+    """The system `obj` stands for, through the one door `sp_ode.systems.resolve.as_system`, or None when
+    `obj` is none of the objects it accepts (a callable Q(y), say)."""
+    from sp_ode.systems.resolve import SYSTEM_TYPES, as_system  # imports jax (1 s): only for an object
 
-    if isinstance(obj, NetworkModel) or all(hasattr(obj, a) for a in ("network", "space", "gen", "slow_odes")):
-        return obj
-    return None
+    return as_system(obj) if isinstance(obj, SYSTEM_TYPES) else None
+
+
+def _from_resolved(obj, system, domain, d: int | None, spec: str | None = None) -> PhiSystem:
+    """`obj` resolved to `system`: a network's sparse family, or a master equation's generator family."""
+    from sp_ode.systems.network import NetworkSystem
+
+    if isinstance(system, NetworkSystem):
+        return _from_network(obj, domain, d, spec=spec)
+    return _from_system(system, domain, d, spec=spec)
 
 
 def _from_network(obj, domain, d: int | None, spec: str | None = None):
-    """A SparseFamily over a NetworkSystem (a NetworkModel becomes one); the box is `domain` or, for a
-    catalogue model without one, [y0/2, 3·y0/2] around its starting slow state."""
+    """A SparseFamily over a NetworkSystem (a NetworkModel becomes one at its own ε); the box is `domain` or,
+    for a catalogue model without one, [y0/2, 3·y0/2] around its starting slow state."""
     from sp_ode.networks.models import NetworkModel
-    from sp_ode.networks.system import NetworkSystem  # imports jax (1 s): only for a network
+    from sp_ode.systems.resolve import as_system  # imports jax (1 s): only for a network
 
-    if isinstance(obj, NetworkModel):
-        default = (np.stack([obj.y0 * 0.5, obj.y0 * 1.5], 1) if np.all(obj.y0 > 0) else None)
-        system = NetworkSystem(obj.network, obj.space(), obj.slow, eps=1e-3, name=obj.name)
-    else:
-        default, system = None, obj
-    if not isinstance(system, NetworkSystem):
-        raise TypeError(f"`system` must be a NetworkSystem or NetworkModel; got {type(system).__name__}.")
+    system = as_system(obj)
+    default = (np.stack([obj.y0 * 0.5, obj.y0 * 1.5], 1)
+               if isinstance(obj, NetworkModel) and np.all(obj.y0 > 0) else None)
     if domain is None and default is None:
         raise ValueError(f"`domain` is required for network {system.name!r}: give (lo, hi) per slow variable "
                          f"{system.network.slow}.")
@@ -207,15 +208,6 @@ def _from_network(obj, domain, d: int | None, spec: str | None = None):
         raise ValueError(f"`domain` must give d = {system.d} (lo, hi) pairs for network {system.name!r} "
                          f"(slow variables {system.network.slow}); got {lower.size}.")
     return SparseFamily.from_network(system, lower, upper, name=spec or system.name)
-
-
-def _fast_slow(obj):
-    """`obj` as an sp_ode.FastSlowSystem (a catalogue entry unwrapped to its `.system`), or None."""
-    from sp_ode.systems.system import FastSlowSystem  # imports jax (1 s): only when a system object is passed
-
-    inner = getattr(obj, "system", None)
-    obj = inner if isinstance(inner, FastSlowSystem) else obj
-    return obj if isinstance(obj, FastSlowSystem) else None
 
 
 def _from_family(name: str, family, domain, d: int | None) -> PhiSystem:

@@ -26,6 +26,7 @@ from sp_ode.markov.families import DEFAULT_FAMILY, GeneratorFamily, get_family
 from sp_ode.markov.spectral import spectral_gap
 from sp_ode.markov.stationary import stationary_distribution, stationary_residual
 from sp_ode.systems.catalogue import get_system
+from sp_ode.systems.resolve import SYSTEM_TYPES, as_system
 from sp_ode.systems.system import MasterEquationSystem
 from sp_ode.verification.report import verify
 
@@ -64,7 +65,7 @@ def user_family(spec: str | None, y_range=None) -> tuple[GeneratorFamily, bool]:
             raise UsageError(str(exc).replace("`name`", "`--family`", 1) + " Or give path/to/file.py:OBJECT.") from None
         return (family if y_range is None else replace(family, lower=(y_range[0],), upper=(y_range[1],))), True
     obj = load_object(spec, name="--family")
-    system = obj if isinstance(obj, MasterEquationSystem) else getattr(obj, "system", None)
+    system = as_system(obj) if isinstance(obj, SYSTEM_TYPES) else None
     if isinstance(obj, GeneratorFamily):
         family = obj
     elif isinstance(system, MasterEquationSystem):

@@ -21,10 +21,8 @@ import numpy as np
 
 from sp_ode.cli.common import BUILTIN_HELP, EXIT_FAILED, EXIT_OK, UsageError, default_out, refuse_existing
 from sp_ode.core.expressions import ExpressionSyntaxError, parse_number
-from sp_ode.core.files import atomic_write_bytes, dumps, load_object, write_json
+from sp_ode.core.files import atomic_write_bytes, dumps, write_json
 from sp_ode.core.memory import check_memory
-from sp_ode.networks.models import NETWORK_MODELS, NetworkModel
-from sp_ode.networks.system import NetworkSystem
 from sp_ode.sweeps.sweep import (
     CHUNKS,
     MANIFEST,
@@ -36,8 +34,8 @@ from sp_ode.sweeps.sweep import (
     remove_orphans,
     sweep,
 )
-from sp_ode.systems.catalogue import SYSTEMS, get_system, master_equation_entry
-from sp_ode.systems.system import FastSlowSystem
+from sp_ode.systems.network import NetworkSystem
+from sp_ode.systems.resolve import as_system, load_system
 
 HELP = BUILTIN_HELP["sweep"]
 
@@ -74,7 +72,6 @@ CONFIG (TOML or JSON) — a complete example:
 KEYS = {"system", "params", "grid", "t_span", "ts", "x0", "y0", "tol", "out", "seed", "chunk_size",
         "validate_fraction", "max_order", "safety", "route", "client", "connect_timeout"}
 SPECS = ("linspace", "logspace", "uniform", "loguniform")
-NETWORK_PREFIX = "network:"
 
 
 def add_arguments(parser) -> None:
@@ -193,40 +190,13 @@ def points(config: dict, rng) -> dict:
 
 def resolve_system(spec: str, base: Path | None = None):
     """(system, entry or None) from a catalogue name, "family:NAME", "network:NAME" or "file.py:OBJECT"
-    (a relative file is looked for next to the config first)."""
-    if not isinstance(spec, str) or not spec:
-        raise UsageError(f"`system` must be a catalogue name, 'family:NAME', 'network:NAME' or path/file.py:OBJECT; "
-                         f"got {spec!r}.")
-    if spec.startswith("family:"):
-        family = spec.split(":", 1)[1]
-        obj = master_equation_entry(family, f"me_{family}")
-    elif spec.startswith(NETWORK_PREFIX):
-        key = spec[len(NETWORK_PREFIX):]
-        if key not in NETWORK_MODELS:
-            raise UsageError(f"`system` {spec!r}: unknown network model; use one of "
-                             f"{tuple(NETWORK_PREFIX + k for k in NETWORK_MODELS)}.")
-        obj = NETWORK_MODELS[key]()
-    elif ":" in spec:
-        file, _, attr = spec.rpartition(":")
-        if base is not None and not Path(file).is_absolute() and (base / file).is_file():
-            spec = f"{base / file}:{attr}"
-        obj = load_object(spec, name="system")
-        if callable(obj) and not isinstance(obj, (FastSlowSystem, NetworkSystem, NetworkModel)) \
-                and not hasattr(obj, "system"):
-            obj = obj()
-    elif spec in SYSTEMS:
-        obj = get_system(spec)
-    else:
-        raise UsageError(f"`system` must be one of {tuple(SYSTEMS)}, 'family:NAME', 'network:NAME' or "
-                         f"path/file.py:OBJECT; got {spec!r}.")
-    if isinstance(obj, NetworkModel):
-        return NetworkSystem(obj.network, obj.space(), obj.slow, eps=1e-3, name=obj.name), obj
-    if isinstance(obj, (FastSlowSystem, NetworkSystem)):
-        return obj, None
-    if isinstance(getattr(obj, "system", None), FastSlowSystem):
-        return obj.system, obj
-    raise UsageError(f"`system` {spec!r} must name a FastSlowSystem, a NetworkSystem, a NetworkModel or a catalogue "
-                     f"entry; got {type(obj).__name__}.")
+    (a relative file is looked for next to the config first): the one door, `sp_ode.systems.resolve`."""
+    try:
+        obj = load_system(spec, name="system", base=base)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    system = as_system(obj)
+    return system, (None if obj is system else obj)
 
 
 def _prepare_out(out: Path, *, overwrite: bool) -> Path:

@@ -19,14 +19,13 @@ from pathlib import Path
 from sp_ode.cli.common import BUILTIN_HELP, UsageError, run_folder
 from sp_ode.core.files import dumps, load_object
 from sp_ode.core.validation import hint
-from sp_ode.networks.models import NETWORK_MODELS, NetworkModel
-from sp_ode.networks.system import NetworkSystem
+from sp_ode.networks.models import NETWORK_MODELS
 from sp_ode.systems.catalogue import SYSTEMS, get_system
+from sp_ode.systems.resolve import NETWORK_PREFIX, SYSTEM_TYPES, as_system
 from sp_ode.systems.system import FastSlowSystem
 from sp_ode.verification.report import SMOKE_PS, resolve_case, verify
 
 DEMO_SYSTEM = "me3"   # what `sp-ode demo` (make demo) verifies
-NETWORK_PREFIX = "network:"
 # --smoke: smaller projections of the catalogue networks (n ≈ 60–150)
 NETWORK_SMOKE = {"telegraph": {"N": 30}, "birth_death": {"N": 40}, "toggle_switch": {"N": 10}, "cascade": {"N": 14}}
 
@@ -111,12 +110,11 @@ def system_object(spec, *, overrides=None, smoke: bool = False):
         return NETWORK_MODELS[key](**kwargs), text
     if ":" in spec or spec.endswith(".py"):
         obj = load_object(spec, name="--system")
-        if callable(obj) and not isinstance(obj, (FastSlowSystem, NetworkModel)) and not hasattr(obj, "system"):
+        if callable(obj) and not isinstance(obj, SYSTEM_TYPES):
             obj = _call_factory(spec, obj, overrides or {})
         elif overrides:
             obj = _with_overrides(spec, obj, overrides)
-        if not isinstance(obj, (FastSlowSystem, NetworkModel, NetworkSystem)) and \
-                not isinstance(getattr(obj, "system", None), FastSlowSystem):
+        if not isinstance(obj, SYSTEM_TYPES):
             raise TypeError(f"`--system` {spec!r} must name a FastSlowSystem, a catalogue entry, a NetworkSystem or "
                             f"a NetworkModel; got {type(obj).__name__}.")
         return obj, None
@@ -139,7 +137,7 @@ def _call_factory(spec: str, factory, overrides: dict):
 
 def _with_overrides(spec: str, obj, overrides: dict):
     """`--set` on a user's system object: `eps`/`P`, or keys of its dict `args` (a catalogue entry's system too)."""
-    system = obj if isinstance(obj, FastSlowSystem) else getattr(obj, "system", None)
+    system = as_system(obj) if isinstance(obj, SYSTEM_TYPES) else None
     if not isinstance(system, FastSlowSystem):
         raise UsageError(f"`--set` applies to a FastSlowSystem's args, eps or P, or to a factory function's "
                          f"parameters; {spec} is a {type(obj).__name__}: pass the values inside the file instead.")

@@ -8,5 +8,6 @@
 - `claims` — the harness of machine-checked claims behind `proofs/`;
 - `expressions` — the one grammar every expression read from text goes through (never eval);
 - `memory` — memory estimated before it is allocated, refused with the estimate;
-- `summary` — short text and HTML summaries of result objects (`print(result)`, notebooks).
+- `summary` — short text and HTML summaries of result objects (`print(result)`, notebooks);
+- `chebyshev` — the one adaptive Chebyshev builder (nested Lobatto nodes, a change-based error estimate).
 """

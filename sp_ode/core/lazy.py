@@ -10,31 +10,17 @@ resolves on first use, so `import sp_ode` pulls in neither jax nor sympy, and
 from __future__ import annotations
 
 import importlib
-import warnings
 
 import lazy_loader
 
 
-def lazy_namespace(package: str, init_file: str, *, moved: dict[str, str] | None = None):
+def lazy_namespace(package: str, init_file: str):
     """`(__getattr__, __dir__, __all__)` for `package` from the stub beside `init_file`.
 
-    `moved` maps names that used to live in this package to the module that defines them
-    now; they still resolve, with a `DeprecationWarning` naming the new home, and are not
-    listed in `__all__`.
+    A name resolves to the module its stub line names, on first use.  Names that moved
+    between packages are not kept as aliases (CHANGELOG.md lists every move).
     """
-    getattr_, dir_, all_ = lazy_loader.attach_stub(package, init_file)
-    moved = dict(moved or {})
-
-    def __getattr__(name: str):
-        if name in moved:
-            new_home = moved[name]
-            warnings.warn(f"`{package}.{name}` has moved to `{new_home.rsplit('.', 1)[0]}`: import it from "
-                          f"there (or from `sp_ode`); the old name will be removed.", DeprecationWarning,
-                          stacklevel=2)
-            return getattr(importlib.import_module(new_home), name)
-        return getattr_(name)
-
-    return __getattr__, dir_, all_
+    return lazy_loader.attach_stub(package, init_file)
 
 
 def declared_names(package: str) -> dict[str, str]:

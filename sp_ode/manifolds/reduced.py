@@ -30,7 +30,11 @@ from sp_ode.core.validation import check_choice, check_finite_array
 from sp_ode.manifolds.initial_layer import LAYER_METHODS, layer_shift
 from sp_ode.manifolds.newton import fast_dim, fast_key, system_kernels
 from sp_ode.markov.stationary import stationary_distribution
+from sp_ode.networks.models import NetworkModel
 from sp_ode.systems import diagnosis, integration
+from sp_ode.systems.catalogue import CatalogueEntry
+from sp_ode.systems.network import NetworkSystem
+from sp_ode.systems.resolve import as_system
 from sp_ode.systems.simulation import (
     DEFAULT_MAX_STEPS,
     Trajectory,
@@ -269,7 +273,7 @@ def reduced_system(system, phi=None, *, x_guess=None) -> ReducedSystem:
 
 def _reduced_system(system, phi=None, *, x_guess=None) -> ReducedSystem:
     """`reduced_system` without the full system attached."""
-    entry_phi = getattr(system, "phi", None) if not isinstance(system, FastSlowSystem) else None
+    entry_phi = system.phi if isinstance(system, CatalogueEntry) else None
     system = check_system(system)
     master = isinstance(system, MasterEquationSystem)
     if phi is not None and x_guess is not None:
@@ -339,7 +343,7 @@ def simulate_reduced(system, t_span, y0, *, phi=None, x_guess=None, x0=None, ini
     ----------
     system : FastSlowSystem, catalogue entry, ReducedSystem or NetworkSystem
         A `NetworkSystem` (sparse CME) is integrated by its own
-        [`simulate_reduced`][sp_ode.networks.system.NetworkSystem.simulate_reduced] (scipy; p_st by sparse
+        [`simulate_reduced`][sp_ode.systems.network.NetworkSystem.simulate_reduced] (scipy; p_st by sparse
         solves, or `phi=` such as a fitted φ_θ) and returns its `NetworkPath`; `ts` is
         its `t_eval`, `rtol`/`atol` pass through, the other options do not apply.
     t_span : (t0, t1)
@@ -395,7 +399,8 @@ def simulate_reduced(system, t_span, y0, *, phi=None, x_guess=None, x0=None, ini
     InitialLayerWarning
         With `x0`: no attracting fibre at y0, or the layer not resolved (y0 used unshifted).
     """
-    if _is_network_system(system):
+    if isinstance(system, (NetworkSystem, NetworkModel)):
+        system = as_system(system)
         # a sparse network system has its own reduced flow (scipy, sparse solves or phi=): a NetworkPath
         if x_guess is not None:
             raise ValueError("`x_guess` is for a general system; a network's critical manifold is p_st(y) (T1).")
@@ -522,11 +527,6 @@ def _p_st_or_nan(Q_of_y, y) -> np.ndarray:
         return stationary_distribution(Q)
     except (ValueError, ArithmeticError):
         return np.full(Q.shape[-1], np.nan)
-
-
-def _is_network_system(system) -> bool:
-    """An sp_ode.NetworkSystem (duck-typed: the networks layer sits above this one)."""
-    return all(hasattr(system, a) for a in ("network", "space", "gen", "slow_odes", "simulate_reduced"))
 
 
 def _make_phi_eval(red: ReducedSystem, args_static) -> Callable:

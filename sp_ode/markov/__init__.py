@@ -13,25 +13,4 @@ from __future__ import annotations
 
 from sp_ode.core.lazy import lazy_namespace
 
-# Names that lived here before the layout by concern; they resolve with a DeprecationWarning.
-_MOVED = {
-    'ReactionNetwork': 'sp_ode.networks.network',
-    'Reaction': 'sp_ode.networks.network',
-    'StateSpace': 'sp_ode.networks.state_space',
-    'TruncationReport': 'sp_ode.networks.state_space',
-    'NetworkError': 'sp_ode.networks.network',
-    'NetworkSyntaxError': 'sp_ode.networks.network',
-    'UnknownSymbolError': 'sp_ode.networks.network',
-    'NegativeCountError': 'sp_ode.networks.network',
-    'PropensityError': 'sp_ode.networks.network',
-    'TruncationError': 'sp_ode.networks.network',
-    'UnusedSlowVariableError': 'sp_ode.networks.network',
-    'NetworkModel': 'sp_ode.networks.models',
-    'NETWORK_MODELS': 'sp_ode.networks.models',
-    'get_network_model': 'sp_ode.networks.models',
-    'from_sbml': 'sp_ode.networks.sbml',
-    'from_antimony': 'sp_ode.networks.sbml',
-    'SBMLFeatureError': 'sp_ode.networks.sbml',
-}
-
-__getattr__, __dir__, __all__ = lazy_namespace(__name__, __file__, moved=_MOVED)
+__getattr__, __dir__, __all__ = lazy_namespace(__name__, __file__)

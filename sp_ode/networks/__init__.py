@@ -6,8 +6,9 @@ Antimony (`sp_ode.networks.sbml`, kinetic laws built from the MathML tree with e
 reaction's local parameters in scope) or taken from the model catalogue
 (`sp_ode.networks.models`); its `StateSpace` (`sp_ode.networks.state_space`) is the finite
 state projection, enumerated in blocks under a memory estimate, with its truncation report; the
-generator Q(y) over that space and the fast–slow `NetworkSystem` built on it
-(`sp_ode.networks.system`) give sparse reduced, corrected and full paths; the transient law p(t)
+generator Q(y) over that space has a fixed sparsity pattern (`sp_ode.networks.sparse_generator`), on
+which the fast–slow `NetworkSystem` of the layer above is built (`sp_ode.systems.network`); the
+transient law p(t)
 with its FSP bound and an adaptive projection is `sp_ode.networks.cme.transient`, with time- and
 state-triggered event assignments represented exactly on the projection by `sp_ode.networks.events`;
 the stationary law of the infinite CME, with a Foster–Lyapunov bound on the truncation

@@ -49,8 +49,3 @@ from .state_space import (
     StateSpace as StateSpace,
     TruncationReport as TruncationReport,
 )
-from .system import (
-    ManifoldTable as ManifoldTable,
-    NetworkPath as NetworkPath,
-    NetworkSystem as NetworkSystem,
-)

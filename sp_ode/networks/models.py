@@ -2,7 +2,7 @@
 
 Each entry is a [`NetworkModel`][sp_ode.networks.models.NetworkModel]: the network, the projection it is meant to be
 solved on, an ODE for each slow variable in expectations of the fast state (the
-input of [`sp_ode.networks.system.NetworkSystem`][sp_ode.networks.system.NetworkSystem]), a starting slow
+input of [`sp_ode.systems.network.NetworkSystem`][sp_ode.systems.network.NetworkSystem]), a starting slow
 state, and the closed form it is checked against.
 
 ================  ===================================================================
@@ -56,6 +56,11 @@ class NetworkModel:
     y0 : ndarray (d,)
     closed_form : dict of str -> callable
         Known answers, e.g. `{"marginal M": fn(y) -> pmf}`; documented per model.
+    eps : float
+        The model's time-scale ratio ε: the one value every entry point uses for it
+        (`sp_ode.systems.resolve.as_system`), 1e-2 unless the model says otherwise.
+    t_span : (t0, t1)
+        The default horizon on the slow clock.
     """
 
     name: str
@@ -64,6 +69,8 @@ class NetworkModel:
     slow: dict
     y0: np.ndarray
     closed_form: dict[str, Callable] = field(default_factory=dict)
+    eps: float = 1e-2
+    t_span: tuple[float, float] = (0.0, 2.0)
 
     def space(self) -> StateSpace:
         return self.network.state_space(**self.space_kwargs)

@@ -707,7 +707,7 @@ class ReactionNetwork:
         """
         if space.n > _MAX_DENSE_JAX:
             raise ValueError(f"the dense JAX generator needs n ≤ {_MAX_DENSE_JAX}; J has n = {space.n} — use the "
-                             "sparse generator (`generator`) or sp_ode.networks.system.")
+                             "sparse generator (`generator`) or sp_ode.systems.network.")
         import jax.numpy as jnp
 
         fns = self._lambdified("jax")

@@ -45,6 +45,7 @@ import numpy as np
 
 from sp_ode.sweeps import _paths as paths, _stacked as stacked
 from sp_ode.sweeps._reasons import Reason
+from sp_ode.sweeps.engine import ValidationInput
 
 PROBE = 8
 MARGIN = 2.0
@@ -84,10 +85,17 @@ class Decision:
                 "seconds": self.seconds}
 
 
+MAX_ORDER = paths.MAX_ORDER
 FIRST_CHUNK_PRICES = True     # sp_ode.sweep solves the first chunk fully before `decide`
 planned_orders = paths.planned_orders
 full_estimate = paths.full_estimate
 REFERENCE_TOL_FACTOR = paths.REFERENCE_TOL_FACTOR
+
+
+def sweep_nbytes(N: int, chunk_size: int, m: int, d: int, K: int) -> int:
+    """Estimated peak bytes: one stacked chunk (LSODA's banded work arrays) plus the assembled table."""
+    n = m + d
+    return stacked.stack_nbytes(min(N, chunk_size), n) + int(N) * 8 * (2 * K * d + m + 10)
 
 
 def run_chunk(plan: paths.SweepPlan, chunk: paths.ChunkInput) -> dict:
@@ -117,17 +125,6 @@ def first_chunk_reasons(plan: paths.SweepPlan, eps: np.ndarray) -> np.ndarray:
         return np.full(eps.size, dec.first, dtype=np.int64)
     order, reason = planned_orders(plan, eps)
     return np.where(order >= 0, int(Reason.FULL_FIRST), reason)
-
-
-@dataclass
-class ValidationInput:
-    """The validated points: global indices and their data (leading axis b)."""
-
-    points: np.ndarray
-    x0: np.ndarray
-    y0: np.ndarray
-    eps: np.ndarray
-    values: dict
 
 
 def validate_points(plan: paths.SweepPlan, item: ValidationInput):

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from sp_ode.systems.network import NetworkSystem
+
 _MAX_DEPTH = 8
 
 
@@ -107,7 +109,7 @@ def model_digest(system) -> str:
     h = hashlib.sha256()
     seen: dict = {}
     h.update(f"{type(system).__module__}.{type(system).__qualname__}:{getattr(system, 'name', '')};".encode())
-    if hasattr(system, "network"):                  # a NetworkSystem
+    if isinstance(system, NetworkSystem):
         net = system.network
         _feed(h, [str(r) for r in getattr(net, "reactions", ())], seen, 0)
         _feed(h, dict(net.parameters), seen, 0)

@@ -37,9 +37,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.integrate
 
+from sp_ode.core.chebyshev import ChebyshevConvergenceError, chebyshev_fit
 from sp_ode.core.memory import check_memory
-from sp_ode.networks.system import NetworkSystem, padded_range
 from sp_ode.sweeps._reasons import Reason
+from sp_ode.sweeps.engine import ValidationInput
+from sp_ode.systems.network import NetworkSystem, padded_range
 
 MAX_ORDER = 1
 FIRST_CHUNK_PRICES = False
@@ -120,14 +122,14 @@ def check_states(system: NetworkSystem, x0, y0, N: int):
     return None, y0
 
 
-def sweep_nbytes(N: int, chunk_size: int, n: int, d: int, K: int) -> int:
-    """Estimated peak bytes of a network sweep outside its tables (`build_table` checks those): one chunk's
+def sweep_nbytes(N: int, chunk_size: int, m: int, d: int, K: int) -> int:
+    """Estimated peak bytes of a network sweep (m = n fast states) outside its tables (`build_table` checks those): one chunk's
     stacked table paths (3 unknowns per point in one LSODA solve, banded with bandwidth 2, and its saves),
     the assembled results (x0 is not stored) and the O(n) vectors of one sparse full solve at a time (its
     factorisation is the network's own: `NetworkSystem.simulate`)."""
     B3 = 3 * min(int(N), int(chunk_size))
     stacked = 8 * (22 + 10 * B3 + 7 * B3) + 8 * B3 * 16
-    return int(stacked + int(N) * 8 * (2 * K * d + 10) + 8 * 64 * (n + d))
+    return int(stacked + int(N) * 8 * (2 * K * d + 10) + 8 * 64 * (m + d))
 
 
 # --- the plan --------------------------------------------------------------------------------------
@@ -238,15 +240,6 @@ class NetworkPlan:
         return self.system.with_parameters(**given) if given else self.system
 
 
-@dataclass
-class ValidationInput:
-    points: np.ndarray
-    x0: np.ndarray
-    y0: np.ndarray
-    eps: np.ndarray
-    values: dict
-
-
 # --- manifold terms and tables ------------------------------------------------------------------------
 
 def stationary_at(system: NetworkSystem, ws, y: np.ndarray, Q=None) -> np.ndarray:
@@ -305,35 +298,23 @@ def build_table(system: NetworkSystem, interval, *, tol: float = TABLE_TOL, max_
                  remedy="Use a smaller projection.")
     ws = system.stationary_solver()
     start = time.perf_counter()
-    cache: dict = {}
+    u_at: dict = {}
 
-    def at(theta):
-        if theta not in cache:
-            y = np.array([0.5 * (a + b) - 0.5 * (b - a) * np.cos(theta)])
-            p, u, v = _terms_at(system, y, ws)
-            Fm = system.F(y)
-            cache[theta] = (u, np.concatenate([Fm @ p, Fm @ u, Fm @ v]))
-        return cache[theta]
+    def at(y):
+        y = np.array([y])
+        p, u, v = _terms_at(system, y, ws)
+        Fm = system.F(y)
+        u_at[float(y[0])] = u
+        return np.concatenate([Fm @ p, Fm @ u, Fm @ v])
 
-    M, prev, err = 8, None, np.inf
     K = len(system.observables)
-    while True:
-        theta = np.pi * np.arange(M + 1)[::-1] / M          # ascending y: each solve warm-starts the next
-        V = np.array([at(th)[1] for th in theta])
-        nodes = 0.5 * (a + b) - 0.5 * (b - a) * np.cos(theta)
-        xi = (2 * nodes - a - b) / (b - a)
-        coef = np.polynomial.chebyshev.chebfit(xi, V, M)
-        if prev is not None:
-            err = float(np.max(np.abs(np.polynomial.chebyshev.chebval(xi[1::2], prev).T - V[1::2])
-                               / np.maximum(1.0, np.abs(V[1::2]))))
-            if err <= tol:
-                break
-        if 2 * M + 1 > max_nodes:
-            raise RuntimeError(f"the slow-manifold table did not converge on [{a:.6g}, {b:.6g}] with {M + 1} nodes "
-                               f"(change {err:.2e} > {tol:.1e}); narrow the interval or use fewer points.")
-        prev, M = coef, 2 * M
+    try:
+        fit = chebyshev_fit(at, a, b, tol=tol, max_nodes=max_nodes, remedy="narrow the interval or use fewer points")
+    except ChebyshevConvergenceError as exc:
+        raise RuntimeError(str(exc)) from None
+    coef, err, M, nodes, xi = fit.coef, fit.error, fit.degree, fit.nodes, fit.xi
     # w = A^# u′, u′ the Chebyshev derivative of u over the nodes (second pass: factorise at each node again)
-    U = np.array([cache[th][0] for th in theta])                        # (M + 1, n)
+    U = np.array([u_at[float(y)] for y in nodes])                      # (M + 1, n)
     dU = np.polynomial.chebyshev.chebval(xi, np.polynomial.chebyshev.chebder(
         np.polynomial.chebyshev.chebfit(xi, U, M)) * (2.0 / (b - a))).T   # (M + 1, n)
     W = np.empty((M + 1, K))
@@ -506,6 +487,12 @@ def _probe_table(plan: NetworkPlan, values: dict, y0: np.ndarray):
     stats: dict = {}
     table, Y = solve_on_table(plan, key, system, y0[members, 0], eps[members], slow, stats)
     return i_med, key, system, members, table, Y, stats
+
+
+def first_chunk_reasons(plan: NetworkPlan, eps: np.ndarray) -> np.ndarray:
+    """Never called: a network sweep does not price its full route on a first chunk (FIRST_CHUNK_PRICES is
+    False, `decide` prices it with one full solve); the contract's member, the points' own reasons."""
+    return planned_orders(plan, eps)[1]
 
 
 def replay(plan: NetworkPlan, values: dict, y0: np.ndarray) -> None:

@@ -57,7 +57,6 @@ from sp_ode.core.memory import check_memory
 from sp_ode.core.precision import in_float64
 from sp_ode.core.reporting import progress
 from sp_ode.core.validation import check_choice, check_finite_array, check_positive, check_positive_int
-from sp_ode.networks.system import NetworkSystem
 from sp_ode.sweeps import _cost as cost, _paths as paths, _stacked as stacked
 from sp_ode.sweeps._dask import SweepClusterError, executor
 from sp_ode.sweeps._fingerprint import sweep_digest
@@ -78,6 +77,9 @@ from sp_ode.sweeps._folder import (
     write_chunk,
 )
 from sp_ode.sweeps._reasons import TEXT, Reason
+from sp_ode.sweeps.engine import SweepEngine, ValidationInput
+from sp_ode.systems.network import NetworkSystem
+from sp_ode.systems.resolve import as_system
 from sp_ode.systems.simulation import check_state, check_system, check_t_span, check_ts
 from sp_ode.systems.system import FastSlowSystem, MasterEquationSystem
 
@@ -355,12 +357,6 @@ def auto_chunk_size(N: int, workers: int) -> tuple[int, str | None]:
     return size, None
 
 
-def _sweep_nbytes(N: int, chunk_size: int, m: int, d: int, K: int) -> int:
-    """Estimated peak bytes: one stacked chunk (LSODA's banded work arrays) plus the assembled table."""
-    n = m + d
-    return stacked.stack_nbytes(min(N, chunk_size), n) + int(N) * 8 * (2 * K * d + m + 10)
-
-
 # --- the public function ------------------------------------------------------------------
 
 @in_float64
@@ -431,7 +427,7 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
     SweepClusterError
         The scheduler cannot be reached, or stops answering, within `connect_timeout`.
     MemoryBudgetError
-        The estimate of `_sweep_nbytes` exceeds the memory budget (before any chunk runs).
+        The engine's memory estimate (`sweep_nbytes`) exceeds the memory budget (before any chunk runs).
 
     Examples
     --------
@@ -448,12 +444,15 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
 
     A network system sweeps the same way (x0 = "manifold"); see docs/guide/reaction_networks.md.
     """
-    # the engine by the system's type: an explicit isinstance, no duck typing
+    # one door for every accepted object (sp_ode.systems.resolve), then the engine by the system's type
+    system = as_system(system)
     is_network = isinstance(system, NetworkSystem)
     if is_network:
         from sp_ode.sweeps import _network as network  # noqa: PLC0415 - the sparse engine, only for networks
+        engine: SweepEngine = network
     else:
         system = check_system(system)
+        engine = cost
     tol = check_positive("tol", tol)
     t0, t1 = check_t_span(t_span)
     ts = check_ts(ts, t0, t1)
@@ -469,7 +468,7 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
     safety = check_positive("safety", safety)
     if safety > 1:
         raise ValueError(f"`safety` must lie in (0, 1]; got {safety}.")
-    top = network.MAX_ORDER if is_network else paths.MAX_ORDER
+    top = engine.MAX_ORDER
     max_order = min(2, top) if max_order is None else max_order
     if isinstance(max_order, bool) or not isinstance(max_order, numbers.Integral) or not 0 <= max_order <= top:
         raise ValueError(f"`max_order` must be an integer in [0, {top}]; got {max_order!r}.")
@@ -511,18 +510,16 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
             chunk_size = resumed_size
         chunk_size = group * math.ceil(chunk_size / group)
         # a network sweep stacks only its table paths (3 unknowns per point) and solves full systems one at a time
-        nbytes = (network.sweep_nbytes if is_network else _sweep_nbytes)(N, chunk_size, m, d, ts.size)
+        nbytes = engine.sweep_nbytes(N, chunk_size, m, d, ts.size)
         check_memory(nbytes,
                      what=f"a sweep of {N} points in chunks of {chunk_size} (m = {m}, d = {d}, {ts.size} save "
                           "times)", remedy="Lower `chunk_size` or the number of save times.")
         names = tuple(n for n in values if n != "eps")
         y_scale = max(1.0, float(np.max(np.abs(y0_arr))))
         if is_network:
-            engine = network
             plan = network.NetworkPlan(system, names, (t0, t1), ts, tol, int(max_order), safety=safety,
                                        route=route, y_scale=y_scale, group=group)
         else:
-            engine = cost
             base = dict(system.args) if isinstance(system.args, Mapping) else {}
             plan = paths.SweepPlan(system, base, names, (t0, t1), ts, tol, int(max_order), safety=safety,
                                    route=route, sizes=stacked.pad_sizes(group, m + d), y_scale=y_scale,
@@ -650,7 +647,7 @@ def _validate(plan, engine, ex, table, values, y0, validate, out_dir, manifest) 
                 stored = (z["y_ref"], z["ok"])
     start = time.perf_counter()
     if stored is None:
-        item = engine.ValidationInput(check, table["x0"][check], y0[check], values["eps"][check],
+        item = ValidationInput(check, table["x0"][check], y0[check], values["eps"][check],
                                       {n: values[n][check] for n in values if n != "eps"})
         [(yr, ok)] = list(ex.map(engine.validate_points, plan, [item]))
         if out_dir is not None:
@@ -675,7 +672,7 @@ def _validate(plan, engine, ex, table, values, y0, validate, out_dir, manifest) 
     # re-solved by the reference too (docs/theory.md §7.5)
     per_path, near = margin_points(table, check, validate, plan.tol, plan.safety)
     if near.size:
-        item = engine.ValidationInput(near, table["x0"][near], y0[near], values["eps"][near],
+        item = ValidationInput(near, table["x0"][near], y0[near], values["eps"][near],
                                       {n: values[n][near] for n in values if n != "eps"})
         [(yn, okn)] = list(ex.map(engine.validate_points, plan, [item]))
         _keep_reference(plan, engine, table, near[okn], yn[okn], Reason.RESOLVED_MARGIN)

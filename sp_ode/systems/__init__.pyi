@@ -16,6 +16,11 @@ from .model import (
     ModelCheck as ModelCheck,
     check_model as check_model,
 )
+from .network import (
+    ManifoldTable as ManifoldTable,
+    NetworkPath as NetworkPath,
+    NetworkSystem as NetworkSystem,
+)
 from .simulation import (
     SolverError as SolverError,
     Trajectory as Trajectory,

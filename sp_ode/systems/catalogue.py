@@ -101,7 +101,9 @@ class CatalogueEntry:
     @in_float64
     def simulate(self, **kwargs):
         """`sp_ode.simulate` from the default t_span, x0, y0 (keywords override them)."""
-        from sp_ode.systems.simulation import simulate
+        # the package's public door (which resolves entries through sp_ode.systems.resolve, which knows this
+        # module): called by its public name, not by a sibling import that would close a circle
+        from sp_ode.systems import simulate
 
         t_span = kwargs.pop("t_span", self.t_span)
         x0, y0 = kwargs.pop("x0", self.x0), kwargs.pop("y0", self.y0)

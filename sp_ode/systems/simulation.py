@@ -230,12 +230,15 @@ def check_state(name: str, value, dim: int | None) -> np.ndarray:
 
 
 def check_system(system) -> FastSlowSystem:
-    """Accept a FastSlowSystem or a catalogue entry (its `.system`)."""
-    inner = getattr(system, "system", None)
-    if isinstance(inner, FastSlowSystem):
-        system = inner
+    """A FastSlowSystem from what the dense doors accept: the system or a catalogue entry (its `.system`),
+    through the one door `sp_ode.systems.resolve.as_system`; a network system is refused here, by name."""
+    from sp_ode.systems.resolve import as_system  # the resolver knows the catalogue, which imports this module
+
+    system = as_system(system)
     if not isinstance(system, FastSlowSystem):
-        raise TypeError(f"`system` must be a FastSlowSystem (or a catalogue entry); got {type(system).__name__}.")
+        raise TypeError(f"`system` must be a FastSlowSystem (or a catalogue entry) here; got the "
+                        f"{type(system).__name__} {system.name!r}, whose fast part is a sparse master equation: "
+                        "use `sp_ode.simulate`, `sp_ode.simulate_reduced`, `sp_ode.verify` or `sp_ode.sweep`.")
     return system
 
 
@@ -583,6 +586,13 @@ def simulate(system, t_span, x0, y0, *, backend: str = "auto", method: str | Non
         f or g, f/ε overflowing, Q(y) not a generator, step budget — and what to change).
     Exceptions raised inside the user's f or g propagate unchanged.
     """
+    from sp_ode.systems.network import NetworkSystem
+    from sp_ode.systems.resolve import as_system
+
+    system = as_system(system)
+    if isinstance(system, NetworkSystem):
+        return _simulate_network(system, t_span, x0, y0, backend=backend, method=method, rtol=rtol, atol=atol,
+                                 ts=ts, args=args, batch_args=batch_args)
     system = check_system(system)
     options, (t0, t1), ts = check_solver_options(backend, method, rtol, atol, max_steps, t_span, ts, escalate)
     x0 = check_state("x0", x0, system.m)
@@ -595,6 +605,21 @@ def simulate(system, t_span, x0, y0, *, backend: str = "auto", method: str | Non
         check_master_start(system, x0, y0, args, bool(batch_args))
     return simulate_checked(system, (t0, t1), x0, y0, ts=ts, options=options, args=args,
                             batch_args=bool(batch_args), throw=throw)
+
+
+def _simulate_network(system, t_span, x0, y0, *, backend, method, rtol, atol, ts, args, batch_args):
+    """`simulate` of a `NetworkSystem`: its full stiff sparse solve (scipy BDF, Radau or LSODA with the sparse
+    Jacobian, `NetworkSystem.simulate`), returned as its `NetworkPath`.  x0 = None starts on the critical
+    manifold p_st(y0)."""
+    if backend not in ("auto", "scipy"):
+        raise ValueError(f"`backend` must be 'auto' or 'scipy' for the NetworkSystem {system.name!r} (a sparse "
+                         f"master equation is solved by scipy); got {backend!r}.")
+    if args is not None or batch_args:
+        raise ValueError(f"`args`/`batch_args` do not apply to the NetworkSystem {system.name!r}: its rate "
+                         "constants are set by `system.with_parameters(...)`.")
+    t0, t1 = check_t_span(t_span)
+    return system.simulate((t0, t1), y0, x0, method=method or "BDF", rtol=rtol, atol=atol,
+                           t_eval=None if ts is None else np.asarray(ts, dtype=np.float64))
 
 
 @in_float64

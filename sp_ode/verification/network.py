@@ -1,6 +1,6 @@
 """`sp-ode verify` for a reaction-network fast–slow system (docs/theory.md §7.7).
 
-For a [`NetworkSystem`][sp_ode.networks.system.NetworkSystem] — ε dx/dt = Q(y)ᵀx on a
+For a [`NetworkSystem`][sp_ode.systems.network.NetworkSystem] — ε dx/dt = Q(y)ᵀx on a
 finite state projection, dy/dt = G(E_x[·], y) — [`verify_network`][sp_ode.verification.network.verify_network] checks, on the
 region the user's trajectory actually visits:
 
@@ -53,7 +53,7 @@ from sp_ode.markov.attractor import MARGIN, MAX_STEPS, attractor_distribution
 from sp_ode.markov.generator import closed_classes, communicating_classes, format_classes
 from sp_ode.markov.spectral import spectral_gap
 from sp_ode.markov.stationary import DENSE_GTH_MAX, stationary_distribution
-from sp_ode.networks.system import NetworkSystem, padded_range
+from sp_ode.systems.network import NetworkSystem, padded_range
 from sp_ode.verification.identity import IDENTITY_TOL, IdentityMethod
 from sp_ode.verification.plotting import plot_network_convergence, plot_network_marginals
 from sp_ode.verification.rates import MIN_POINTS, RateFit, fit_rate

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from sp_ode.core.reporting import figures
+from sp_ode.systems.system import MasterEquationSystem
 
 __all__ = ["plot_certificate", "plot_manifold", "plot_network_marginals", "plot_network_convergence"]
 
@@ -116,9 +117,9 @@ def plot_manifold(case, region, ident, report: dict, path: Path) -> Path:
                 axes[0].plot(s, ref[:, i], "-", color=color, lw=1)
             axes[0].plot(s, phi[:, i], "o", color=color, ms=3.5, mfc="none")
         handles = [Line2D([], [], color="k", lw=1, label=f"line: {ref_name}"
-                          + (" (no linear solve)" if hasattr(case.system, "Q_of_y") else "")),
+                          + (" (no linear solve)" if isinstance(case.system, MasterEquationSystem) else "")),
                    Line2D([], [], color="k", marker="o", ls="none", mfc="none", ms=4,
-                          label="markers: φ by Newton" + (" (bordered system)" if hasattr(case.system, "Q_of_y")
+                          label="markers: φ by Newton" + (" (bordered system)" if isinstance(case.system, MasterEquationSystem)
                                                           else ""))]
         names = getattr(case.system, "states", None)    # the user's state names, else the indices
         if phi.shape[1] <= 12:                          # one legend entry per state (colour)

@@ -44,9 +44,11 @@ from sp_ode.manifolds.critical_manifold import (
     normal_hyperbolicity,
 )
 from sp_ode.manifolds.newton import is_master, system_kernels
+from sp_ode.markov.families import GeneratorFamily
 from sp_ode.markov.stationary import stationary_distribution
 from sp_ode.systems.options import SolveOptions
 from sp_ode.systems.simulation import simulate_checked
+from sp_ode.systems.system import MasterEquationSystem
 
 __all__ = ["visited_region", "VisitedRegion", "MARGIN"]
 
@@ -140,9 +142,10 @@ def _loss_text(kind: str, y_star, t_star) -> str:
 
 def _domain(system):
     """The box of a generator family, or None."""
-    fam = getattr(system, "Q_of_y", None)
-    lo, hi = getattr(fam, "lower", None), getattr(fam, "upper", None)
-    return (np.asarray(lo, float), np.asarray(hi, float)) if lo is not None and hi is not None else None
+    fam = system.Q_of_y if isinstance(system, MasterEquationSystem) else None
+    if not isinstance(fam, GeneratorFamily):
+        return None
+    return np.asarray(fam.lower, float), np.asarray(fam.upper, float)
 
 
 @functools.lru_cache(maxsize=32)

@@ -40,9 +40,11 @@ from sp_ode.core.validation import check_choice, check_positive_int
 from sp_ode.manifolds.slow_manifold import check_order, slow_manifold
 from sp_ode.markov.families import GeneratorFamily
 from sp_ode.networks.models import NetworkModel
-from sp_ode.networks.system import NetworkSystem
+from sp_ode.systems.catalogue import CatalogueEntry
 from sp_ode.systems.model import check_model
-from sp_ode.systems.system import FastSlowSystem, MasterEquationSystem
+from sp_ode.systems.network import NetworkSystem
+from sp_ode.systems.resolve import as_system
+from sp_ode.systems.system import MasterEquationSystem
 from sp_ode.verification.certificate import DEFAULT_PS, check_Ps, convergence_certificate
 from sp_ode.verification.identity import check_identity_size, identity_check
 from sp_ode.verification.network import verify_network
@@ -50,14 +52,12 @@ from sp_ode.verification.plotting import plot_manifold
 from sp_ode.verification.rates import MIN_POINTS
 from sp_ode.verification.region import MARGIN, visited_region
 
-__all__ = ["verify", "VerifyReport", "STATUSES", "SMOKE_PS", "NETWORK_EPS", "NETWORK_T_SPAN"]
+__all__ = ["verify", "VerifyReport", "STATUSES", "SMOKE_PS"]
 
 STATUSES = ("ok", "FAIL", "skipped")
 SMOKE_PS = (16, 32, 64, 128, 256, 512)
 DEFAULT_NUM = 41              # grid points in y for the identity check of a general / master system
 SMOKE_NUM = 9
-NETWORK_T_SPAN = (0.0, 2.0)   # a catalogue network's default time span (slow clock)
-NETWORK_EPS = 1e-2            # a catalogue network's ε (the corrected path of step 1)
 CHECKS = ("hyperbolicity", "identity", "certificate")
 BACKENDS = ("auto", "diffrax", "scipy")
 
@@ -208,9 +208,9 @@ class Case:
 def resolve_case(system, *, t_span=None, x0=None, y0=None, description: str | None = None) -> Case:
     """`system` (a FastSlowSystem, a catalogue entry, a NetworkSystem or a NetworkModel) with its data.
 
-    A catalogue entry (anything with `.system`, `.t_span`, `.x0`, `.y0`) supplies the
-    defaults and its closed-form φ.  A NetworkModel becomes a NetworkSystem on its projection
-    with ε = `NETWORK_EPS`, its own y0 and t_span `NETWORK_T_SPAN` unless given; a network
+    A catalogue entry supplies the defaults and its closed-form φ.  A NetworkModel becomes a
+    NetworkSystem on its projection with the model's own ε, y0 and t_span unless given
+    (`sp_ode.systems.resolve.as_system`, the door every entry point shares); a network
     verdict starts on the critical manifold x0 = p_st(y0), so `x0` is refused there.
 
     Raises
@@ -224,13 +224,8 @@ def resolve_case(system, *, t_span=None, x0=None, y0=None, description: str | No
         return system
     if isinstance(system, (NetworkSystem, NetworkModel)):
         return _network_case(system, t_span=t_span, x0=x0, y0=y0, description=description)
-    if isinstance(system, FastSlowSystem):
-        entry = None
-    elif isinstance(getattr(system, "system", None), FastSlowSystem):
-        system, entry = system.system, system
-    else:
-        raise TypeError(f"`system` must be a FastSlowSystem, a catalogue entry (sp_ode.get_system), a NetworkSystem "
-                        f"or a NetworkModel; got {type(system).__name__}.")
+    entry = system if isinstance(system, CatalogueEntry) else None
+    system = as_system(system)
     t_span = t_span if t_span is not None else getattr(entry, "t_span", None)
     x0 = x0 if x0 is not None else getattr(entry, "x0", None)
     y0 = y0 if y0 is not None else getattr(entry, "y0", None)
@@ -248,9 +243,9 @@ def _network_case(obj, *, t_span, x0, y0, description) -> Case:
         raise ValueError("`x0` does not apply to a network model: its verdict starts on the critical manifold "
                          "x0 = p_st(y0).")
     if isinstance(obj, NetworkModel):
-        system = NetworkSystem(obj.network, obj.space(), obj.slow, eps=NETWORK_EPS, name=obj.name)
+        system = as_system(obj)
         y0 = obj.y0 if y0 is None else y0
-        t_span = NETWORK_T_SPAN if t_span is None else t_span
+        t_span = obj.t_span if t_span is None else t_span
         description = description or f"network model {obj.name}"
     else:
         system = obj
@@ -270,7 +265,7 @@ def _network_case(obj, *, t_span, x0, y0, description) -> Case:
 def identity_grid(case: Case, region, num: int) -> np.ndarray:
     """The family's domain for a master equation over a GeneratorFamily (T1 is claimed there); else the
     visited range (d = 1) or points along the reduced path (d > 1)."""
-    Q_of_y = getattr(case.system, "Q_of_y", None)
+    Q_of_y = case.system.Q_of_y if isinstance(case.system, MasterEquationSystem) else None
     if isinstance(Q_of_y, GeneratorFamily):
         return Q_of_y.grid(num if Q_of_y.d == 1 else max(3, int(round(num ** (1 / Q_of_y.d)))))
     if case.system.d == 1 or region.reduced.y.shape[1] == 1:

@@ -158,7 +158,7 @@ def test_stage_one_breakdown_falls_back_to_the_uniform_guess():
     # sparse, certified, and the mRNA marginal matches the Poisson–beta closed form
     # (Peccoud & Ycart 1995; `network_models.poisson_beta_pmf`), truncated at N = 40.
     from sp_ode.networks.models import get_network_model
-    from sp_ode.networks.system import NetworkSystem
+    from sp_ode.systems.network import NetworkSystem
 
     model = get_network_model("telegraph", N=40)
     system = NetworkSystem(model.network, model.space(), model.slow, eps=1e-2)

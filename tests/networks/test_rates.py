@@ -11,7 +11,7 @@ import sympy
 
 from sp_ode.networks._rates import NetworkSyntaxError, Reaction, parse_rate
 from sp_ode.networks.network import ReactionNetwork
-from sp_ode.networks.system import NetworkSystem
+from sp_ode.systems.network import NetworkSystem
 from tests.payloads import assert_not_run, payload
 
 

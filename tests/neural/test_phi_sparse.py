@@ -17,7 +17,7 @@ from neural.phi.fit import fit_phi
 from neural.phi.model import PhiMLP
 from neural.phi.sparse import SparseFamily, design_points, residual_numpy, residual_torch
 from sp_ode.networks.models import get_network_model
-from sp_ode.networks.system import NetworkSystem
+from sp_ode.systems.network import NetworkSystem
 
 
 def _two_species(N=8):

@@ -14,10 +14,10 @@ import pytest
 
 import sp_ode
 from sp_ode.networks.network import ReactionNetwork
-from sp_ode.networks.system import NetworkSystem
 from sp_ode.sweeps import _network
 from sp_ode.sweeps._reasons import TEXT, Reason
 from sp_ode.sweeps.sweep import PATH_FULL, STATUS_RESOLVED, sweep
+from sp_ode.systems.network import NetworkSystem
 
 TOL = 1e-6
 TS = np.array([0.5, 1.0, 2.0])
@@ -161,13 +161,15 @@ def _reference_error_vs_radau(system, factor, radau):
 
 
 def test_network_validation_reference_judges_tol_to_a_fraction_of_a_percent(system):
-    """The sparse BDF reference at REFERENCE_TOL_FACTOR·tol is within 2e-3·tol of scipy Radau at rtol 1e-10
-    (an independent method) at every ε; one at 10·tol is not."""
-    # Radau at rtol 1e-10: within 3e-12 of Radau at rtol 1e-12 here (measured at ε = 1e-6 and 1e-3), 700× below
-    # the 2e-3·tol = 2e-9 judged; solved once, used twice
+    """The sparse BDF reference at REFERENCE_TOL_FACTOR·tol is within half a percent of tol of scipy Radau at
+    rtol 1e-10 (an independent method) at every ε; one at 10·tol is not."""
+    # Radau at rtol 1e-10: within 3e-12 of Radau at rtol 1e-12 here (measured at ε = 1e-6 and 1e-3), 1000× below
+    # the 5e-3·tol = 5e-9 judged; solved once, used twice.  Measured: 2.0e-9 (2.0e-3·tol, on this machine; the
+    # last digits move with the CPU's floating-point kernels, so the bound is not set at the measured value) at
+    # REFERENCE_TOL_FACTOR, 4.5e-6 at 10·tol
     radau = {eps: _radau(system, 0.2, eps, rtol=1e-10) for eps in (1e-6, 1e-5, 1e-4, 1e-3)}
-    assert _reference_error_vs_radau(system, _network.REFERENCE_TOL_FACTOR, radau) <= 2e-3 * TOL
-    assert _reference_error_vs_radau(system, 10.0, radau) > 2e-3 * TOL
+    assert _reference_error_vs_radau(system, _network.REFERENCE_TOL_FACTOR, radau) <= 5e-3 * TOL
+    assert _reference_error_vs_radau(system, 10.0, radau) > 5e-3 * TOL
 
 
 # --- ε with a rate constant (issue: the telegraph gene crashed) ------------------------------------------

@@ -12,7 +12,7 @@ from sp_ode.cli import main
 from sp_ode.markov.attractor import attractor_distribution
 from sp_ode.networks.models import get_network_model
 from sp_ode.networks.network import ReactionNetwork
-from sp_ode.networks.system import NetworkSystem
+from sp_ode.systems.network import NetworkSystem
 from sp_ode.verification.network import DEFAULT_EPS, network_identity, verify_network
 
 STATUS = ("ok", "FAIL", "skipped")
@@ -131,7 +131,7 @@ def test_cli_user_file_network_system_and_exit_codes(tmp_path, capsys):
     path = tmp_path / "net.py"
     path.write_text(
         "from sp_ode.networks.models import get_network_model\n"
-        "from sp_ode.networks.system import NetworkSystem\n"
+        "from sp_ode.systems.network import NetworkSystem\n"
         "m = get_network_model('birth_death', N=30)\n"
         "SYSTEM = NetworkSystem(m.network, m.space(), m.slow, eps=0.01, name='mine')\n"
         "def factory():\n    return SYSTEM\n")

@@ -10,7 +10,7 @@ the fast state:
 written as strings, e.g. `{"P": "k_p*E[M] - g_p*P"}` (`E[·]` of any expression in
 species counts, parameters and slow variables).  Network rates are on the fast
 clock τ = t/ε.  Everything stays sparse (Q has a fixed pattern,
-`sp_ode.networks._sparse_generator`), so n = 10⁴–10⁶ fast states are practical:
+`sp_ode.networks.sparse_generator`), so n = 10⁴–10⁶ fast states are practical:
 
 - **reduced flow** (T1, docs/theory.md §3.1): y' = G(F(y)p_st(y), y), p_st(y) from warm-started
   sparse solves (`sp_ode.markov.warm_start`);
@@ -19,7 +19,7 @@ clock τ = t/ε.  Everything stays sparse (Q has a fixed pattern,
   n×n matrix;
 - **full stiff simulation**: `scipy.integrate.solve_ivp` (BDF/Radau) with the sparse
   Jacobian [[Qᵀ/ε, (∂_yQ)ᵀx/ε], [G_m F, G_y + G_m(∂_yF)x]];
-- [`NetworkSystem.master_equation_system`][sp_ode.networks.system.NetworkSystem.master_equation_system]: the same system as a dense
+- [`NetworkSystem.master_equation_system`][sp_ode.systems.network.NetworkSystem.master_equation_system]: the same system as a dense
   [`sp_ode.MasterEquationSystem`][sp_ode.systems.system.MasterEquationSystem] for small J (the diffrax/JAX machinery).
 
 Errors (§7.5): starting on the critical manifold, y − y_reduced = O(ε) and
@@ -36,12 +36,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from sp_ode.core.chebyshev import ChebyshevConvergenceError, chebyshev_fit
 from sp_ode.core.validation import check_positive
 from sp_ode.markov.generator import NotIrreducibleError, require_irreducible
 from sp_ode.markov.stationary import stationary_distribution
 from sp_ode.markov.warm_start import SOLVERS, WarmStationary
-from sp_ode.networks._sparse_generator import PatternedGenerator
 from sp_ode.networks.network import NetworkError, ReactionNetwork, parse_rate
+from sp_ode.networks.sparse_generator import PatternedGenerator
 from sp_ode.networks.state_space import StateSpace
 from sp_ode.systems.system import MasterEquationSystem
 
@@ -398,37 +399,20 @@ class NetworkSystem:
         ws = ws or self.stationary_solver()
         stats: dict = {}
         t0 = time.perf_counter()
-        cache: dict[float, np.ndarray] = {}
 
-        def values(theta):
-            out = []
-            for th in theta:                       # ascending y: each solve warm-starts the next
-                if th not in cache:
-                    y = np.array([0.5 * (a + b) - 0.5 * (b - a) * np.cos(th)])
-                    p, _ = self._solve_p(y, ws, stats)
-                    m0 = self.F(y) @ p
-                    m1 = self.F(y) @ self.h1(y, p, ws) if order == 1 else np.zeros_like(m0)
-                    cache[th] = np.concatenate([m0, m1])
-                out.append(cache[th])
-            return np.array(out)
+        def values(y):
+            y = np.array([y])
+            p, _ = self._solve_p(y, ws, stats)
+            m0 = self.F(y) @ p
+            m1 = self.F(y) @ self.h1(y, p, ws) if order == 1 else np.zeros_like(m0)
+            return np.concatenate([m0, m1])
 
-        M, prev, err = 8, None, np.inf
-        while True:
-            theta = np.pi * np.arange(M + 1)[::-1] / M
-            V = values(theta)
-            nodes = 0.5 * (a + b) - 0.5 * (b - a) * np.cos(theta)
-            coef = np.polynomial.chebyshev.chebfit((2 * nodes - a - b) / (b - a), V, M)
-            if prev is not None:
-                xi = (2 * nodes[1::2] - a - b) / (b - a)
-                err = float(np.max(np.abs(np.polynomial.chebyshev.chebval(xi, prev).T - V[1::2])
-                                   / np.maximum(1.0, np.abs(V[1::2]))))
-                if err <= tol:
-                    break
-            if 2 * M + 1 > max_nodes:
-                raise RuntimeError(f"the slow-manifold table did not converge on [{a}, {b}] with {M + 1} nodes "
-                                   f"(change {err:.2e} > tol {tol:.1e}); shrink the interval or raise `max_nodes`.")
-            prev, M = coef, 2 * M
-        stats.update(seconds=time.perf_counter() - t0, nodes=M + 1, error_estimate=err, rebuilds=ws.rebuilds)
+        try:
+            fit = chebyshev_fit(values, a, b, tol=tol, max_nodes=max_nodes)
+        except ChebyshevConvergenceError as exc:
+            raise RuntimeError(str(exc)) from None
+        coef, err = fit.coef, fit.error
+        stats.update(seconds=time.perf_counter() - t0, nodes=fit.degree + 1, error_estimate=err, rebuilds=ws.rebuilds)
         return ManifoldTable(a, b, coef, len(self.observables), stats)
 
     def simulate_reduced(self, t_span, y0, *, order: int = 0, t_eval=None, rtol: float = 1e-10,
@@ -438,7 +422,7 @@ class NetworkSystem:
 
         The cost does not depend on ε.  Without a table every right-hand side is one
         warm-started sparse stationary solve (+ 2d + 1 group-inverse solves for order 1).
-        With `table=True` (d = 1) the expectations m₀ + εm₁ come from [`manifold_table`][sp_ode.networks.system.NetworkSystem.manifold_table]
+        With `table=True` (d = 1) the expectations m₀ + εm₁ come from [`manifold_table`][sp_ode.systems.network.NetworkSystem.manifold_table]
         on the range of a coarse order-0 pass (padded by 10%, never across 0), or pass a table to reuse it
         for several ε; a path that leaves the table's interval is refused (status −1).
         With `phi=` — a callable y (d,) -> (n,) or an object with `jax_fn()` such as a fitted
@@ -530,7 +514,7 @@ class NetworkSystem:
         return rhs
 
     def full_jacobian(self, eps: float | None = None):
-        """The sparse Jacobian of [`full_rhs`][sp_ode.networks.system.NetworkSystem.full_rhs] (module docstring), as CSC."""
+        """The sparse Jacobian of [`full_rhs`][sp_ode.systems.network.NetworkSystem.full_rhs] (module docstring), as CSC."""
         eps = self.eps if eps is None else check_positive("eps", eps)
         n = self.n
 

@@ -5,7 +5,7 @@ import numpy as np
 
 import sp_ode
 from sp_ode.networks.models import get_network_model
-from sp_ode.networks.system import NetworkSystem
+from sp_ode.systems.network import NetworkSystem
 
 
 def _system(name, eps=1e-2, **kw):

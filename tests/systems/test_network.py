@@ -1,4 +1,4 @@
-"""sp_ode.networks.system: sparse reduced, corrected and full paths against independent answers."""
+"""sp_ode.systems.network: sparse reduced, corrected and full paths against independent answers."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,7 +7,7 @@ import pytest
 import sp_ode
 from sp_ode.networks.models import get_network_model
 from sp_ode.networks.network import NetworkError, ReactionNetwork
-from sp_ode.networks.system import NetworkSystem
+from sp_ode.systems.network import NetworkSystem
 from tests.checkers import convergence_order
 
 
