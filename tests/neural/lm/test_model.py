@@ -25,7 +25,7 @@ from hypothesis import given, settings, strategies as st
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import neural
-from neural import model as model_mod
+from neural.lm import model as model_mod
 from neural.lm.config import ModelConfig
 from neural.lm.model import FastSlowLM, SlowPath, window_mask
 from neural.lm.pooling import add_to_blocks, block_mean_pool, lag_one_block
