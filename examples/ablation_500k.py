@@ -38,8 +38,8 @@ ARMS = ("dense", "coupled", "frozen")
 
 
 def configs(smoke: bool, tokens: int | None, overrides: list[str]):
-    from neural.config import ModelConfig
-    from neural.train import TrainConfig
+    from neural.lm.config import ModelConfig
+    from neural.lm.train import TrainConfig
 
     if smoke:
         model = ModelConfig(seq_len=16, pool=4, n_layer=1, n_head=2, d_model=16)
@@ -78,8 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     import numpy as np
     import torch
 
-    from neural.data import load_corpus, markov_corpus
-    from neural.train import train
+    from neural.lm.data import load_corpus, markov_corpus
+    from neural.lm.train import train
     from sp_ode.core.files import dumps, write_json
     from sp_ode.core.reporting import figures, progress
 

@@ -31,7 +31,7 @@ OUT.mkdir(parents=True, exist_ok=True)
 torch.set_num_threads(1)  # a small model: one thread is fastest on a shared machine
 
 import neural
-from neural.train import TrainConfig, check_run_folder, train
+from neural.lm.train import TrainConfig, check_run_folder, train
 
 model = dataclasses.replace(neural.tiny(), arm="coupled")
 if args.smoke:

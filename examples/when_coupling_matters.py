@@ -8,8 +8,8 @@ Arms (docs/theory.md §4): dense with full causal attention (``dense-full``), co
 attention (``coupled-full``), and dense / coupled / frozen with the fast path windowed at
 W ∈ {P, 2P} (``dense-W16``, ``coupled-W16``, ``frozen-W16``, … at P = 16).  Sources:
 
-* ``easy``  — the built-in two-timescale source (``neural.data.MarkovSource.default``; block
-  switching, regimes identifiable from a few tokens), sampled by ``neural.sources.RegimeSource``;
+* ``easy``  — the built-in two-timescale source (``neural.lm.data.MarkovSource.default``; block
+  switching, regimes identifiable from a few tokens), sampled by ``neural.lm.sources.RegimeSource``;
 * ``hard``  — ``RegimeSource.perturbed(δ)``: 16 regimes perturbing one generator by exp(δ·N(0,1)),
   switching at any token with hazard 1/1024; δ is the smallest value of a fixed grid whose
   floor gap Bayes-W − Bayes-T at W = P is ≥ 0.03 nats (found from the floors, no training);
@@ -107,8 +107,8 @@ def parse_arm(name: str) -> tuple[str, int | None]:
 
 
 def regime_source(name: str, scale: Scale, delta: float | None = None):
-    from neural.data import MarkovSource
-    from neural.sources import RegimeSource
+    from neural.lm.data import MarkovSource
+    from neural.lm.sources import RegimeSource
 
     if name == "easy":
         return RegimeSource.from_markov(MarkovSource.default(seed=0, block=scale.pool))
@@ -124,7 +124,7 @@ def sample_streams(source, scale: Scale, seed: int = 0):
 
 def floors(source, val, starts, scale: Scale, windows: list[int]) -> dict:
     """Bayes-∞, Bayes-T and, per fast window W, Bayes-W and Bayes-RF on the scored targets (nats)."""
-    from neural.sources import receptive_field
+    from neural.lm.sources import receptive_field
 
     T = scale.seq_len
     out = {"bayes_inf": source.window_floor(val, starts, T, None), "bayes_T": source.window_floor(val, starts, T, T)}
@@ -184,10 +184,10 @@ def train_run(arm_name: str, seed: int, tokens: int, scale: Scale, train_data, v
     import numpy as np
     import torch
 
-    from neural.config import ModelConfig
-    from neural.data import get_batch, windows
-    from neural.model import FastSlowLM
-    from neural.train import TrainConfig, build_optimizer, evaluate, lr_at
+    from neural.lm.config import ModelConfig
+    from neural.lm.data import get_batch, windows
+    from neural.lm.model import FastSlowLM
+    from neural.lm.train import TrainConfig, build_optimizer, evaluate, lr_at
 
     arm, window = parse_arm(arm_name)
     mcfg = ModelConfig(seq_len=scale.seq_len, pool=scale.pool, n_layer=scale.n_layer, n_head=scale.n_head,
@@ -250,7 +250,7 @@ def slow_attention(model, idx):
     """
     import torch
 
-    from neural.pooling import block_mean_pool
+    from neural.lm.pooling import block_mean_pool
 
     block = model.blocks[0]
     a = block.ln_1(model.embed(idx))  # layer 0 reads the embeddings
@@ -486,7 +486,7 @@ def load_data(name: str, scale: Scale, delta: float | None, text: Path):
     """(train tensor, val tensor, source or None) for a source name."""
     import torch
 
-    from neural.data import load_text
+    from neural.lm.data import load_text
 
     if name == "shakespeare":
         corpus = load_text(text)
@@ -521,7 +521,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from neural.data import eval_starts
+    from neural.lm.data import eval_starts
     from sp_ode.core.files import write_json
     from sp_ode.core.reporting import figures, progress
 

@@ -1,19 +1,19 @@
 """Public names of `neural` (read by type checkers and by `sp_ode.core.lazy`)."""
-from .attention import (
+from .lm.attention import (
     window_attention as window_attention,
 )
-from .checkpoint import (
+from .lm.checkpoint import (
     CheckpointError as CheckpointError,
     CheckpointMismatchError as CheckpointMismatchError,
 )
-from .config import (
+from .lm.config import (
     ARMS as ARMS,
     PRESETS as PRESETS,
     ModelConfig as ModelConfig,
     small as small,
     tiny as tiny,
 )
-from .data import (
+from .lm.data import (
     ByteCorpus as ByteCorpus,
     MarkovSource as MarkovSource,
     get_batch as get_batch,
@@ -21,12 +21,24 @@ from .data import (
     load_text as load_text,
     markov_corpus as markov_corpus,
 )
-from .fast_map import (
+from .lm.fast_map import (
     FastMapResult as FastMapResult,
     iterate_fast_map as iterate_fast_map,
 )
-from .model import (
+from .lm.model import (
     FastSlowLM as FastSlowLM,
+)
+from .lm.pooling import (
+    add_to_blocks as add_to_blocks,
+    block_mean_pool as block_mean_pool,
+    lag_one_block as lag_one_block,
+)
+from .lm.sources import (
+    RegimeSource as RegimeSource,
+)
+from .lm.train import (
+    TrainConfig as TrainConfig,
+    TrainResult as TrainResult,
 )
 from .phi.files import (
     PhiFileError as PhiFileError,
@@ -53,16 +65,4 @@ from .phi.surrogate import (
     CertifiedPrediction as CertifiedPrediction,
     SurrogateFit as SurrogateFit,
     fit_surrogate as fit_surrogate,
-)
-from .pooling import (
-    add_to_blocks as add_to_blocks,
-    block_mean_pool as block_mean_pool,
-    lag_one_block as lag_one_block,
-)
-from .sources import (
-    RegimeSource as RegimeSource,
-)
-from .train import (
-    TrainConfig as TrainConfig,
-    TrainResult as TrainResult,
 )

@@ -24,7 +24,7 @@ from scipy.optimize import least_squares, minimize  # noqa: E402
 from scipy.special import softmax  # noqa: E402
 
 import sp_ode  # noqa: E402
-from sp_ode.core.claims import ClaimSet  # noqa: E402
+from sp_ode.cli.claims import ClaimSet  # noqa: E402
 
 claims = ClaimSet("check_certificate.py")
 EPS = np.finfo(np.float64).eps

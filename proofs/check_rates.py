@@ -30,7 +30,7 @@ import numpy as np  # noqa: E402
 from scipy.integrate import solve_ivp  # noqa: E402
 
 import sp_ode  # noqa: E402
-from sp_ode.core.claims import ClaimSet  # noqa: E402
+from sp_ode.cli.claims import ClaimSet  # noqa: E402
 
 claims = ClaimSet("check_rates.py")
 FAMILY = sp_ode.FAMILIES["cycle3"]

@@ -26,7 +26,7 @@ import sympy  # noqa: E402
 from sympy.polys.matrices import DomainMatrix  # noqa: E402
 
 from sp_ode import symbolic as S  # noqa: E402
-from sp_ode.core.claims import ClaimSet  # noqa: E402
+from sp_ode.cli.claims import ClaimSet  # noqa: E402
 
 claims = ClaimSet("check_slow_manifold.py")
 

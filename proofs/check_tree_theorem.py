@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import sympy  # noqa: E402
 
 from sp_ode import symbolic as S  # noqa: E402
-from sp_ode.core.claims import ClaimSet  # noqa: E402
+from sp_ode.cli.claims import ClaimSet  # noqa: E402
 
 claims = ClaimSet("check_tree_theorem.py")
 

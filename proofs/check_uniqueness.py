@@ -26,7 +26,7 @@ from sympy.polys.matrices import DomainMatrix  # noqa: E402
 
 import sp_ode  # noqa: E402
 from sp_ode import symbolic as S  # noqa: E402
-from sp_ode.core.claims import ClaimSet  # noqa: E402
+from sp_ode.cli.claims import ClaimSet  # noqa: E402
 
 claims = ClaimSet("check_uniqueness.py")
 EPS = np.finfo(np.float64).eps

@@ -114,7 +114,7 @@ def test_import_contracts_hold_and_catch_a_back_import(tmp_path):
     assert ok.returncode == 0, ok.stdout + ok.stderr
     # ... and break on a library module that imports neural (the back-import the layout forbids)
     with open(tmp_path / "sp_ode" / "markov" / "generator.py", "a") as fh:
-        fh.write("\nimport neural.config  # deliberate back-import\n")
+        fh.write("\nimport neural.lm.config  # deliberate back-import\n")
     broken = _lint_imports(tmp_path)
     assert broken.returncode != 0
     assert "sp_ode never imports neural" in broken.stdout and "BROKEN" in broken.stdout

@@ -8,7 +8,7 @@ import signal
 import sys
 import threading
 
-from neural.config import ARMS, PRESETS
+from neural.lm.config import ARMS, PRESETS
 
 HELP = "train the fast-slow attention language model"
 
@@ -55,7 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def configs_from_args(args: argparse.Namespace):
     """(ModelConfig, TrainConfig) from parsed arguments; ValueError/TypeError on bad values."""
-    from neural.train import TrainConfig
+    from neural.lm.train import TrainConfig
 
     model_config = PRESETS[args.preset]()
     if args.arm is not None:
@@ -81,8 +81,8 @@ def configs_from_args(args: argparse.Namespace):
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from neural.data import load_corpus, markov_corpus
-    from neural.train import FIGURE_FORMATS, NATS_TO_BITS, check_run_folder, train
+    from neural.lm.data import load_corpus, markov_corpus
+    from neural.lm.train import FIGURE_FORMATS, NATS_TO_BITS, check_run_folder, train
     from sp_ode.cli.common import EXIT_FAILED, UsageError, run_folder
     from sp_ode.core.files import dumps, write_json
     from sp_ode.core.validation import check_choice

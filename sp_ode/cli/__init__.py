@@ -3,6 +3,8 @@
 One subcommand per job, each in its own module exposing `HELP`,
 `add_arguments(parser)` and `run(args) -> int`; the module is imported only
 when its subcommand runs, so `sp-ode stationary` never pays for torch.
+Beside them, `common` holds what the subcommands share and `claims` the
+harness of machine-checked claims that `proofs/check_*.py` and `sp-ode prove` use.
 Subcommands of other packages (`train`, `fit-phi` from `neural`) arrive
 through the `sp_ode.commands` entry points, so sp_ode never imports them.
 

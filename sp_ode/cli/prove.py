@@ -1,6 +1,6 @@
 """`sp-ode prove`: run every machine check of proofs/proof.md and print the claim table.
 
-Each `proofs/check_*.py` defines a `ClaimSet` named `claims` (`sp_ode.core.claims`);
+Each `proofs/check_*.py` defines a `ClaimSet` named `claims` (`sp_ode.cli.claims`);
 this command loads them all (from the `proofs/` folder beside the package, i.e.
 a source checkout), runs every claim (`--smoke`: the small sizes the test suite
 uses), prints a table — claim, method, result, seconds — and exits 1 when any
@@ -15,8 +15,8 @@ import sys
 import time
 from pathlib import Path
 
+from sp_ode.cli.claims import ClaimResult, format_table
 from sp_ode.cli.common import BUILTIN_HELP, UsageError
-from sp_ode.core.claims import ClaimResult, format_table
 from sp_ode.core.files import dumps, write_json
 from sp_ode.core.reporting import progress
 
@@ -52,7 +52,7 @@ def load_claim_sets(folder: Path) -> list:
         sys.modules[name] = module
         spec.loader.exec_module(module)
         if not hasattr(module, "claims"):
-            raise UsageError(f"{path} defines no `claims` (a sp_ode.core.claims.ClaimSet).")
+            raise UsageError(f"{path} defines no `claims` (a sp_ode.cli.claims.ClaimSet).")
         sets.append(module.claims)
     return sets
 

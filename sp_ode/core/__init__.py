@@ -5,7 +5,6 @@
 - `files` — JSON records, atomic writes, loading a user's `file.py:OBJECT`;
 - `reporting` — progress bars and matplotlib figures without global state;
 - `lazy` — lazy package namespaces;
-- `claims` — the harness of machine-checked claims behind `proofs/`;
 - `expressions` — the one grammar every expression read from text goes through (never eval);
 - `memory` — memory estimated before it is allocated, refused with the estimate;
 - `summary` — short text and HTML summaries of result objects (`print(result)`, notebooks);

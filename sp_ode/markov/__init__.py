@@ -7,7 +7,7 @@ families Q(y) (`sp_ode.markov.families`) or chemical master equations
 (`sp_ode.markov.bounds`, `ConvergenceError`), with exact references in
 `sp_ode.markov.reference`; the spectrum and the group inverse, which need p_st, are in
 `sp_ode.markov.spectral`; warm-started sparse solves along a path in
-`sp_ode.markov.warm_start`, and their preconditioners in `sp_ode.markov.preconditioners`.
+`sp_ode.markov.solvers.warm_start`, and their preconditioners in `sp_ode.markov.solvers.preconditioners`.
 """
 from __future__ import annotations
 

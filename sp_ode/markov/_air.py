@@ -1,6 +1,6 @@
 """One AIR hierarchy for both linear solves of the sparse stationary solver (docs/theory.md §7.1).
 
-The sparse solver (`sp_ode.markov._sparse`) solves two systems built from the
+The sparse solver (`sp_ode.markov.solvers._sparse`) solves two systems built from the
 pinned state k:
 
 * the pinned system  A_k x = b,  A_k = (−Qᵀ) without row and column k, for p = x/Σ;

@@ -22,7 +22,7 @@ Two kinds of bound, one per kind of method:
   rounded diagonal) are added, and |1ᵀq − 1| is added for the normalisation.
   The bound is rigorous up to the rounding in those few extra sums.
 * **A-priori, componentwise (§7.2)** — for GTH, |p̂_i − p_i| ≤ c·n³·u·p_i
-  (`sp_ode.markov._gth.gth_componentwise_bound`), hence also in ℓ1.
+  (`sp_ode.markov.solvers._gth.gth_componentwise_bound`), hence also in ℓ1.
 * **Rounding of the rates as given (§7.12)** — `input_rounding_bound`: rates
   known only to relative δ (a float32 Q: δ = 2⁻²⁴) move p_st by at most the factor
   ((1 + δ)/(1 − δ))^(n−1) − 1 in every entry, by the Markov chain tree theorem.
@@ -277,7 +277,7 @@ def componentwise_refinement(Q, p: np.ndarray, k: int, normwise_bound: float, *,
         Abandon the refinement (`failure` says so) once it has run this long.
 
     pyamg's C++ core prints setup breakdowns to file descriptor 1: callers that need a clean
-    stdout run this under `sp_ode.markov._sparse.quiet_stdout` (as `stationary_distribution` does).
+    stdout run this under `sp_ode.markov.solvers._sparse.quiet_stdout` (as `stationary_distribution` does).
 
     Returns
     -------

@@ -7,17 +7,17 @@ dispatches to a registry of methods, **each answer carrying an error bound**
 
 ========  ==================================================================
 `gth`   Grassmann–Taksar–Heyman elimination (blocked, BLAS-3) over the whole
-          float range (`sp_ode.markov._gth`): subtraction-free; a-priori
+          float range (`sp_ode.markov.solvers._gth`): subtraction-free; a-priori
           componentwise bound |p̂_i − p_i| ≤ c·n³·u·p_i (§7.2).  `log=True`
           returns log p_st, also for entries below 1e-308.  Default for dense Q.
 `solve` LU solve of the bordered system (Qᵀ with one redundant equation
           replaced by 1ᵀp = 1); normwise accurate only.
-`sparse`AMG-preconditioned GMRES for large sparse Q (`sp_ode.markov._sparse`), its answer
+`sparse`AMG-preconditioned GMRES for large sparse Q (`sp_ode.markov.solvers._sparse`), its answer
           then refined in log space and certified entrywise where it can be (§7.9).
 `jax`   [`stationary_jax`][sp_ode.markov.stationary.stationary_jax], a pure-JAX bordered solve: `jit`/`vmap`/
           `grad`-compatible (the bound is computed afterwards in NumPy).
 `banded`GTH in band storage after a reverse Cuthill–McKee permutation
-          (`sp_ode.markov._banded_gth`): the componentwise accuracy of GTH for
+          (`sp_ode.markov.solvers._banded_gth`): the componentwise accuracy of GTH for
           large sparse chains of small bandwidth (chains, grids), O(n·b²).
 ========  ==================================================================
 
@@ -51,11 +51,16 @@ import scipy.sparse as sp
 from sp_ode.core.memory import MemoryBudgetError, check_memory
 from sp_ode.core.precision import UNIT_ROUNDOFF, float64, in_float64
 from sp_ode.core.validation import check_choice
-from sp_ode.markov._banded_gth import band_plan, banded_gth
-from sp_ode.markov._gth import gth_componentwise_bound, gth_solve
-from sp_ode.markov._sparse import quiet_stdout, sparse_stationary
 from sp_ode.markov.bounds import ConvergenceError, componentwise_refinement, input_rounding_bound, posterior_bound
 from sp_ode.markov.generator import check_generator, closed_classes, input_unit_roundoff, require_irreducible
+from sp_ode.markov.solvers import (
+    band_plan,
+    banded_gth,
+    gth_componentwise_bound,
+    gth_solve,
+    quiet_stdout,
+    sparse_stationary,
+)
 
 #: Default `tol`: largest accepted ℓ1 error bound for solve, sparse and jax (six digits of mass;
 #: the 10⁶-state CME benchmark certifies ~3e-9, near the float64 floor 2·max E[τ]·u·‖|Q|ᵀp‖₁).

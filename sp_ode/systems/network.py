@@ -13,7 +13,7 @@ clock τ = t/ε.  Everything stays sparse (Q has a fixed pattern,
 `sp_ode.networks.sparse_generator`), so n = 10⁴–10⁶ fast states are practical:
 
 - **reduced flow** (T1, docs/theory.md §3.1): y' = G(F(y)p_st(y), y), p_st(y) from warm-started
-  sparse solves (`sp_ode.markov.warm_start`);
+  sparse solves (`sp_ode.markov.solvers.warm_start`);
 - **first-order corrected flow** (T3, §3.3): y' = G(F(y)(p + εh₁), y) with
   Dp_st = −A^#(∂_yA)p and h₁ = A^#[Dp_st·g], each A^# a pinned sparse solve — never an
   n×n matrix;
@@ -39,8 +39,8 @@ import scipy.sparse as sp
 from sp_ode.core.chebyshev import ChebyshevConvergenceError, chebyshev_fit
 from sp_ode.core.validation import check_positive
 from sp_ode.markov.generator import NotIrreducibleError, require_irreducible
+from sp_ode.markov.solvers.warm_start import SOLVERS, WarmStationary
 from sp_ode.markov.stationary import stationary_distribution
-from sp_ode.markov.warm_start import SOLVERS, WarmStationary
 from sp_ode.networks.network import NetworkError, ReactionNetwork, parse_rate
 from sp_ode.networks.sparse_generator import PatternedGenerator
 from sp_ode.networks.state_space import StateSpace
@@ -130,7 +130,7 @@ class NetworkSystem:
     eps : float
         Timescale ratio ε > 0.
     solver : {"direct", "amg"}
-        Pinned sparse solver (sp_ode.markov.warm_start); "direct" default.
+        Pinned sparse solver (sp_ode.markov.solvers.warm_start); "direct" default.
     name : str, optional
 
     Raises

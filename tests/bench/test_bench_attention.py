@@ -27,7 +27,7 @@ def test_bench_attention_smoke(capsys, tmp_path):
     bench = _load("bench_attention")
     out = tmp_path / "record.json"
     # --no-flex: compiling flex_attention costs ~15 s (cold inductor cache), and a failure of it was recorded, never
-    # asserted; the flex kernel itself is tested in tests/neural/test_windowed_attention.py
+    # asserted; the flex kernel itself is tested in tests/neural/lm/test_windowed_attention.py
     assert bench.main(["--smoke", "--no-flex", "--json", "--out", str(out)]) == 0
     record = json.loads(capsys.readouterr().out)
     assert record == json.loads(out.read_text())

@@ -7,7 +7,7 @@ from pathlib import Path
 from sp_ode.cli import main
 
 FAILING = '''
-from sp_ode.core.claims import ClaimSet
+from sp_ode.cli.claims import ClaimSet
 
 claims = ClaimSet("check_fail.py")
 

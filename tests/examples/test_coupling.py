@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 import torch
 
-from neural.config import ModelConfig
-from neural.model import FastSlowLM
+from neural.lm.config import ModelConfig
+from neural.lm.model import FastSlowLM
 
 ROOT = Path(__file__).resolve().parents[2]
 

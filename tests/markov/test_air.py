@@ -15,8 +15,8 @@ import scipy.sparse.linalg as spla
 import sp_ode
 import sp_ode.markov._air as air_mod
 from sp_ode.markov._air import AIR_OPTIONS, AirCycles
-from sp_ode.markov._sparse import PRECONDITIONERS, locate_mass, pinned_system, quiet_stdout, sparse_stationary
-from sp_ode.markov.preconditioners import air_adjoint_preconditioner
+from sp_ode.markov.solvers._sparse import PRECONDITIONERS, locate_mass, pinned_system, quiet_stdout, sparse_stationary
+from sp_ode.markov.solvers.preconditioners import air_adjoint_preconditioner
 from sp_ode.networks.models import cascade
 
 

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 import sp_ode
-from sp_ode.markov._gth import gth_batched, gth_blocked, gth_reference
 from sp_ode.markov.reference import birth_death_tail, ncd_chain
+from sp_ode.markov.solvers._gth import gth_batched, gth_blocked, gth_reference
 from tests.checkers import assert_distribution, assert_stationary, max_rel_error
 from tests.strategies import generators
 
@@ -309,8 +309,8 @@ def test_failed_banded_gth_hands_over_to_the_cheapest_fallback_by_predicted_cost
 def test_banded_elimination_strided_and_blocked_equal_the_readable_loop():
     # The strided view (b < 32) and the blocked panels (b ≥ 32) add the same nonnegative terms as the
     # readable loop of explicit band offsets: equal to rounding of the summation order.
-    from sp_ode.markov._banded_gth import band_plan, banded_gth
     from sp_ode.markov.reference import reversible_grids
+    from sp_ode.markov.solvers._banded_gth import band_plan, banded_gth
 
     for k in (6, 40):                       # bandwidths ≈ 6 and ≈ 40
         Q, exact = reversible_grids(k, 1e-6)

@@ -46,7 +46,7 @@ def test_a_script_runs_standalone():
 
 
 def test_a_failing_check_is_reported_not_raised(tmp_path: Path):
-    from sp_ode.core.claims import ClaimSet
+    from sp_ode.cli.claims import ClaimSet
 
     claims = ClaimSet("inline")
 

@@ -85,7 +85,7 @@ def test_full_jacobian_matches_finite_differences():
 @pytest.mark.parametrize("air", [True, False], ids=["air adjoint", "classical AMG fallback"])
 def test_warm_and_cold_solves_agree_and_warm_takes_fewer_steps(air, monkeypatch):
     if not air:   # the AIR setup "breaks down": the classical hierarchy takes over
-        import sp_ode.markov.warm_start as warm_start
+        import sp_ode.markov.solvers.warm_start as warm_start
 
         monkeypatch.setattr(warm_start, "air_adjoint_preconditioner", lambda Ak: None)  # where it is looked up
     m, s = _system("cascade", N=40)

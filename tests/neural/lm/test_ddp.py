@@ -16,11 +16,11 @@ from pathlib import Path
 
 import torch
 
-from neural.config import ModelConfig
-from neural.model import FastSlowLM
-from neural.train import _forward_backward
+from neural.lm.config import ModelConfig
+from neural.lm.model import FastSlowLM
+from neural.lm.train import _forward_backward
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 MODEL = ModelConfig(seq_len=16, pool=4, n_layer=1, n_head=2, d_model=16, arm="coupled")
 
 WORKER = textwrap.dedent("""
@@ -29,10 +29,10 @@ WORKER = textwrap.dedent("""
     import torch
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
-    from neural.config import ModelConfig
-    from neural.model import FastSlowLM
+    from neural.lm.config import ModelConfig
+    from neural.lm.model import FastSlowLM
     from neural.commands.train import main
-    from neural.train import _distributed, _forward_backward
+    from neural.lm.train import _distributed, _forward_backward
 
     out = Path(sys.argv[1])
     rank, world, _ = _distributed()          # joins torchrun's gloo group

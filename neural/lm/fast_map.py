@@ -2,7 +2,7 @@
 
 In the ODE ε dx/dt = f(x, y) the fast state, with y held fixed, relaxes to the critical manifold
 x = φ(y), f(φ(y), y) = 0 (§3.1–3.2).  The network counterpart measured here: layer ℓ of a
-[`neural.FastSlowLM`][neural.model.FastSlowLM] acting on a residual stream x with its slow input frozen,
+[`neural.FastSlowLM`][neural.lm.model.FastSlowLM] acting on a residual stream x with its slow input frozen,
 
     Φ_y(x) = u + MLP(LN₂(u)),    u = x + Attn(LN₁(x)) + c(y),
 
@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from neural.pooling import add_to_blocks
+from neural.lm.pooling import add_to_blocks
 
 __all__ = ["FastMapResult", "frozen_fast_map", "iterate_fast_map"]
 
@@ -162,11 +162,11 @@ def iterate_fast_map(model, idx: torch.Tensor, *, n_iter: int = 400, tol: float 
     Raises
     ------
     TypeError
-        If `model` is not a [`neural.FastSlowLM`][neural.model.FastSlowLM], or `idx` is not an integer tensor.
+        If `model` is not a [`neural.FastSlowLM`][neural.lm.model.FastSlowLM], or `idx` is not an integer tensor.
     ValueError
         If `n_iter` < 4, `tol` is not positive, or `idx` is not (B, T') with T' ≤ T.
     """
-    from neural.model import FastSlowLM
+    from neural.lm.model import FastSlowLM
 
     if not isinstance(model, FastSlowLM):
         raise TypeError(f"`model` must be a neural.FastSlowLM; got {type(model).__name__}.")

@@ -2,12 +2,12 @@
 
 Tokens are bytes (V = 256), so nothing is downloaded and no tokenizer is needed.
 
-**Text files.** [`load_text`][neural.data.load_text] reads any file as bytes and splits it
+**Text files.** [`load_text`][neural.lm.data.load_text] reads any file as bytes and splits it
 deterministically: the first 90 % is training data, the last 10 % validation
 (nanoGPT's split).  ASCII text such as tiny Shakespeare has one byte per
 character, so nats/byte equal nats/char there.
 
-**The two-timescale Markov source** ([`MarkovSource`][neural.data.MarkovSource], the default) is a
+**The two-timescale Markov source** ([`MarkovSource`][neural.lm.data.MarkovSource], the default) is a
 fast–slow process in the sense of docs/theory.md: a slow regime r ∈ {0, …, K−1}
 that may change only at block boundaries t = P, 2P, … (switching matrix S,
 row-stochastic), and fast tokens x_t over a small alphabet of m bytes emitted
@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from neural.sources import check_regime_stack
+from neural.lm.sources import check_regime_stack
 from sp_ode.core.validation import check_positive_int
 from sp_ode.markov.generator import require_irreducible
 
@@ -80,7 +80,7 @@ class ByteCorpus:
         −log P(x_t | x_0..x_{t−1}) in nats under the Bayes-optimal predictor on
         the validation stream (entry 0 is −log P(x_0)); None for text.
     source
-        The [`MarkovSource`][neural.data.MarkovSource] that generated the data, or None.
+        The [`MarkovSource`][neural.lm.data.MarkovSource] that generated the data, or None.
     """
 
     name: str
@@ -93,7 +93,7 @@ class ByteCorpus:
     def sha256(self) -> str:
         """SHA-256 of the train and validation bytes: what identifies the data, whatever its name.
 
-        A resumed run must see the same bytes (`neural.checkpoint.check_compatible`): a text file
+        A resumed run must see the same bytes (`neural.lm.checkpoint.check_compatible`): a text file
         edited in place keeps its path and often its length, but not this digest.
         """
         cached = self.__dict__.get("_sha256")

@@ -29,7 +29,7 @@ Three kernels compute the same o (they differ in float rounding only), and `"aut
   small against T before chunks pay.
 
 Leak-freedom is the statement N(i) ⊆ {j ≤ i}: nothing at a position after i reaches o_i, for any
-of the kernels; `tests/neural/test_windowed_attention.py` checks it, and checks that a kernel
+of the kernels; `tests/neural/lm/test_windowed_attention.py` checks it, and checks that a kernel
 reaching one key forward fails both that test and the equality test, and one reaching one key
 further back fails the equality test.
 """

@@ -23,11 +23,11 @@ Choices (documented because docs/theory.md leaves them open):
 * **Weight tying**: the output head shares the token-embedding matrix (as GPT-2 and
   nanoGPT do).
 * **Windowed attention costs T·W, not T².**  Once T' ≥ 8W the sliding window is computed by
-  `neural.attention`'s chunked kernel (W queries against the 2W keys of their own and the
+  `neural.lm.attention`'s chunked kernel (W queries against the 2W keys of their own and the
   previous chunk); below that the masked T × T kernel is cheaper and is used (`"auto"`).
   Either gives the same logits to float rounding.
 * **Lengths.**  Any T' ≤ T is accepted, multiple of P or not; no padding is needed
-  (see `neural.pooling`): the prefix of length T' gives the same logits as the
+  (see `neural.lm.pooling`): the prefix of length T' gives the same logits as the
   first T' positions of a longer input, which is what leak-freedom means.
 
 Init rules (GPT-2): every Linear weight and embedding N(0, 0.02²); the projections
@@ -47,13 +47,13 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from neural.attention import (
+from neural.lm.attention import (
     KERNELS,
     window_attention,
     window_mask as window_mask,  # re-exported: the mask is part of the model API
 )
-from neural.config import ModelConfig
-from neural.pooling import add_to_blocks, block_mean_pool, lag_one_block, n_fed_blocks
+from neural.lm.config import ModelConfig
+from neural.lm.pooling import add_to_blocks, block_mean_pool, lag_one_block, n_fed_blocks
 
 INIT_STD = 0.02
 """GPT-2 initialisation scale of weights and embeddings."""
@@ -69,7 +69,7 @@ def _attend(qkv: torch.Tensor, n_head: int, *, mask: torch.Tensor | None, dropou
     """Multi-head attention from packed projections.
 
     qkv : (B, L, 3d) -> returns (B, L, d).  With `window` the attention is the sliding window
-    of `neural.attention` computed by `kernel` (W ≥ L is plain causal); otherwise `mask`
+    of `neural.lm.attention` computed by `kernel` (W ≥ L is plain causal); otherwise `mask`
     is None for plain causal attention, else a boolean (L, L) matrix, True where query i may
     attend to key j.
     """
@@ -187,15 +187,15 @@ class FastSlowLM(nn.Module):
         How a windowed fast path (`config.window`) is computed: `"auto"` (default: chunked
         when T' ≥ 8W, else masked), `"chunked"` (cost ∝ T·W), `"masked"` (the T × T
         reference) or `"flex"` (FlexAttention; no CPU backward in torch 2.13).  All three compute the same function to float rounding
-        (`neural.attention`), so the kernel is not part of the config or of a checkpoint;
+        (`neural.lm.attention`), so the kernel is not part of the config or of a checkpoint;
         the attribute `window_kernel` may be changed on a built model.
 
     Raises
     ------
     TypeError
-        If `config` is not a [`ModelConfig`][neural.config.ModelConfig] or `seed` is not an int.
+        If `config` is not a [`ModelConfig`][neural.lm.config.ModelConfig] or `seed` is not an int.
     ValueError
-        If `window_kernel` is not one of `neural.attention.KERNELS`.
+        If `window_kernel` is not one of `neural.lm.attention.KERNELS`.
 
     Examples
     --------
@@ -269,7 +269,7 @@ class FastSlowLM(nn.Module):
         """Logits from input embeddings: (B, T', d) -> (B, T', V).
 
         Used to differentiate logits with respect to the inputs (the Jacobian
-        leak check); [`forward`][neural.model.FastSlowLM.forward] is `forward_from_embeddings(embed(idx))`.
+        leak check); [`forward`][neural.lm.model.FastSlowLM.forward] is `forward_from_embeddings(embed(idx))`.
 
         Raises
         ------
@@ -359,7 +359,7 @@ class FastSlowLM(nn.Module):
     def slow_parameters(self) -> list[nn.Parameter]:
         """The slow-path weights: SlowAttn projections, W_o and the null vector of every layer.
 
-        The gates are not included (see [`gate_parameters`][neural.model.FastSlowLM.gate_parameters]); the pooling reads
+        The gates are not included (see [`gate_parameters`][neural.lm.model.FastSlowLM.gate_parameters]); the pooling reads
         LN₁, which belongs to the fast path.  Empty for the `dense` arm.  These are
         the parameters the `frozen` arm fixes at their initial values.
         """

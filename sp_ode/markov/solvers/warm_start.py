@@ -34,7 +34,7 @@ import time
 import numpy as np
 import scipy.sparse.linalg as spla
 
-from sp_ode.markov.preconditioners import air_adjoint_preconditioner
+from sp_ode.markov.solvers.preconditioners import air_adjoint_preconditioner
 
 try:
     from threadpoolctl import threadpool_limits
@@ -147,7 +147,7 @@ class WarmStationary:
         def count(_):
             steps[0] += 1
 
-        # "legacy": `maxiter` counts steps, not restart cycles (see sp_ode/markov/_sparse.py::_gmres)
+        # "legacy": `maxiter` counts steps, not restart cycles (see sp_ode/markov/solvers/_sparse.py::_gmres)
         x, status = spla.gmres(Ak, b, x0=x0, rtol=self.tol, atol=0.0, restart=min(_RESTART, Ak.shape[0]),
                                maxiter=_MAXITER, M=self.ml, callback=count, callback_type="legacy")
         return x, status == 0 and bool(np.all(np.isfinite(x))), steps[0]

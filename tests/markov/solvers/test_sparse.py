@@ -1,4 +1,4 @@
-"""sp_ode.markov._sparse: AMG-preconditioned GMRES for large sparse generators (method="sparse")."""
+"""sp_ode.markov.solvers._sparse: AMG-preconditioned GMRES for large sparse generators (method="sparse")."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from scipy.stats import poisson
 
 import sp_ode
-from sp_ode.markov._sparse import pinned_direct_stationary, sparse_stationary
 from sp_ode.markov.cme import cme_two_species
+from sp_ode.markov.solvers._sparse import pinned_direct_stationary, sparse_stationary
 from tests.checkers import EPS, assert_distribution
 from tests.strategies import generators
 
@@ -132,8 +132,8 @@ def test_non_convergence_is_a_status_not_an_exception():
 def test_repins_when_the_first_pin_is_improbable(monkeypatch):
     # Force stage 1 to point at the grid corner, where p ≈ 1e-56: x = p / p_k would need a
     # backward error far below eps, so GMRES cannot converge; the solver must move the pin to
-    # the mode of that first solution and solve again (sp_ode.markov._sparse, _REPIN_BELOW).
-    import sp_ode.markov._sparse as sparse_mod
+    # the mode of that first solution and solve again (sp_ode.markov.solvers._sparse, _REPIN_BELOW).
+    import sp_ode.markov.solvers._sparse as sparse_mod
 
     N = 100
     Q = cme_two_species(N, production=30.0)
@@ -175,7 +175,7 @@ def test_stage_one_breakdown_falls_back_to_the_uniform_guess():
 def test_krylov_restart_follows_the_memory_cap(monkeypatch):
     """GMRES keeps restart 100 while the basis fits (≤ 6 GB and ≤ 30 % of available memory) and
     shrinks towards 20 only beyond; a 1 GB cap had forced restart 20 at 10⁷ states (3× the steps)."""
-    from sp_ode.markov import _sparse
+    from sp_ode.markov.solvers import _sparse
 
     monkeypatch.setattr(_sparse, "_available_bytes", lambda: 100e9)
     assert _sparse._restart_length(10**6, 400) == 100

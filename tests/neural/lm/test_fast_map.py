@@ -1,12 +1,12 @@
-"""neural.fast_map: the frozen-slow-state fast map of a layer, iterated; closed forms where they exist."""
+"""neural.lm.fast_map: the frozen-slow-state fast map of a layer, iterated; closed forms where they exist."""
 from __future__ import annotations
 
 import pytest
 import torch
 
-from neural.config import ModelConfig
-from neural.fast_map import frozen_fast_map, iterate_fast_map
-from neural.model import FastSlowLM
+from neural.lm.config import ModelConfig
+from neural.lm.fast_map import frozen_fast_map, iterate_fast_map
+from neural.lm.model import FastSlowLM
 
 
 def _model(arm="coupled", gate=0.5, seed=0):
@@ -52,7 +52,7 @@ def test_a_constant_increment_drifts_and_its_direction_is_the_feedback():
     h = model.embed(IDX)
     block = model.blocks[0]
     _, c = frozen_fast_map(block, h, 8)
-    from neural.pooling import add_to_blocks
+    from neural.lm.pooling import add_to_blocks
 
     cc = add_to_blocks(torch.zeros_like(h), c, 4)
     rms = float(cc.pow(2).sum(-1).mean().sqrt())

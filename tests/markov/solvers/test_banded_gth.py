@@ -1,4 +1,4 @@
-"""Banded GTH (sp_ode.markov._banded_gth): GTH's componentwise accuracy on large sparse chains.
+"""Banded GTH (sp_ode.markov.solvers._banded_gth): GTH's componentwise accuracy on large sparse chains.
 
 References are exact by construction: reversible chains built from a potential V have
 p_st ∝ exp(−V) whatever their conditioning (detailed balance, docs/theory.md §6), and
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import sp_ode
-from sp_ode.markov._banded_gth import band_plan, banded_gth
 from sp_ode.markov.reference import exact_birth_death, kmr_chain, reversible_grids
+from sp_ode.markov.solvers._banded_gth import band_plan, banded_gth
 
 
 @pytest.mark.parametrize("delta", [1e-12, 1e-15])

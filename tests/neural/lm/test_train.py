@@ -1,4 +1,4 @@
-"""neural.train / neural.checkpoint / `sp-ode train`: schedule, optimiser groups, exact resume, typed errors."""
+"""neural.lm.train / neural.lm.checkpoint / `sp-ode train`: schedule, optimiser groups, exact resume, typed errors."""
 from __future__ import annotations
 
 import dataclasses
@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 import torch
 
-from neural.checkpoint import CheckpointError, CheckpointMismatchError, load_checkpoint
-from neural.config import ModelConfig
-from neural.data import markov_corpus
-from neural.model import FastSlowLM
-from neural.train import TrainConfig, _forward_backward, build_optimizer, lr_at, train
+from neural.lm.checkpoint import CheckpointError, CheckpointMismatchError, load_checkpoint
+from neural.lm.config import ModelConfig
+from neural.lm.data import markov_corpus
+from neural.lm.model import FastSlowLM
+from neural.lm.train import TrainConfig, _forward_backward, build_optimizer, lr_at, train
 from sp_ode.cli import main as cli_main
 
 # Seconds-sized model and data (tests budget): 1 layer, width 16, T = 16, P = 4.
@@ -253,7 +253,7 @@ def test_default_out_is_a_fresh_run_folder_and_resume_continues_the_latest(tmp_p
 
 def _nan_at(monkeypatch, call: int):
     """Make the `call`-th micro-batch loss NaN (a diverging run, deterministically)."""
-    import neural.train as nt
+    import neural.lm.train as nt
 
     real, calls = nt._forward_backward, {"n": 0}
 
@@ -349,7 +349,7 @@ def test_reports_follow_the_umask(tmp_path):
 
 
 def test_short_run_loss_figure_has_markers(tmp_path):
-    from neural.train import plot_run
+    from neural.lm.train import plot_run
 
     history = [{"tokens": 1000 * k, "train_loss": 3.0 - k * 0.1, "val_loss": 3.1 - k * 0.1, "gates": [0.01 * k]}
                for k in (1, 2)]
@@ -360,7 +360,7 @@ def test_short_run_loss_figure_has_markers(tmp_path):
 # --- issue 25: resume on changed data, absurd budgets, a killed run's temp file ----------------------
 
 def test_resume_on_changed_data_is_refused(tmp_path):
-    from neural.data import load_text
+    from neural.lm.data import load_text
 
     text = tmp_path / "data.txt"
     rng = np.random.default_rng(0)

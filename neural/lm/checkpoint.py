@@ -13,7 +13,7 @@ rename): a run killed mid-write leaves the previous checkpoint intact, plus a
 `.checkpoint.pt.*.tmp` file that `clean_stale_temps` removes when the next
 run starts.  `check_state` checks a loaded checkpoint against the model before
 anything is restored, so a wrong-shaped weight or an empty RNG state is one
-[`CheckpointError`][neural.checkpoint.CheckpointError] naming the file and the field.
+[`CheckpointError`][neural.lm.checkpoint.CheckpointError] naming the file and the field.
 """
 from __future__ import annotations
 
@@ -180,7 +180,7 @@ ADDED_DATA_KEYS = frozenset({"sha256"})
 
 def check_compatible(state: dict, *, model_config: dict, train_config: dict, data: dict, world_size: int,
                      path: str | Path = "checkpoint", extend: bool = False) -> None:
-    """Raise [`CheckpointMismatchError`][neural.checkpoint.CheckpointMismatchError] naming every field that differs.
+    """Raise [`CheckpointMismatchError`][neural.lm.checkpoint.CheckpointMismatchError] naming every field that differs.
 
     The model config and data must match exactly; the training config may differ
     only in `RESUMABLE_CHANGES` (and, with `extend` — a finished run given a larger

@@ -20,7 +20,7 @@ the trailing window (BLAS-3, as blocked dense GTH); a readable loop of explicit 
 
 The elimination is trusted only while every stored entry stays well inside
 the normal float range (the same sufficient test as the dense path, see
-`sp_ode.markov._gth.elimination_is_exact_range`); otherwise the result
+`sp_ode.markov.solvers._gth.elimination_is_exact_range`); otherwise the result
 is reported as unreliable (the caller escalates) instead of silently losing
 underflowed terms.  Back substitution carries exact binary exponents, so
 entries far below 1e-308 keep their relative accuracy.
@@ -34,7 +34,7 @@ import scipy.sparse as sp
 from numpy.lib.stride_tricks import as_strided
 from scipy.sparse.csgraph import reverse_cuthill_mckee
 
-from sp_ode.markov._gth import normalise_exponents
+from sp_ode.markov.solvers._gth import normalise_exponents
 
 try:  # optional: without it BLAS keeps its own thread count
     from threadpoolctl import threadpool_limits
@@ -109,7 +109,7 @@ def _eliminate_band(B: np.ndarray, b: int) -> None:
 def _eliminate_band_blocked(B: np.ndarray, b: int, block: int = _PANEL) -> None:
     """The eliminations of `_eliminate_band` delayed over panels of `block` states (BLAS-3).
 
-    As in dense blocked GTH (`sp_ode.markov._gth.gth_blocked`), state k's row and
+    As in dense blocked GTH (`sp_ode.markov.solvers._gth.gth_blocked`), state k's row and
     column are brought up to date with the panel's earlier rank-1 terms just before k is
     eliminated, and the trailing window (rows and columns k1 … k1 + b − 1 after a panel
     ending at k1, inside the band) receives the panel's terms as one matrix product.  The
@@ -179,7 +179,7 @@ def banded_gth(Q, perm: np.ndarray, b: int, *, log: bool = False, reference: boo
         _eliminate_band_reference(B, b)
     else:
         # one BLAS thread: the panel products are small, and threads contending for a shared machine
-        # made them slower (the same choice as the sparse solver, sp_ode.markov._sparse)
+        # made them slower (the same choice as the sparse solver, sp_ode.markov.solvers._sparse)
         limits = threadpool_limits(limits=1, user_api="blas") if threadpool_limits else contextlib.nullcontext()
         with limits:
             (_eliminate_band_blocked if b >= _PANEL else _eliminate_band)(B, b)

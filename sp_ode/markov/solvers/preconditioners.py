@@ -1,7 +1,7 @@
 """Multigrid preconditioners for pinned generator systems (docs/theory.md §7.1).
 
 The public face of `sp_ode.markov._air` for callers outside this package (the
-warm-started solves of `sp_ode.markov.warm_start`): the pinned system
+warm-started solves of `sp_ode.markov.solvers.warm_start`): the pinned system
 A_k x = b of a generator, A_k = (−Qᵀ) without row and column k, is preconditioned
 by the exact adjoint of an AIR V-cycle built on G = A_kᵀ = −Q_k (the generator's
 own orientation, for which AIR is designed).
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sp_ode.markov._sparse import quiet_stdout
+from sp_ode.markov.solvers._sparse import quiet_stdout
 
 __all__ = ["air_adjoint_preconditioner"]
 

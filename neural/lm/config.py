@@ -31,7 +31,7 @@ class ConfigDict:
 
 @dataclass(frozen=True)
 class ModelConfig(ConfigDict):
-    """Shape and ablation arm of [`neural.FastSlowLM`][neural.model.FastSlowLM].
+    """Shape and ablation arm of [`neural.FastSlowLM`][neural.lm.model.FastSlowLM].
 
     Attributes
     ----------

@@ -1,4 +1,4 @@
-"""Tests of neural.model / neural.pooling: docs/theory.md §4 exactly, leak-free, ablation arms.
+"""Tests of neural.lm.model / neural.lm.pooling: docs/theory.md §4 exactly, leak-free, ablation arms.
 
 Provenance of the expected values:
 * "gate 0 ⇒ dense": exact algebra (h + 0·x = h), so the logits are compared bit for bit;
@@ -25,10 +25,10 @@ from hypothesis import given, settings, strategies as st
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import neural
-from neural import model as model_mod
-from neural.config import ModelConfig
-from neural.model import FastSlowLM, SlowPath, window_mask
-from neural.pooling import add_to_blocks, block_mean_pool, lag_one_block
+from neural.lm import model as model_mod
+from neural.lm.config import ModelConfig
+from neural.lm.model import FastSlowLM, SlowPath, window_mask
+from neural.lm.pooling import add_to_blocks, block_mean_pool, lag_one_block
 
 # jacrev over SDPA's CPU backward uses functorch's slow fallback: correct, only slower
 pytestmark = pytest.mark.filterwarnings("ignore:There is a performance drop:UserWarning")
@@ -338,7 +338,7 @@ def test_presets_and_lazy_exports():
 
 def test_import_neural_does_not_import_torch():
     code = "import sys, neural; neural.ModelConfig(); assert 'torch' not in sys.modules, 'torch imported'"
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[2])
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[3])
 
 
 # ------------------------------------------------------------- bad input

@@ -1,4 +1,4 @@
-"""neural.data: text splits, batches, and the two-timescale Markov source with its exact Bayes filter."""
+"""neural.lm.data: text splits, batches, and the two-timescale Markov source with its exact Bayes filter."""
 from __future__ import annotations
 
 import itertools
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import sp_ode
-from neural.data import MarkovSource, eval_starts, get_batch, load_text, markov_corpus
+from neural.lm.data import MarkovSource, eval_starts, get_batch, load_text, markov_corpus
 
 
 def tiny_source(block: int = 2) -> MarkovSource:

@@ -13,12 +13,12 @@ The optimisation (nanoGPT's recipe, stated here because it is what is measured):
 
 Losses are mean cross-entropy in nats per byte; bits per byte = nats / ln 2.  On
 the built-in Markov source every evaluation also reports the Bayes-optimal loss on
-the same validation targets and the excess loss over it (`neural.data`).
+the same validation targets and the excess loss over it (`neural.lm.data`).
 
 Reproducibility: the model is initialised from `seed`; batches come from a
 seeded `torch.Generator` (one stream per DDP rank); CPU runs use
 `torch.use_deterministic_algorithms(True)`.  A checkpoint stores every RNG
-state, so a resumed run repeats the uninterrupted one (`neural.checkpoint`).
+state, so a resumed run repeats the uninterrupted one (`neural.lm.checkpoint`).
 
 No lost work: a run stops at the first non-finite loss (or non-finite weights) and
 keeps its last finite checkpoint (`TrainResult.status == "diverged"`); temp files
@@ -28,7 +28,7 @@ schedule of the original run is kept, `schedule_steps` in the checkpoint); and
 `check_run_folder` (called by `sp-ode train`) refuses to start afresh in a
 folder that holds a run unless asked to overwrite it.
 
-Data-parallel: `torchrun --nproc_per_node=N -m neural.train [sp-ode train flags]`
+Data-parallel: `torchrun --nproc_per_node=N -m neural.lm.train [sp-ode train flags]`
 starts N ranks (gloo on CPU, nccl on CUDA); each draws its own windows and DDP
 averages gradients; only rank 0 writes files.
 """
@@ -45,7 +45,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from neural.checkpoint import (
+from neural.lm.checkpoint import (
     FORMAT,
     CheckpointError,
     capture_rng,
@@ -56,9 +56,9 @@ from neural.checkpoint import (
     restore_rng,
     save_checkpoint,
 )
-from neural.config import ConfigDict, ModelConfig
-from neural.data import ByteCorpus, eval_starts, get_batch, load_corpus, windows
-from neural.model import FastSlowLM
+from neural.lm.config import ConfigDict, ModelConfig
+from neural.lm.data import ByteCorpus, eval_starts, get_batch, load_corpus, windows
+from neural.lm.model import FastSlowLM
 from sp_ode.core.files import atomic_write_bytes, write_json
 from sp_ode.core.reporting import figures, progress
 from sp_ode.core.validation import check_choice, check_nonnegative, check_positive, check_positive_int
@@ -80,7 +80,7 @@ DEVICES = ("cpu", "cuda", "auto")
 
 @dataclass(frozen=True)
 class TrainConfig(ConfigDict):
-    """Optimisation settings (the model's shape is [`neural.ModelConfig`][neural.config.ModelConfig]).
+    """Optimisation settings (the model's shape is [`neural.ModelConfig`][neural.lm.config.ModelConfig]).
 
     Attributes
     ----------
@@ -334,7 +334,7 @@ def train(model_config: ModelConfig, train_config: TrainConfig, *, data: ByteCor
           out: str | Path | None = None, resume: bool = False, stop_after: int | None = None,
           show_progress: bool = True, figure: bool = True, figure_format: str = "png",
           dpi: int = 150) -> TrainResult:
-    """Train [`neural.FastSlowLM`][neural.model.FastSlowLM] and write the run directory.
+    """Train [`neural.FastSlowLM`][neural.lm.model.FastSlowLM] and write the run directory.
 
     Parameters
     ----------
@@ -343,7 +343,7 @@ def train(model_config: ModelConfig, train_config: TrainConfig, *, data: ByteCor
     train_config
         The optimisation.
     data
-        A [`ByteCorpus`][neural.data.ByteCorpus], a text-file path, or None for the built-in Markov source.
+        A [`ByteCorpus`][neural.lm.data.ByteCorpus], a text-file path, or None for the built-in Markov source.
     out : run directory; receives `config.json`, `metrics.jsonl`, `checkpoint.pt`
         and `loss.png` (rank 0 only).  None writes nothing (no resume possible).
     resume
@@ -369,7 +369,7 @@ def train(model_config: ModelConfig, train_config: TrainConfig, *, data: ByteCor
         If `model_config`/`train_config` are not the config dataclasses.
     ValueError
         For `resume` without `out`, a bad device or data path.
-    neural.checkpoint.CheckpointError
+    neural.lm.checkpoint.CheckpointError
         If the checkpoint to resume is missing or unreadable; its subclass
         `CheckpointMismatchError` if it was written with other settings.
     """

@@ -1,4 +1,4 @@
-"""neural.sources: regime-switching sources and their exact context-limited Bayes floors (docs/theory.md §8).
+"""neural.lm.sources: regime-switching sources and their exact context-limited Bayes floors (docs/theory.md §8).
 
 Provenance of every expected number: brute-force enumeration of the source's law
 (`RegimeSource._brute_force_losses`: every regime path and every unseen earlier token summed
@@ -11,8 +11,8 @@ import math
 import numpy as np
 import pytest
 
-from neural.data import MarkovSource, eval_starts
-from neural.sources import RegimeSource, receptive_field
+from neural.lm.data import MarkovSource, eval_starts
+from neural.lm.sources import RegimeSource, receptive_field
 
 # Filters normalise at every step: agreement with enumeration to a few ulps per token.
 TOL = 64 * np.finfo(float).eps

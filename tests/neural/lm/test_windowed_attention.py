@@ -1,4 +1,4 @@
-"""Sliding-window attention kernels (neural.attention): equal to the masked reference, leak-free, in the model.
+"""Sliding-window attention kernels (neural.lm.attention): equal to the masked reference, leak-free, in the model.
 
 Provenance of the expected values: the masked kernel is the definition (all T × T scores, the
 band i − W < j ≤ i kept); the chunked kernel must equal it to 1e-6 in float32 on N(0, 1)
@@ -10,16 +10,16 @@ from __future__ import annotations
 import pytest
 import torch
 
-import neural.attention as attention
-from neural.attention import (
+import neural.lm.attention as attention
+from neural.lm.attention import (
     KERNELS,
     chunked_window_attention,
     masked_window_attention,
     window_attention,
     window_mask,
 )
-from neural.config import ModelConfig
-from neural.model import FastSlowLM
+from neural.lm.config import ModelConfig
+from neural.lm.model import FastSlowLM
 
 TOL = 1e-6  # float32, inputs N(0, 1): the target of the kernel (a few ulps of O(1) outputs)
 

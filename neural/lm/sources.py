@@ -12,7 +12,7 @@ chain) or the block boundaries t = P, 2P, … (`mode="block"`: the chain is peri
 phase t mod P).  The stream starts in the stationary law of the pair chain at phase 0, so
 its law is shift-invariant (hazard) or invariant under shifts by multiples of P (block).
 
-**Controlled difficulty** ([`RegimeSource.perturbed`][neural.sources.RegimeSource.perturbed]): one base generator Q with
+**Controlled difficulty** ([`RegimeSource.perturbed`][neural.lm.sources.RegimeSource.perturbed]): one base generator Q with
 random off-diagonal rates; regime r multiplies every off-diagonal rate by exp(δ·Z_{r,ij}),
 Z ~ N(0, 1), and its token chain is T_r = exp(τ Q_r).  δ = 0 makes the regimes identical
 (nothing to learn from the past); large δ makes them identifiable from a few tokens.  In
@@ -49,7 +49,7 @@ from sp_ode.core.validation import check_positive_int
 
 def check_regime_stack(alphabet, stack, name: str) -> np.ndarray:
     """Validate an alphabet (bytes of >= 2 distinct values) and a (K, m, m) stack of per-regime
-    matrices named `name` over it; return the stack as float64 (shared with neural.data)."""
+    matrices named `name` over it; return the stack as float64 (shared with neural.lm.data)."""
     if not isinstance(alphabet, (bytes, bytearray)) or len(set(alphabet)) != len(alphabet) or len(alphabet) < 2:
         raise ValueError(f"`alphabet` must be bytes of >= 2 distinct values; got {alphabet!r}.")
     arr = np.asarray(stack, dtype=np.float64)
@@ -201,7 +201,7 @@ class RegimeSource:
 
     @classmethod
     def from_markov(cls, source) -> RegimeSource:
-        """The block-switching law of a [`neural.data.MarkovSource`][neural.data.MarkovSource] (its T_r, S and P).
+        """The block-switching law of a [`neural.lm.data.MarkovSource`][neural.lm.data.MarkovSource] (its T_r, S and P).
 
         Sampled by this class the stream starts in the periodic-stationary law, where
         MarkovSource starts from π_S(r)·p_st(Q_r); the two laws agree after mixing.
