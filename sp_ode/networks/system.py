@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from sp_ode.core.summary import Summarised, first_line, number
 from sp_ode.core.validation import check_positive
 from sp_ode.markov.generator import NotIrreducibleError, require_irreducible
 from sp_ode.markov.stationary import stationary_distribution
@@ -50,8 +51,8 @@ __all__ = ["NetworkSystem", "NetworkPath", "ManifoldTable", "padded_range"]
 _EXPECT = re.compile(r"\bE\[([^\[\]]+)\]")
 
 
-@dataclass
-class NetworkPath:
+@dataclass(repr=False)
+class NetworkPath(Summarised):
     """A solution of a network system on the slow clock.
 
     Attributes
@@ -78,6 +79,19 @@ class NetworkPath:
     status: int
     message: str
     stats: dict = field(default_factory=dict)
+
+    def _summary_title(self) -> str:
+        return f"NetworkPath: {self.kind}, " + ("success" if self.status == 0 else f"FAILED (status {self.status})")
+
+    def _summary_rows(self) -> list[tuple[str, str]]:
+        t, y = np.asarray(self.t), np.asarray(self.y)
+        rows = [("times", f"{t.size} in [{number(t[0])}, {number(t[-1])}]" if t.size else "none")]
+        if y.size:
+            rows.append(("y at the end", ", ".join(number(v) for v in np.ravel(y[-1]))))
+        rows.append(("x", "not kept" if self.x is None else f"array {tuple(np.shape(self.x))}"))
+        if self.status != 0:
+            rows.append(("message", first_line(self.message)))
+        return rows
 
 
 def padded_range(ys: np.ndarray) -> tuple[float, float]:
@@ -299,6 +313,11 @@ class NetworkSystem:
     @property
     def d(self) -> int:
         return len(self.network.slow)
+
+    @property
+    def slow_names(self) -> tuple[str, ...]:
+        """The slow variables' names (the network's `slow`), as figures and messages name y."""
+        return tuple(self.network.slow)
 
     def Q(self, y) -> sp.csr_array:
         """Q(y) (sparse, fixed pattern, propensities checked)."""

@@ -52,6 +52,7 @@ import scipy.sparse as sp
 
 from sp_ode.core.memory import check_memory
 from sp_ode.core.reporting import progress as _progress
+from sp_ode.core.summary import Summarised, first_line, number
 from sp_ode.core.validation import check_positive, check_positive_int
 from sp_ode.networks.cme._closed_moments import ClosedMoments, closed_moment_system
 from sp_ode.networks.cme._intervals import MomentIntervals, combine, fsp_interval
@@ -74,8 +75,8 @@ _GROWTH_MIN = 10            # … and by at least this many molecules
 TRANSIENT_MAX_WORK = 4 * 10**9
 
 
-@dataclass
-class TransientDistribution:
+@dataclass(repr=False)
+class TransientDistribution(Summarised):
     """p(t) of a CME on a finite state projection, with what the projection costs.
 
     Attributes
@@ -145,6 +146,22 @@ class TransientDistribution:
     @property
     def species(self) -> tuple[str, ...]:
         return self.space.species
+
+    def _summary_title(self) -> str:
+        return f"TransientDistribution: {self.method}"
+
+    def _summary_rows(self) -> list[tuple[str, str]]:
+        t = np.asarray(self.times)
+        rows = [("times", f"{t.size} in [{number(t[0])}, {number(t[-1])}]" if t.size else "none"),
+                ("states", f"{self.space.n} ({', '.join(self.space.species)})"),
+                ("leaked", f"‖p(t) − p_J(t)‖₁ ≤ {number(float(np.max(self.leaked)))} (FSP, max over t)"),
+                ("integration", number(float(np.max(self.integration_error)))
+                 if self.integration_error is not None else "no bound (expm_multiply)"),
+                ("mass defect", number(self.mass_defect)), ("tol", number(self.tol)),
+                ("projections", str(max(len(self.expansions), 1))), ("seconds", number(self.seconds, 3))]
+        if self.moment_status:
+            rows.append(("moments", first_line(self.moment_status)))
+        return rows
 
     def _index(self, species: str) -> int:
         if species not in self.space.species:
