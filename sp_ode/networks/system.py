@@ -37,7 +37,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sp_ode.core.summary import Summarised, first_line, number
-from sp_ode.core.validation import check_positive
+from sp_ode.core.validation import check_positive, hint
 from sp_ode.markov.generator import NotIrreducibleError, require_irreducible
 from sp_ode.markov.stationary import stationary_distribution
 from sp_ode.markov.warm_start import SOLVERS, WarmStationary
@@ -200,7 +200,8 @@ class NetworkSystem:
                                        f"E[{name}] for its mean.", species=name)
                 if not (name.startswith("_m") or name in net.slow or name in net.parameters):
                     raise NetworkError(f"the ODE of {v!r} ({text!r}) uses unknown name {name!r}; not a parameter "
-                                       f"{tuple(net.parameters)} or slow variable {net.slow}.", species=name)
+                                       f"{tuple(net.parameters)} or slow variable {net.slow}"
+                                       f"{hint(name, (*net.parameters, *net.slow))}.", species=name)
             rhs.append(expr)
         obs = []
         for text in observables:
@@ -208,7 +209,7 @@ class NetworkSystem:
             for s in e.free_symbols:
                 if str(s) not in net.symbols:
                     raise NetworkError(f"E[{text}] uses unknown name {str(s)!r}; not a species, parameter or slow "
-                                       "variable.", species=str(s))
+                                       f"variable{hint(str(s), net.symbols)}.", species=str(s))
             obs.append(e.subs({s: net.symbols[str(s)] for s in e.free_symbols}))
         self.observables = tuple(observables)
         m = [sympy.Symbol(f"_m{k}") for k in range(len(observables))]
@@ -243,7 +244,7 @@ class NetworkSystem:
         unknown = [k for k in values if k not in net.parameters]
         if unknown:
             raise ValueError(f"{unknown} are not parameters of network {net.name!r}; its parameters are "
-                             f"{tuple(net.parameters)}.")
+                             f"{tuple(net.parameters)}{hint(unknown[0], net.parameters)}.")
         new_net = copy.copy(net)
         new_net.parameters = {**net.parameters, **{k: float(v) for k, v in values.items()}}
         out = copy.copy(self)
