@@ -427,7 +427,10 @@ def _check_slow_names(names, d: int | None) -> tuple[str, ...] | None:
 
 def slow_symbol(names, *, star: bool = False) -> str:
     """How text names the slow state: `y` without names, else `w` (d = 1) or `(s, w)`; `star` adds `*`
-    (a point such as y* where hyperbolicity is lost)."""
+    (a point such as y* where hyperbolicity is lost).  `names` is a tuple of names, None, or an object
+    with `slow_names` (a system: `FastSlowSystem`, `NetworkSystem`)."""
+    if names is not None and not isinstance(names, (tuple, list)):
+        names = getattr(names, "slow_names", None)
     base = "y" if not names else names[0] if len(names) == 1 else "(" + ", ".join(names) + ")"
     return base + ("*" if star else "")
 

@@ -209,7 +209,7 @@ class ConvergenceCertificate:
             lines.append(f"{r['P']:>6d} {r['eps']:>10.3e} " + " ".join(cells))
         for q in QUANTITIES:
             f = self.fits[q]
-            label = (self._slow_label() if q == "slow" else LABELS[q]) + (f" (k={self.order})" if q == "corrected" else "")
+            label = self._slow_label() if q == "slow" else LABELS[q] + (f" (k={self.order})" if q == "corrected" else "")
             lines.append(f"rate {label:<22} slope {f.slope:6.3f} ± {f.stderr:.3f} (95 % [{f.interval[0]:.3f}, "
                          f"{f.interval[1]:.3f}], {f.n_points} pts)  expected {f.expected:g} ± {f.tol:g}  "
                          f"{'ok' if f.passed else 'FAIL'}")

@@ -342,7 +342,7 @@ def identity_check(system, ys, *, x0=None, phi=None, phi_name: str = "the suppli
         else:
             status, message = "FAIL", (f"identity: {c['a']} and {c['b']} differ by {c['max_error']:.2e} "
                                        f"(tolerance {c['tolerance']:.1e}) at "
-                                       f"{slow_symbol(getattr(system, 'slow_names', None))} = {where}")
+                                       f"{slow_symbol(system)} = {where}")
     elif not independent:
         status, message = "skipped", "no two methods that solve different problems could be compared"
     else:

@@ -224,7 +224,7 @@ def network_identity(system: NetworkSystem, ys, *, p=None, tol: float = ATTRACTO
     gth_vals = np.full((N, n), np.nan)
     att_vals = np.full((N, n), np.nan)
     points, algorithms, escal = [], {}, []
-    where = slow_symbol(system.slow_names)   # `y` in the messages, named as the network names it
+    where = slow_symbol(system)   # `y` in the messages, named as the network names it
     gth_used, gth_missing = {}, []
     for i, y in enumerate(ys):
         rec = {"y": y.tolist(), "status": "FAIL", "difference": float("nan"), "tolerance": float("nan"),
@@ -505,6 +505,7 @@ class NetworkVerdict(Summarised):
     def to_dict(self) -> dict:
         return {
             "system": self.name, "kind": "network", "n": self.n, "d": self.d, "eps": self.eps,
+            "slow_names": list(self.slow_names),
             "t_span": list(self.t_span), "y0": self.y0, "checks": self.checks, "messages": self.messages,
             "passed": self.passed, "failure": self.failure, **self.headline(),
             "visited": None if self.visited is None else {"lower": self.visited[0], "upper": self.visited[1]},
@@ -547,8 +548,8 @@ class NetworkVerdict(Summarised):
                                  + ")")
                 if r["status"] != "ok" and r["reason"]:
                     parts.append(r["reason"])
-                lines.append(f"      {slow_symbol(self.slow_names)} = {y}: {r['solver']}, bound {r['solver_bound']:.1e}; " + "; ".join(parts)
-                             + f"  {r['status']}")
+                lines.append(f"      {slow_symbol(self.slow_names)} = {y}: {r['solver']}, bound "
+                             f"{r['solver_bound']:.1e}; " + "; ".join(parts) + f"  {r['status']}")
         lines.append(f"(2) identity: {m['identity'].removeprefix('identity: ')}  {c['identity']}")
         for key in ("reduced", "corrected"):
             fit = self.fits.get(key)

@@ -134,8 +134,8 @@ def plot_manifold(case, region, ident, report: dict, path: Path) -> Path:
                         for i in range(phi.shape[1])]
         # outside the axes: inside, "best" still covered a curve whenever the states fill the panel
         axes[0].legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
-        axes[0].set_ylabel((f"x = φ({slow_symbol(names)})" if names else r"$x = \varphi(y)$") + (" (one colour per state)" if phi.shape[1] > 1 else "")
-                           + slice_note, fontsize=9)
+        axes[0].set_ylabel((f"x = φ({slow_symbol(names)})" if names else r"$x = \varphi(y)$")
+                           + (" (one colour per state)" if phi.shape[1] > 1 else "") + slice_note, fontsize=9)
         lo, hi = float(region.lower[0]), float(region.upper[0])
         for ax in axes:
             if hi > lo:

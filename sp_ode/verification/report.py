@@ -437,6 +437,7 @@ def _record(case: Case, order, backend, region, ident, cert, seconds) -> dict:
     head = ident.independent_comparison() if ident is not None else None
     record = {
         "order": order, "backend": backend,
+        "slow_names": list(case.system.slow_names) if getattr(case.system, "slow_names", None) else None,
         "region": region.to_dict(), "hyperbolicity_margin": MARGIN,
         "loss_of_hyperbolicity": ({"y": region.y_star, "t": region.t_star, "kind": region.kind,
                                    "reached": region.reached} if region.y_star is not None else None),

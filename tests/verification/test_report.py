@@ -65,6 +65,7 @@ def test_a_failed_check_is_named_first():
     assert report.failure.startswith("normal hyperbolicity:") and report.format().splitlines()[0] == report.failure
     # the catalogue names y of FitzHugh–Nagumo `w`: the message says where w lost hyperbolicity
     assert " at w* = " in report.failure and "y*" not in report.failure
+    assert report["slow_names"] == ["w"]                          # and report.json records the name
 
 
 def _manifold_legend(monkeypatch, tmp_path, states):
@@ -120,7 +121,7 @@ def _manifold_axes(monkeypatch, tmp_path, slow_names, ident=True):
 
 
 def test_the_manifold_figure_names_the_slow_variable(monkeypatch, tmp_path):
-    """`slow_names=("w",)` labels the y axis of every panel `w`; without names it stays y.  The fold
+    """`slow_names=("w",)` labels the horizontal axis (the slow variable) `w`, and φ(w); without names: y.  The fold
     noted at w = 0.5 is drawn whichever name the note uses."""
     named = _manifold_axes(monkeypatch, tmp_path, ("w",))
     assert named["x"][-1].startswith("w (slow variable") and named["y"][0].startswith("x = φ(w)")
