@@ -69,7 +69,8 @@ MODEL = textwrap.dedent('''
         return jnp.array([current / args["C_m"]])
 
 
-    system = sp_ode.MasterEquationSystem(Q, g, eps=0.01, args=PARAMETERS, states=STATES, name="ion_channel")
+    system = sp_ode.MasterEquationSystem(Q, g, eps=0.01, args=PARAMETERS, states=STATES, slow_names=("V",),
+                                         name="ion_channel")
     x0 = np.array([1.0, 0.0, 0.0, 0.0])      # all channels closed
     y0 = np.array([-70.0])                   # resting voltage, mV
 ''')

@@ -31,12 +31,13 @@ from dataclasses import asdict, dataclass
 import torch
 
 from neural.lm.pooling import add_to_blocks
+from sp_ode.core.summary import Summarised, number
 
 __all__ = ["FastMapResult", "frozen_fast_map", "iterate_fast_map"]
 
 
-@dataclass(frozen=True)
-class FastMapResult:
+@dataclass(frozen=True, repr=False)
+class FastMapResult(Summarised):
     """What iterating one layer's frozen-y fast map did (all norms rms over tokens and sequences).
 
     Attributes
@@ -91,6 +92,20 @@ class FastMapResult:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def _summary_title(self) -> str:
+        state = "converged" if self.converged else "direction converged" if self.direction_converged \
+            else "not converged"
+        return f"FastMapResult: layer {self.layer}, {state} after {self.n_iter} iterations"
+
+    def _summary_rows(self) -> list[tuple[str, str]]:
+        return [("distance D", f"{number(self.distance)} (pooled {number(self.distance_pooled)}, "
+                               f"no feedback {number(self.distance_no_feedback)})"),
+                ("limit error", number(self.limit_error)),
+                ("raw step", f"{number(self.raw_step_first)} → {number(self.raw_step_last)}"),
+                ("normalised step", f"{number(self.normalised_step_last)} (decay n^-{number(self.normalised_step_decay, 3)})"),
+                ("state norm", f"{number(self.state_norm_first)} → {number(self.state_norm_last)}"),
+                ("feedback norm", number(self.feedback_norm))]
 
 
 def _rms(x: torch.Tensor) -> float:

@@ -61,6 +61,7 @@ from neural.lm.data import ByteCorpus, eval_starts, get_batch, load_corpus, wind
 from neural.lm.model import FastSlowLM
 from sp_ode.core.files import atomic_write_bytes, write_json
 from sp_ode.core.reporting import figures, progress
+from sp_ode.core.summary import Summarised, first_line, number, shape_of
 from sp_ode.core.validation import check_choice, check_nonnegative, check_positive, check_positive_int
 
 __all__ = ["TrainConfig", "TrainResult", "RunFolderError", "train", "check_run_folder", "lr_at", "evaluate",
@@ -170,8 +171,8 @@ class TrainConfig(ConfigDict):
         return -(-self.tokens // (self.batch_size * seq_len * self.accum * world_size))
 
 
-@dataclass
-class TrainResult:
+@dataclass(repr=False)
+class TrainResult(Summarised):
     """What `train` did.
 
     Attributes
@@ -221,6 +222,21 @@ class TrainResult:
     status: str = "ok"
     message: str = ""
     cleaned: list[Path] = field(default_factory=list)
+
+    def _summary_title(self) -> str:
+        return f"TrainResult: {self.status}, step {self.step} of {self.total_steps}"
+
+    def _summary_rows(self) -> list[tuple[str, str]]:
+        rows = [("tokens", str(self.tokens)), ("last train loss", number(self.losses[-1]) if self.losses else "none"),
+                ("val loss", number(self.val_loss))]
+        if self.excess_loss is not None:
+            rows.append(("excess loss", f"{number(self.excess_loss)} (Bayes {number(self.bayes_loss)})"))
+        rows += [("losses", shape_of(self.losses)), ("evals", shape_of(self.evals)),
+                 ("tokens/s", number(self.tokens_per_s, 3)), ("elapsed s", number(self.elapsed_s, 3)),
+                 ("out", str(self.out))]
+        if self.message:
+            rows.append(("message", first_line(self.message)))
+        return rows
 
 
 # --------------------------------------------------------------------------- pieces

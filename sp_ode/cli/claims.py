@@ -18,9 +18,11 @@ import traceback
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
+from sp_ode.core.summary import Summarised, first_line, number
 
-@dataclass(frozen=True)
-class ClaimResult:
+
+@dataclass(frozen=True, repr=False)
+class ClaimResult(Summarised):
     """Outcome of one claim: `id` (e.g. "T1.tree"), the statement, how it was checked, and the result."""
 
     id: str
@@ -32,6 +34,13 @@ class ClaimResult:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def _summary_title(self) -> str:
+        return f"ClaimResult {self.id}: {'passed' if self.passed else 'FAILED'}"
+
+    def _summary_rows(self) -> list[tuple[str, str]]:
+        return [("statement", first_line(self.statement)), ("method", first_line(self.method)),
+                ("detail", first_line(self.detail)), ("seconds", number(self.seconds, 3))]
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,13 @@ def shape_of(value) -> str:
     return type(value).__name__
 
 
+def first_line(text, limit: int = 100) -> str:
+    """The first non-empty line of `text`, cut to `limit` characters (a message in a summary row)."""
+    lines = [ln.strip() for ln in str(text or "").splitlines() if ln.strip()]
+    line = lines[0] if lines else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
 def number(x, digits: int = 4) -> str:
     """A float in `digits` significant digits (integers and non-numbers as they are)."""
     if isinstance(x, (bool, np.bool_)) or x is None:
@@ -40,7 +47,8 @@ class Summarised:
     """Mixin: `summary()`, `__repr__` and `_repr_html_` from `_summary_title()` and `_summary_rows()`.
 
     Dataclasses that use it are declared with `repr=False`, so that the generated repr (which
-    prints every field, histories included) does not replace this one.
+    prints every field, histories included) does not replace this one.  A class may keep a
+    `summary()` of its own (the numbers as a dict, say); `__repr__` does not go through it.
     """
 
     def _summary_title(self) -> str:
@@ -49,14 +57,19 @@ class Summarised:
     def _summary_rows(self) -> list[tuple[str, str]]:  # pragma: no cover - each result defines its rows
         return []
 
-    def summary(self) -> str:
-        """A few lines: the title, then one `label: value` line per defining number."""
+    def _summary_text(self) -> str:
         rows = self._summary_rows()
         width = max((len(k) for k, _ in rows), default=0)
         return "\n".join([self._summary_title()] + [f"  {k.ljust(width)}  {v}" for k, v in rows])
 
+    def summary(self) -> str:
+        """A few lines: the title, then one `label: value` line per defining number."""
+        return self._summary_text()
+
     def __repr__(self) -> str:
-        return self.summary()
+        # the text itself, not `summary()`: a result whose `summary()` long returned numbers (a dict, a
+        # list of lines) keeps that method and still prints short
+        return self._summary_text()
 
     def _repr_html_(self) -> str:
         rows = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td style='text-align:left'>"

@@ -45,6 +45,7 @@ from sp_ode.manifolds.newton import (
 from sp_ode.markov.generator import require_irreducible
 from sp_ode.markov.spectral import spectral_gap
 from sp_ode.markov.stationary import stationary_distribution
+from sp_ode.systems.system import slow_symbol
 
 __all__ = [
     "critical_manifold",
@@ -119,9 +120,10 @@ def critical_manifold(system, y, *, x_guess=None, throw: bool = True) -> np.ndar
             i = int(np.argmin(ok))
             bad = ys[i]
             if Qs is not None:  # a generator whose p_st is not unique: name its closed classes
-                require_irreducible(Qs[i], name=f"Q_of_y(y) at y = {bad.tolist()}", states=system.states)
+                require_irreducible(Qs[i], name=f"Q_of_y(y) at {slow_symbol(system)} = {bad.tolist()}",
+                                    states=system.states)
             raise ManifoldNotFoundError(
-                f"no root of f(x, y) = 0 found near the guess at y = {bad.tolist()} "
+                f"no root of f(x, y) = 0 found near the guess at {slow_symbol(system)} = {bad.tolist()} "
                 f"({int((~ok).sum())} of {len(ok)} points failed); the branch may end at a fold "
                 "before this y, or a better `x_guess` is needed.")
         xs[~ok] = np.nan
@@ -205,12 +207,12 @@ def _follow(system, ys: np.ndarray, x0: np.ndarray, predictor: str) -> ManifoldB
             # the secant predictor can overshoot near a turning point: retry from the last point
             x, conv = _root(system, k, xs[i - 1], ys[i])
         if not conv:
-            return ManifoldBranch(ys, xs, ok, 1, f"branch lost at y = {ys[i].tolist()} (index {i}): "
-                                  "Newton found no root near the continuation guess (a fold?).")
+            return ManifoldBranch(ys, xs, ok, 1, f"branch lost at {slow_symbol(system)} = {ys[i].tolist()} "
+                                  f"(index {i}): Newton found no root near the continuation guess (a fold?).")
         x = np.asarray(x)
         if i >= 2 and _jumped(xs[i - 2], xs[i - 1], x, ys[i - 2], ys[i - 1], ys[i]):
-            return ManifoldBranch(ys, xs, ok, 1, f"branch lost at y = {ys[i].tolist()} (index {i}): Newton "
-                                  "converged to a root far from the branch (past a fold, onto another branch).")
+            return ManifoldBranch(ys, xs, ok, 1, f"branch lost at {slow_symbol(system)} = {ys[i].tolist()} "
+                                  f"(index {i}): Newton converged to a root far from the branch (past a fold, onto another branch).")
         xs[i], ok[i] = x, True
         if predictor == "secant" and i > 0:
             # secant in the grid parameter: x_{i+1} ≈ x_i + (x_i − x_{i−1}) · |Δy_{i+1}| / |Δy_i|
@@ -506,8 +508,8 @@ def locate_loss_of_hyperbolicity(system, y_lo, y_hi, *, x0=None, num: int = 101,
         if not bool(ok) or not (s[max(i - 1, 0)] - step <= z[-1] <= s[min(i + 1, num - 1)] + step):
             return None
         return HyperbolicityLoss(True, "fold", a + z[-1] * direction, z[:-1], (ys[i], ys[min(i + 1, num - 1)]),
-                                 f"fold at y = {(a + z[-1] * direction).tolist()} (det D_x f = 0; the branch ends).",
-                                 branch, mr)
+                                 f"fold at {slow_symbol(system)} = {(a + z[-1] * direction).tolist()} "
+                                 "(det D_x f = 0; the branch ends).", branch, mr)
 
     for i in range(num - 1):
         if i + 1 >= n_ok:  # the branch was lost between s[i] and s[i+1]
@@ -515,8 +517,8 @@ def locate_loss_of_hyperbolicity(system, y_lo, y_hi, *, x0=None, num: int = 101,
             if found is not None:
                 return found
             return HyperbolicityLoss(False, None, None, None, (ys[i], ys[i + 1]),
-                                     f"branch lost between y = {ys[i].tolist()} and {ys[i + 1].tolist()}, "
-                                     "but no fold was found there.", branch, mr)
+                                     f"branch lost between {slow_symbol(system)} = {ys[i].tolist()} and "
+                                     f"{ys[i + 1].tolist()}, but no fold was found there.", branch, mr)
         crossing = np.sign(mr[i]) != np.sign(mr[i + 1]) or mr[i + 1] == 0.0
         det_flip = np.sign(dets[i]) != np.sign(dets[i + 1]) and not master
         if det_flip:
@@ -541,8 +543,8 @@ def locate_loss_of_hyperbolicity(system, y_lo, y_hi, *, x0=None, num: int = 101,
                 critical_manifold(system, y_star, x_guess=branch.x[i], throw=False)
             kind = "gap closing" if master else "eigenvalue crossing"
             return HyperbolicityLoss(True, kind, y_star, x_star, (ys[i], ys[i + 1]),
-                                     f"{kind} at y = {y_star.tolist()}: max Re λ of D_x f on the fast fibre "
-                                     f"changes sign from {mr[i]:.3g} to {mr[i + 1]:.3g}.", branch, mr)
+                                     f"{kind} at {slow_symbol(system)} = {y_star.tolist()}: max Re λ of D_x f on "
+                                     f"the fast fibre changes sign from {mr[i]:.3g} to {mr[i + 1]:.3g}.", branch, mr)
     return HyperbolicityLoss(False, None, None, None, None,
                              f"normally hyperbolic on the whole segment (max Re λ between "
                              f"{np.nanmin(mr):.3g} and {np.nanmax(mr):.3g}).", branch, mr)

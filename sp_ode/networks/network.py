@@ -254,7 +254,7 @@ class ReactionNetwork:
             unknown = sorted(str(x) for x in e.free_symbols if str(x) not in known)
             if unknown:
                 raise UnknownSymbolError(f"observable {oname!r} uses {unknown[0]!r}, which is not a species, parameter "
-                                         "or slow variable.", species=unknown[0])
+                                         f"or slow variable{hint(unknown[0], known)}.", species=unknown[0])
             if oname in self.species:
                 raise ValueError(f"observable {oname!r} has the name of a species; rename one.")
             self.observables[str(oname)] = e.subs({x: self.symbols[str(x)] for x in e.free_symbols})

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sp_ode.core.memory import check_memory
+from sp_ode.core.summary import Summarised, number
 
 __all__ = ["StateSpace", "TruncationReport", "CertifiedMarginal", "enumerate_states", "state_space_nbytes",
            "enumeration_size"]
@@ -143,8 +144,8 @@ class CertifiedMarginal:
                 "uncertified_below": self.uncertified_below}
 
 
-@dataclass(frozen=True)
-class TruncationReport:
+@dataclass(frozen=True, repr=False)
+class TruncationReport(Summarised):
     """What the finite state projection costs (docs/theory.md §7.6).
 
     Attributes
@@ -172,6 +173,12 @@ class TruncationReport:
         return {"outflow_rate": self.outflow_rate, "leaked_mass": self.leaked_mass, "horizon": self.horizon,
                 "boundary_mass": self.boundary_mass,
                 "kind": "outflow rate is an indicator (reflecting FSP); leaked mass is the sink-based bound"}
+
+    def _summary_rows(self) -> list[tuple[str, str]]:
+        leaked = ("not requested" if self.leaked_mass is None else
+                  f"{number(self.leaked_mass)} by t = {number(self.horizon)} (sink bound)")
+        return [("outflow rate", f"{number(self.outflow_rate)} (an indicator, not a bound)"),
+                ("leaked mass", leaked), ("boundary mass", number(self.boundary_mass))]
 
 
 def _strides(bounds: np.ndarray) -> np.ndarray:

@@ -56,6 +56,7 @@ from sp_ode.core.files import atomic_write_bytes, write_json
 from sp_ode.core.memory import check_memory
 from sp_ode.core.precision import in_float64
 from sp_ode.core.reporting import progress
+from sp_ode.core.summary import Summarised, number
 from sp_ode.core.validation import check_choice, check_finite_array, check_positive, check_positive_int
 from sp_ode.sweeps import _cost as cost, _paths as paths, _stacked as stacked
 from sp_ode.sweeps._dask import SweepClusterError, executor
@@ -96,8 +97,8 @@ MIN_CHUNK = 8
 WIDTH = 110                  # columns of `SweepResult.report`
 
 
-@dataclass(frozen=True)
-class SweepResult:
+@dataclass(frozen=True, repr=False)
+class SweepResult(Summarised):
     """The table of a sweep: one row per parameter point.
 
     Attributes
@@ -251,6 +252,21 @@ class SweepResult:
 
     def __str__(self) -> str:
         return self.report()
+
+    # repr and the notebook view: a few numbers (`summary()` stays the dict of numbers, `report()` the account)
+    def _summary_title(self) -> str:
+        return f"SweepResult: {self.path.size} points, tol {self.tol:g}"
+
+    def _summary_rows(self) -> list[tuple[str, str]]:
+        counts = {str(k): int(n) for k, n in zip(*np.unique(self.path_names, return_counts=True))}
+        finite = self.estimate[np.isfinite(self.estimate)]
+        return [("paths", ", ".join(f"{k} {n}" for k, n in sorted(counts.items())) or "none"),
+                ("worst estimate", number(float(finite.max())) if finite.size else "none"),
+                ("validated", f"{int(self.validated.sum())}, {int(np.sum(self.status == STATUS_RESOLVED))} "
+                              f"re-solved, worst true/estimated {number(self.worst_ratio)}"),
+                ("failed", str(int(np.sum(self.status == STATUS_FAILED)))),
+                ("parameters", ", ".join(self.params)), ("save times", str(len(self.ts))),
+                ("seconds", number(self.seconds, 3))]
 
 
 # --- validation of the input ------------------------------------------------------------------

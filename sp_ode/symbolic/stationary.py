@@ -618,8 +618,8 @@ def _simplified(x: Any) -> sympy.Expr:
 
 # --- numeric bridge -------------------------------------------------------------
 
-@dataclass(frozen=True)
-class BridgeReport:
+@dataclass(frozen=True, repr=False)
+class BridgeReport(Summarised):
     """Symbolic p_st(y) against the numeric solver on a grid.
 
     Attributes
@@ -642,6 +642,14 @@ class BridgeReport:
     passed: bool
     n_points: int
     method: str
+
+    def _summary_title(self) -> str:
+        return f"BridgeReport: {'passed' if self.passed else 'FAILED'}"
+
+    def _summary_rows(self) -> list[tuple[str, str]]:
+        return [("max rel error", f"{number(self.max_rel_error)} (rtol {number(self.rtol)})"),
+                ("max abs error", number(self.max_abs_error)), ("points", str(self.n_points)),
+                ("method", str(self.method))]
 
 
 def numeric_bridge(

@@ -309,7 +309,7 @@ def michaelis_menten(eps=None, P=None, kappa: float = 1.0, lam: float = 0.5, s0:
     kappa, s0 = check_positive("kappa", kappa), check_positive("s0", s0)
     lam = check_positive("lam", lam)
     args = {"kappa": jnp.asarray(kappa), "lam": jnp.asarray(lam)}
-    system = FastSlowSystem(_mm_f, _mm_g, eps=eps, P=P, args=args, m=1, d=1, name="michaelis_menten")
+    system = FastSlowSystem(_mm_f, _mm_g, eps=eps, P=P, args=args, m=1, d=1, name="michaelis_menten", slow_names=("s",))
 
     @float64_callable
     def reduced(t):
@@ -392,7 +392,7 @@ def fitzhugh_nagumo(eps=None, P=None, I: float = 0.0, v0: float = -2.0, w0: floa
     eps, P = _eps_or_P(eps, P, 1e-3)
     I, v0, w0 = check_finite("I", I), check_finite("v0", v0), check_finite("w0", w0)  # noqa: E741
     args = {"I": jnp.asarray(I), "a": jnp.asarray(0.08), "b": jnp.asarray(0.7), "c": jnp.asarray(0.8)}
-    system = FastSlowSystem(_fhn_f, _fhn_g, eps=eps, P=P, args=args, m=1, d=1, name="fitzhugh_nagumo")
+    system = FastSlowSystem(_fhn_f, _fhn_g, eps=eps, P=P, args=args, m=1, d=1, name="fitzhugh_nagumo", slow_names=("w",))
     return CatalogueEntry(
         "fitzhugh_nagumo", system, (0.0, 20.0), np.array([v0]), np.array([w0]),
         f"FitzHugh–Nagumo, I = {I:g} (v fast, w slow)",

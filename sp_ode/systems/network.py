@@ -37,7 +37,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from sp_ode.core.chebyshev import ChebyshevConvergenceError, chebyshev_fit
-from sp_ode.core.validation import check_positive
+from sp_ode.core.summary import Summarised, first_line, number
+from sp_ode.core.validation import check_positive, hint
 from sp_ode.markov.generator import NotIrreducibleError, require_irreducible
 from sp_ode.markov.solvers.warm_start import SOLVERS, WarmStationary
 from sp_ode.markov.stationary import stationary_distribution
@@ -51,8 +52,8 @@ __all__ = ["NetworkSystem", "NetworkPath", "ManifoldTable", "padded_range"]
 _EXPECT = re.compile(r"\bE\[([^\[\]]+)\]")
 
 
-@dataclass
-class NetworkPath:
+@dataclass(repr=False)
+class NetworkPath(Summarised):
     """A solution of a network system on the slow clock.
 
     Attributes
@@ -79,6 +80,19 @@ class NetworkPath:
     status: int
     message: str
     stats: dict = field(default_factory=dict)
+
+    def _summary_title(self) -> str:
+        return f"NetworkPath: {self.kind}, " + ("success" if self.status == 0 else f"FAILED (status {self.status})")
+
+    def _summary_rows(self) -> list[tuple[str, str]]:
+        t, y = np.asarray(self.t), np.asarray(self.y)
+        rows = [("times", f"{t.size} in [{number(t[0])}, {number(t[-1])}]" if t.size else "none")]
+        if y.size:
+            rows.append(("y at the end", ", ".join(number(v) for v in np.ravel(y[-1]))))
+        rows.append(("x", "not kept" if self.x is None else f"array {tuple(np.shape(self.x))}"))
+        if self.status != 0:
+            rows.append(("message", first_line(self.message)))
+        return rows
 
 
 def padded_range(ys: np.ndarray) -> tuple[float, float]:
@@ -187,7 +201,8 @@ class NetworkSystem:
                                        f"E[{name}] for its mean.", species=name)
                 if not (name.startswith("_m") or name in net.slow or name in net.parameters):
                     raise NetworkError(f"the ODE of {v!r} ({text!r}) uses unknown name {name!r}; not a parameter "
-                                       f"{tuple(net.parameters)} or slow variable {net.slow}.", species=name)
+                                       f"{tuple(net.parameters)} or slow variable {net.slow}"
+                                       f"{hint(name, (*net.parameters, *net.slow))}.", species=name)
             rhs.append(expr)
         obs = []
         for text in observables:
@@ -195,7 +210,7 @@ class NetworkSystem:
             for s in e.free_symbols:
                 if str(s) not in net.symbols:
                     raise NetworkError(f"E[{text}] uses unknown name {str(s)!r}; not a species, parameter or slow "
-                                       "variable.", species=str(s))
+                                       f"variable{hint(str(s), net.symbols)}.", species=str(s))
             obs.append(e.subs({s: net.symbols[str(s)] for s in e.free_symbols}))
         self.observables = tuple(observables)
         m = [sympy.Symbol(f"_m{k}") for k in range(len(observables))]
@@ -230,7 +245,7 @@ class NetworkSystem:
         unknown = [k for k in values if k not in net.parameters]
         if unknown:
             raise ValueError(f"{unknown} are not parameters of network {net.name!r}; its parameters are "
-                             f"{tuple(net.parameters)}.")
+                             f"{tuple(net.parameters)}{hint(unknown[0], net.parameters)}.")
         new_net = copy.copy(net)
         new_net.parameters = {**net.parameters, **{k: float(v) for k, v in values.items()}}
         out = copy.copy(self)
@@ -300,6 +315,11 @@ class NetworkSystem:
     @property
     def d(self) -> int:
         return len(self.network.slow)
+
+    @property
+    def slow_names(self) -> tuple[str, ...]:
+        """The slow variables' names (the network's `slow`), as figures and messages name y."""
+        return tuple(self.network.slow)
 
     def Q(self, y) -> sp.csr_array:
         """Q(y) (sparse, fixed pattern, propensities checked)."""

@@ -83,23 +83,27 @@ class FastSlowSystem:
         Fast and slow dimensions; inferred from the initial states when omitted.
     name : str, optional
         A label for tables and reports.
+    slow_names : sequence of d str, optional
+        Names of the slow variables (e.g. `("w",)`), used instead of `y` in figure axes,
+        verify reports and messages; distinct, non-empty strings, one per component of y.
 
     Attributes
     ----------
-    f, g, eps, P, args, m, d, name
-        As given; `P` is None when the system was built from `eps`.
+    f, g, eps, P, args, m, d, name, slow_names
+        As given; `P` is None when the system was built from `eps`, `slow_names` None when
+        not given.
 
     Raises
     ------
     TypeError
         Neither or both of `eps`/`P` given; `f`/`g` not callable; `P`, `m`, `d`
-        not integers.
+        not integers; `slow_names` not a sequence of strings.
     ValueError
-        ε ≤ 0 or not finite; P, m or d ≤ 0.
+        ε ≤ 0 or not finite; P, m or d ≤ 0; `slow_names` empty, repeated, or not d of them.
     """
 
     @in_float64
-    def __init__(self, f, g, *, eps=None, P=None, args=None, m=None, d=None, name=None):
+    def __init__(self, f, g, *, eps=None, P=None, args=None, m=None, d=None, name=None, slow_names=None):
         eps, P = _resolve_eps(eps, P)
         object.__setattr__(self, "f", as_vector_field("f", f))  # shorthand f(x, y) wrapped (systems/vector_field.py)
         object.__setattr__(self, "g", as_vector_field("g", g))
@@ -111,6 +115,7 @@ class FastSlowSystem:
         if name is not None and not isinstance(name, str):
             raise TypeError(f"`name` must be a string; got {type(name).__name__}.")
         object.__setattr__(self, "name", name if name is not None else getattr(f, "__name__", "system"))
+        object.__setattr__(self, "slow_names", _check_slow_names(slow_names, self.d))
 
     # Immutable: compiled-solve caches key on identity, so a system must not change under them.
     def __setattr__(self, key, value):
@@ -207,6 +212,9 @@ class FastSlowSystem:
             raise ValueError(f"`x0` must have shape (m,) = ({self.m},) for system {self.name!r}; got {x0.shape}.")
         if self.d is not None and y0.shape != (self.d,):
             raise ValueError(f"`y0` must have shape (d,) = ({self.d},) for system {self.name!r}; got {y0.shape}.")
+        if self.slow_names is not None and y0.shape != (len(self.slow_names),):
+            raise ValueError(f"`slow_names` must name each component of y: {len(self.slow_names)} names "
+                             f"{list(self.slow_names)} for system {self.name!r}, but y0 has shape {y0.shape}.")
         args = self.args if args is None else args
         t0 = jax.ShapeDtypeStruct((), jnp.float64)
         # user exceptions still surface from the trace
@@ -379,27 +387,52 @@ _phi_cache = LRUCache()
 _Q_JIT = LRUCache()   # Q_of_y -> its compiled evaluation (door checks, diagnoses)
 
 
-def _check_states(states, n: int | None) -> tuple[str, ...] | None:
-    """Labels of the fast states: n distinct non-empty strings (numbers are written as text)."""
-    if states is None:
+def _check_labels(arg: str, labels, n: int | None, what: str, example: str, *, text_only: bool = False
+                  ) -> tuple[str, ...] | None:
+    """n distinct non-empty labels for `arg` (`what` names the n things; numbers are written as text unless
+    `text_only`)."""
+    if labels is None:
         return None
-    if isinstance(states, (str, bytes)) or not hasattr(states, "__len__"):
-        raise TypeError(f"`states` must be a sequence of n state labels, e.g. ['C', 'O', 'I']; got "
-                        f"{type(states).__name__} {states!r:.60}.")
-    labels = []
-    for k, s in enumerate(states):
-        if isinstance(s, (bool, np.bool_)) or not isinstance(s, (str, int, float, np.integer, np.floating, tuple)):
-            raise TypeError(f"`states[{k}]` must be a label (a string); got {type(s).__name__} {s!r:.40}.")
+    if isinstance(labels, (str, bytes)) or not hasattr(labels, "__len__"):
+        raise TypeError(f"`{arg}` must be a sequence of labels of the {what}, e.g. {example}; got "
+                        f"{type(labels).__name__} {labels!r:.60}.")
+    kinds = (str,) if text_only else (str, int, float, np.integer, np.floating, tuple)
+    out = []
+    for k, s in enumerate(labels):
+        if isinstance(s, (bool, np.bool_)) or not isinstance(s, kinds):
+            raise TypeError(f"`{arg}[{k}]` must be a label (a string); got {type(s).__name__} {s!r:.40}.")
         text = str(s).strip()
         if not text:
-            raise ValueError(f"`states[{k}]` must be a non-empty label; got {s!r}.")
-        labels.append(text)
-    if n is not None and len(labels) != n:
-        raise ValueError(f"`states` must name each of the n = {n} fast states; got {len(labels)} labels {labels!r:.80}.")
-    if len(set(labels)) != len(labels):
-        dup = sorted({x for x in labels if labels.count(x) > 1})
-        raise ValueError(f"`states` must be distinct labels; {dup} appear more than once.")
-    return tuple(labels)
+            raise ValueError(f"`{arg}[{k}]` must be a non-empty label; got {s!r}.")
+        out.append(text)
+    if n is not None and len(out) != n:
+        raise ValueError(f"`{arg}` must name each of the {what}; got {len(out)} labels {out!r:.80}.")
+    if len(set(out)) != len(out):
+        dup = sorted({x for x in out if out.count(x) > 1})
+        raise ValueError(f"`{arg}` must be distinct labels; {dup} appear more than once.")
+    return tuple(out)
+
+
+def _check_states(states, n: int | None) -> tuple[str, ...] | None:
+    """Labels of the fast states: n distinct non-empty strings (numbers are written as text)."""
+    return _check_labels("states", states, n, "n fast states" if n is None else f"n = {n} fast states",
+                         "['C', 'O', 'I']")
+
+
+def _check_slow_names(names, d: int | None) -> tuple[str, ...] | None:
+    """Names of the slow variables: d distinct non-empty strings."""
+    return _check_labels("slow_names", names, d, "d slow variables" if d is None else f"d = {d} slow variables",
+                         "('w',) or ('s', 'w')", text_only=True)
+
+
+def slow_symbol(names, *, star: bool = False) -> str:
+    """How text names the slow state: `y` without names, else `w` (d = 1) or `(s, w)`; `star` adds `*`
+    (a point such as y* where hyperbolicity is lost).  `names` is a tuple of names, None, or an object
+    with `slow_names` (a system: `FastSlowSystem`, `NetworkSystem`)."""
+    if names is not None and not isinstance(names, (tuple, list)):
+        names = getattr(names, "slow_names", None)
+    base = "y" if not names else names[0] if len(names) == 1 else "(" + ", ".join(names) + ")"
+    return base + ("*" if star else "")
 
 
 def state_label(states, i: int) -> str:
@@ -423,7 +456,7 @@ class MasterEquationSystem(FastSlowSystem):
         whatever the user's JAX setting (float32 output is cast; `sp_ode.float64`).  For a
         `GeneratorFamily`, n and d are taken from it.
     g : callable `g(t, x, y, args) -> (d,)` (or the shorthand `g(x, y)`)
-    eps, P, args, name
+    eps, P, args, name, slow_names
         As for `FastSlowSystem`.
     n, d : int, optional
         Number of fast states (m = n) and slow dimension.
@@ -446,7 +479,7 @@ class MasterEquationSystem(FastSlowSystem):
 
     @in_float64
     def __init__(self, Q_of_y, g, *, eps=None, P=None, args=None, n=None, d=None, name=None, states=None,
-                 simplex: bool = True):
+                 simplex: bool = True, slow_names=None):
         if isinstance(Q_of_y, GeneratorFamily):
             for arg, value, fam_value in (("n", n, Q_of_y.n), ("d", d, Q_of_y.d)):
                 if value is not None and value != fam_value:
@@ -464,7 +497,7 @@ class MasterEquationSystem(FastSlowSystem):
         if n is None and labels is not None:
             n = len(labels)
         super().__init__(_master_f(Q_fn), g, eps=eps, P=P, args=args, m=n, d=d,
-                         name=name if name is not None else "master_equation")
+                         name=name if name is not None else "master_equation", slow_names=slow_names)
         object.__setattr__(self, "Q_of_y", Q_of_y)
         object.__setattr__(self, "Q_fn", Q_fn)
         object.__setattr__(self, "states", labels)

@@ -64,6 +64,7 @@ from sp_ode.manifolds.reduced import simulate_reduced
 from sp_ode.manifolds.slow_manifold import SlowManifold, check_order, slow_manifold
 from sp_ode.systems.options import SolveOptions
 from sp_ode.systems.simulation import check_system, check_t_span, simulate_checked
+from sp_ode.systems.system import slow_symbol
 from sp_ode.verification.plotting import plot_certificate
 from sp_ode.verification.rates import MIN_POINTS, fit_rate
 
@@ -141,6 +142,9 @@ class ConvergenceCertificate:
         Failures first (each naming its rate), then notes.
     stats : list of dict
         Per P: solver status, steps, wall time.
+    slow_names : tuple of str or None
+        The system's names of y (`FastSlowSystem.slow_names`): the table's slow column says
+        `|w-w_red|` instead of `|y-y_red|`.
     """
 
     system: str
@@ -159,6 +163,7 @@ class ConvergenceCertificate:
     passed: bool
     messages: list = field(default_factory=list)
     stats: list = field(default_factory=list, repr=False)
+    slow_names: tuple | None = None
 
     @property
     def slopes(self) -> dict:
@@ -189,17 +194,22 @@ class ConvergenceCertificate:
             "messages": self.messages, "solver_stats": self.stats,
         }
 
+    def _slow_label(self, sep: str = " - ") -> str:
+        """`|y - y_red|`, with the system's name of y when it has one (a tuple of names for d > 1)."""
+        y = slow_symbol(self.slow_names)
+        return f"|{y}{sep}{y}_red|"
+
     def format_table(self) -> str:
         """A short text table: distances per P (points left out marked), then each rate with its interval."""
         lines = [f"convergence certificate for {self.system} (order k = {self.order}, t ≥ t₀ = {self.t0_layer:.3g}; "
                  f"* = left out of that fit)",
-                 f"{'P':>6} {'eps':>10} {'|x-phi|':>12} {'|x-h_eps|':>12} {'|y-y_red|':>12}"]
+                 f"{'P':>6} {'eps':>10} {'|x-phi|':>12} {'|x-h_eps|':>12} {self._slow_label('-'):>12}"]
         for i, r in enumerate(self.rows()):
             cells = [f"{r[q]:>11.3e}{' ' if self.fits[q].used[i] else '*'}" for q in QUANTITIES]
             lines.append(f"{r['P']:>6d} {r['eps']:>10.3e} " + " ".join(cells))
         for q in QUANTITIES:
             f = self.fits[q]
-            label = LABELS[q] + (f" (k={self.order})" if q == "corrected" else "")
+            label = self._slow_label() if q == "slow" else LABELS[q] + (f" (k={self.order})" if q == "corrected" else "")
             lines.append(f"rate {label:<22} slope {f.slope:6.3f} ± {f.stderr:.3f} (95 % [{f.interval[0]:.3f}, "
                          f"{f.interval[1]:.3f}], {f.n_points} pts)  expected {f.expected:g} ± {f.tol:g}  "
                          f"{'ok' if f.passed else 'FAIL'}")
@@ -372,7 +382,7 @@ def convergence_certificate(system, Ps=DEFAULT_PS, *, order: int = 1, t_span=Non
         system=system.name, order=order, Ps=P_arr, eps=eps, t_span=(t_start, t_end), t0_layer=float(t0_layer),
         distances=dist, final=final, fits=fits, constants=constants, final_constants=final_constants,
         slope_tol=slope_tol, floor=floor, passed=not failures, messages=messages,
-        stats=[runs[P]["stats"] for P in P_arr])
+        stats=[runs[P]["stats"] for P in P_arr], slow_names=getattr(system, "slow_names", None))
 
 
 # --- the stages of the certificate -------------------------------------------------------------

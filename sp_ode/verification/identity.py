@@ -50,6 +50,7 @@ from sp_ode.manifolds.newton import as_points, is_master, require_system
 from sp_ode.markov.attractor import RADIUS_MAX, attractor_distribution
 from sp_ode.markov.reference import exact_stationary
 from sp_ode.markov.stationary import stationary_distribution
+from sp_ode.systems.system import slow_symbol
 
 __all__ = ["check_identity_size", "attractor_distribution", "frozen_flow_attractor", "identity_check", "IdentityCheck",
            "IdentityMethod", "IDENTITY_TOL", "FLOW_TOL"]
@@ -340,7 +341,8 @@ def identity_check(system, ys, *, x0=None, phi=None, phi_name: str = "the suppli
                                        "too slowly, or is reducible, for float64 powers)")
         else:
             status, message = "FAIL", (f"identity: {c['a']} and {c['b']} differ by {c['max_error']:.2e} "
-                                       f"(tolerance {c['tolerance']:.1e}) at y = {where}")
+                                       f"(tolerance {c['tolerance']:.1e}) at "
+                                       f"{slow_symbol(system)} = {where}")
     elif not independent:
         status, message = "skipped", "no two methods that solve different problems could be compared"
     else:

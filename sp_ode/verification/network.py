@@ -48,12 +48,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from sp_ode.core.files import write_json
+from sp_ode.core.summary import Summarised, first_line, number
 from sp_ode.core.validation import check_positive, check_positive_int
 from sp_ode.markov.attractor import MARGIN, MAX_STEPS, attractor_distribution
 from sp_ode.markov.generator import closed_classes, communicating_classes, format_classes
 from sp_ode.markov.spectral import spectral_gap
 from sp_ode.markov.stationary import DENSE_GTH_MAX, stationary_distribution
 from sp_ode.systems.network import NetworkSystem, padded_range
+from sp_ode.systems.system import slow_symbol
 from sp_ode.verification.identity import IDENTITY_TOL, IdentityMethod
 from sp_ode.verification.plotting import plot_network_convergence, plot_network_marginals
 from sp_ode.verification.rates import MIN_POINTS, RateFit, fit_rate
@@ -222,6 +224,7 @@ def network_identity(system: NetworkSystem, ys, *, p=None, tol: float = ATTRACTO
     gth_vals = np.full((N, n), np.nan)
     att_vals = np.full((N, n), np.nan)
     points, algorithms, escal = [], {}, []
+    where = slow_symbol(system)   # `y` in the messages, named as the network names it
     gth_used, gth_missing = {}, []
     for i, y in enumerate(ys):
         rec = {"y": y.tolist(), "status": "FAIL", "difference": float("nan"), "tolerance": float("nan"),
@@ -237,7 +240,7 @@ def network_identity(system: NetworkSystem, ys, *, p=None, tol: float = ATTRACTO
         classes = communicating_classes(Q)
         if len(classes) > 1:
             closed = closed_classes(Q)
-            rec["reason"] = (f"Q(y) is reducible at y = {y.tolist()}: {len(classes)} communicating classes, "
+            rec["reason"] = (f"Q(y) is reducible at {where} = {y.tolist()}: {len(classes)} communicating classes, "
                              f"{len(closed)} closed (sizes {[len(c) for c in closed][:4]}: "
                              f"{format_classes(closed, limit=3, states=system.network.state_labels(system.space))}); "
                              "p_st(y) is "
@@ -249,7 +252,7 @@ def network_identity(system: NetworkSystem, ys, *, p=None, tol: float = ATTRACTO
             try:
                 q, info = stationary_distribution(Q, method="sparse", return_info=True)
             except (ArithmeticError, ValueError, RuntimeError, np.linalg.LinAlgError) as exc:
-                rec["reason"] = f"the sparse solver failed at y = {y.tolist()}: {type(exc).__name__}: {exc}"
+                rec["reason"] = f"the sparse solver failed at {where} = {y.tolist()}: {type(exc).__name__}: {exc}"
                 continue
             rec["solver"] = str(info["method"])
             algorithms[rec["solver"]] = algorithms.get(rec["solver"], 0) + 1
@@ -265,7 +268,7 @@ def network_identity(system: NetworkSystem, ys, *, p=None, tol: float = ATTRACTO
         rec["solver_componentwise_bound"] = info.get("componentwise_bound")
         sol_vals[i] = q
         if not math.isfinite(bound):
-            rec["reason"] = f"the solver's bound is not finite at y = {y.tolist()}: its answer certifies nothing"
+            rec["reason"] = f"the solver's bound is not finite at {where} = {y.tolist()}: its answer certifies nothing"
             continue
         compared, failed = [], []
         # --- subtraction-free elimination ------------------------------------------------------------------
@@ -288,7 +291,7 @@ def network_identity(system: NetworkSystem, ys, *, p=None, tol: float = ATTRACTO
                                         "independent and is not counted")
                 if not diff <= tol_g:
                     failed.append(f"the solver's p_st and subtraction-free elimination differ by {diff:.2e} "
-                                  f"({kind}; tolerance {tol_g:.1e}) at y = {y.tolist()}")
+                                  f"({kind}; tolerance {tol_g:.1e}) at {where} = {y.tolist()}")
         # --- the attractor ---------------------------------------------------------------------------------------
         # Its steps are set by the spectral gap: about Λ·ln(1/tol)/γ uniformised steps to settle.  Where that
         # exceeds the budget the attractor cannot settle and is not run (a metastable chain), said so.
@@ -317,7 +320,7 @@ def network_identity(system: NetworkSystem, ys, *, p=None, tol: float = ATTRACTO
                 rec["attractor_status"] = "ok" if diff <= tolerance else "FAIL"
                 if diff > tolerance:
                     failed.append(f"the solver's p_st and the attractor differ by {diff:.2e} (tolerance "
-                                  f"{tolerance:.1e}) at y = {y.tolist()}")
+                                  f"{tolerance:.1e}) at {where} = {y.tolist()}")
             else:
                 rec["attractor_status"] = "inconclusive"
                 rec["notes"].append(
@@ -328,7 +331,7 @@ def network_identity(system: NetworkSystem, ys, *, p=None, tol: float = ATTRACTO
         if failed:
             rec["reason"] = failed[0]
         elif not compared:
-            rec["reason"] = (f"no independent comparison at y = {y.tolist()}: "
+            rec["reason"] = (f"no independent comparison at {where} = {y.tolist()}: "
                              + "; ".join(rec["notes"] or ["nothing to compare"]))
         else:
             rec["status"], rec["reason"] = "ok", ""
@@ -401,16 +404,16 @@ def network_identity(system: NetworkSystem, ys, *, p=None, tol: float = ATTRACTO
 
 # --- the verdict --------------------------------------------------------------------------------------------
 
-@dataclass
-class NetworkVerdict:
+@dataclass(repr=False)
+class NetworkVerdict(Summarised):
     """What [`verify_network`][sp_ode.verification.network.verify_network] found (module docstring).
 
     Attributes
     ----------
     name : str
-        The system's ε (the corrected path of step 1).
+        The system's name.
     n, d : int
-        The system's ε (the corrected path of step 1).
+        Fast states of the truncated space, slow variables.
     eps : float
         The system's ε (the corrected path of step 1).
     t_span : tuple
@@ -428,6 +431,8 @@ class NetworkVerdict:
         Max over the save times.
     notes : list of str
     seconds : dict
+    species, slow_names : tuple of str
+        The fast species; the slow variables (the network's `slow`), named in messages and figures.
     """
 
     name: str
@@ -446,6 +451,7 @@ class NetworkVerdict:
     notes: list = field(default_factory=list)
     seconds: dict = field(default_factory=dict)
     species: tuple = ()
+    slow_names: tuple = ()
     marginal_times: np.ndarray | None = field(default=None, repr=False)
     marginal_ys: np.ndarray | None = field(default=None, repr=False)
     marginals: dict = field(default_factory=dict, repr=False)        # species -> (T, K+1) of p_st(y(t))
@@ -461,6 +467,21 @@ class NetworkVerdict:
     @property
     def failure(self) -> str | None:
         return next((self.messages[k] for k, v in self.checks.items() if v == "FAIL"), None)
+
+    def _summary_title(self) -> str:
+        return f"NetworkVerdict: {self.name}, verify {'passed' if self.passed else 'FAILED'}"
+
+    def _summary_rows(self) -> list[tuple[str, str]]:
+        rows = [("checks", ", ".join(f"{k} {v}" for k, v in self.checks.items())),
+                ("sizes", f"n = {self.n} fast states, d = {self.d} slow ({', '.join(self.slow_names)}), "
+                          f"ε = {number(self.eps)}")]
+        rows += [(f"slope {k}", f"{number(f.slope, 3)} ± {number(f.stderr, 2)} (expected {number(f.expected)})")
+                 for k, f in self.fits.items()]
+        if self.identity is not None:
+            rows.append(("identity", f"max difference {number(self.identity.max_error)}"))
+        if self.failure:
+            rows.append(("failure", first_line(self.failure)))
+        return rows
 
     def headline(self) -> dict:
         """The numbers a reader cites: identity methods and difference, each slope ± its standard error."""
@@ -484,6 +505,7 @@ class NetworkVerdict:
     def to_dict(self) -> dict:
         return {
             "system": self.name, "kind": "network", "n": self.n, "d": self.d, "eps": self.eps,
+            "slow_names": list(self.slow_names),
             "t_span": list(self.t_span), "y0": self.y0, "checks": self.checks, "messages": self.messages,
             "passed": self.passed, "failure": self.failure, **self.headline(),
             "visited": None if self.visited is None else {"lower": self.visited[0], "upper": self.visited[1]},
@@ -526,8 +548,8 @@ class NetworkVerdict:
                                  + ")")
                 if r["status"] != "ok" and r["reason"]:
                     parts.append(r["reason"])
-                lines.append(f"      y = {y}: {r['solver']}, bound {r['solver_bound']:.1e}; " + "; ".join(parts)
-                             + f"  {r['status']}")
+                lines.append(f"      {slow_symbol(self.slow_names)} = {y}: {r['solver']}, bound "
+                             f"{r['solver_bound']:.1e}; " + "; ".join(parts) + f"  {r['status']}")
         lines.append(f"(2) identity: {m['identity'].removeprefix('identity: ')}  {c['identity']}")
         for key in ("reduced", "corrected"):
             fit = self.fits.get(key)
@@ -626,7 +648,8 @@ def verify_network(system: NetworkSystem, t_span, y0, *, eps_values=None, num: i
     checks = {"paths": "skipped", "identity": "skipped", "rate_reduced": "skipped", "rate_corrected": "skipped"}
     messages = {k: "skipped: the paths did not run" for k in checks}
     verdict = NetworkVerdict(system.name, system.n, system.d, system.eps, (t0, t1), y0, checks, messages,
-                             eps_values=eps_values, species=tuple(system.space.species))
+                             eps_values=eps_values, species=tuple(system.space.species),
+                             slow_names=system.slow_names)
     # one grid: 31 dense times for the range, every 5th (7 times) for the errors, 4 of those for the figure
     t_dense = np.linspace(t0, t1, 31)
     t_save = t_dense[::5]

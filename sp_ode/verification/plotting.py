@@ -6,12 +6,13 @@ are, and the verdict in the title (docs/theory.md §3.5, §7.3, §7.7).
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
 
 from sp_ode.core.reporting import figures
-from sp_ode.systems.system import MasterEquationSystem
+from sp_ode.systems.system import MasterEquationSystem, slow_symbol
 
 __all__ = ["plot_certificate", "plot_manifold", "plot_network_marginals", "plot_network_convergence"]
 
@@ -26,7 +27,9 @@ def plot_certificate(cert, path, *, title: str | None = None) -> Path:
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
     labels = {"manifold": r"$\|x-\varphi(y)\|_\infty$",
               "corrected": rf"$\|x-h_\varepsilon(y)\|_\infty$ (k={cert.order})",
-              "slow": r"$\|y-y_{\mathrm{red}}\|_\infty$"}
+              "slow": r"$\|y-y_{\mathrm{red}}\|_\infty$"
+              if not getattr(cert, "slow_names", None) else
+              f"‖{slow_symbol(cert.slow_names)} − {slow_symbol(cert.slow_names)}_red‖∞"}
     any_dropped = False
     for j, (q, marker) in enumerate(zip(cert.fits, "osd")):
         f, d = cert.fits[q], cert.distances[q]
@@ -68,7 +71,9 @@ def plot_manifold(case, region, ident, report: dict, path: Path) -> Path:
 
     plt = figures()
     verdict = "verify passed" if report["passed"] else "verify FAILED"
-    first = r"y_1" if case.system.d > 1 else "y"
+    names = getattr(case.system, "slow_names", None)   # the user's names of y, else y (y₁, y₂, … for d > 1)
+    first = names[0] if names else r"$y_1$" if case.system.d > 1 else "$y$"
+    star = f"{names[0]}*" if names else "y*"
     folds = []
     if region.y_star is not None:
         folds.append(float(np.ravel(region.y_star)[0]))
@@ -80,9 +85,9 @@ def plot_manifold(case, region, ident, report: dict, path: Path) -> Path:
         ax.axhline(0.0, color="0.5", lw=0.8)
         for y in folds:
             ax.axvline(y, color="r", ls="--", lw=1, label=f"{region.kind} at $y^*$ = {y:.4g}")
-        ax.set_xlabel(f"${first}$ (slow variable)")
+        ax.set_xlabel(f"{first} (slow variable)")
         ax.set_ylabel(r"max Re $\lambda$")
-        what = (f"normal hyperbolicity lost at y* = {folds[0]:.4g}"
+        what = (f"normal hyperbolicity lost at {star} = {folds[0]:.4g}"
                 + (f", t ≈ {region.t_star:.3g}" if region.t_star is not None else "")) if folds \
             else "the branch through y0 is not attracting"
         ax.set_title(f"{case.name}: {verdict} — {what}", fontsize=9)
@@ -99,8 +104,9 @@ def plot_manifold(case, region, ident, report: dict, path: Path) -> Path:
             cut = np.all(np.isclose(ys_grid[:, 1:], centre), axis=1)
             if cut.sum() >= 3:
                 sub = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
-                slice_note = ", slice " + ", ".join(f"y{str(j + 2).translate(sub)} = {v:.3g}"
-                                                    for j, v in enumerate(centre))
+                slice_note = ", slice " + ", ".join(
+                    f"{names[j + 1] if names else 'y' + str(j + 2).translate(sub)} = {v:.3g}"
+                    for j, v in enumerate(centre))
                 order_ = np.argsort(ys_grid[cut, 0])
                 phi, ref = phi[cut][order_], (ref[cut][order_] if ref is not None else None)
                 s = ys_grid[cut, 0][order_]
@@ -121,14 +127,15 @@ def plot_manifold(case, region, ident, report: dict, path: Path) -> Path:
                    Line2D([], [], color="k", marker="o", ls="none", mfc="none", ms=4,
                           label="markers: φ by Newton" + (" (bordered system)" if isinstance(case.system, MasterEquationSystem)
                                                           else ""))]
-        names = getattr(case.system, "states", None)    # the user's state names, else the indices
+        states = getattr(case.system, "states", None)   # the user's state names, else the indices
         if phi.shape[1] <= 12:                          # one legend entry per state (colour)
             handles += [Line2D([], [], color=f"C{i % 10}", lw=2,
-                               label=str(names[i]) if names is not None else f"state {i}") for i in range(phi.shape[1])]
+                               label=str(states[i]) if states is not None else f"state {i}")
+                        for i in range(phi.shape[1])]
         # outside the axes: inside, "best" still covered a curve whenever the states fill the panel
         axes[0].legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
-        axes[0].set_ylabel(r"$x = \varphi(y)$" + (" (one colour per state)" if phi.shape[1] > 1 else "")
-                           + slice_note, fontsize=9)
+        axes[0].set_ylabel((f"x = φ({slow_symbol(names)})" if names else r"$x = \varphi(y)$")
+                           + (" (one colour per state)" if phi.shape[1] > 1 else "") + slice_note, fontsize=9)
         lo, hi = float(region.lower[0]), float(region.upper[0])
         for ax in axes:
             if hi > lo:
@@ -138,8 +145,8 @@ def plot_manifold(case, region, ident, report: dict, path: Path) -> Path:
         fold_notes = [n for n in region.notes if n.startswith(("fold", "gap", "eigenvalue"))]
         for n in fold_notes:
             try:
-                y = float(n.split("at y = ")[1].split(",")[0])
-            except (IndexError, ValueError):
+                y = float(re.search(r" at \S+ = (\S+?),", n).group(1))   # "fold at w = -0.667, outside …"
+            except (AttributeError, ValueError):
                 continue
             for ax in axes:
                 ax.axvline(y, color="r", ls=":", lw=1)
@@ -150,7 +157,7 @@ def plot_manifold(case, region, ident, report: dict, path: Path) -> Path:
             axes[1].axhline(tol, color="r", ls="--", lw=0.8, label="tolerance")
         axes[1].set_ylim(1e-19, max(1.0, 10 * float(np.nanmax(err))))
         axes[1].legend(fontsize=7, loc="upper right")
-        axes[1].set_xlabel(f"${first}$ (slow variable; grey: range the trajectories visit"
+        axes[1].set_xlabel(f"{first} (slow variable; grey: range the trajectories visit"
                            + ("; red: fold" if folds or fold_notes else "") + ")")
         axes[1].set_ylabel("difference")
         axes[0].set_title(f"{case.name}: {verdict} (identity {report['checks']['identity']}, normal hyperbolicity "
@@ -177,13 +184,14 @@ def plot_network_marginals(verdict, path) -> Path:
     if not species:
         raise ValueError("no marginals to draw: the reduced path did not run.")
     fig, axes = plt.subplots(1, len(species), figsize=(3.4 * len(species) + 0.6, 4.2), squeeze=False)
+    slow = (getattr(verdict, "slow_names", None) or ("y",))[0]
     for ax, s in zip(axes[0], species):
         P = verdict.marginals[s]
         X = verdict.full_marginals.get(s)
         k = np.arange(P.shape[1])
         for j, (t, y) in enumerate(zip(verdict.marginal_times, verdict.marginal_ys)):
             color = f"C{j}"
-            ax.plot(k, P[j], "-", color=color, lw=1.2, label=f"t = {t:.3g} (y = {y[0]:.3g})")
+            ax.plot(k, P[j], "-", color=color, lw=1.2, label=f"t = {t:.3g} ({slow} = {y[0]:.3g})")
             if X is not None:
                 ax.plot(k, X[j], "o", color=color, ms=3, mfc="none")
         levels = [v for v in getattr(verdict, "marginal_uncertified", []) if v is not None]

@@ -48,7 +48,7 @@ from sp_ode.markov.families import GeneratorFamily
 from sp_ode.markov.stationary import stationary_distribution
 from sp_ode.systems.options import SolveOptions
 from sp_ode.systems.simulation import simulate_checked
-from sp_ode.systems.system import MasterEquationSystem
+from sp_ode.systems.system import MasterEquationSystem, slow_symbol
 
 __all__ = ["visited_region", "VisitedRegion", "MARGIN"]
 
@@ -132,12 +132,18 @@ def _first_crossing(t: np.ndarray, y: np.ndarray, y_star: float) -> float | None
     return float(t[i - 1] + (t[i] - t[i - 1]) * (a / (a - b) if a != b else 0.0))
 
 
-def _loss_text(kind: str, y_star, t_star) -> str:
+def _loss_text(kind: str, y_star, t_star, system=None) -> str:
     ys = np.ravel(np.asarray(y_star, dtype=float))
     where = f"{ys[0]:.6g}" if ys.size == 1 else str(np.round(ys, 6).tolist())
     when = f", reached at t ≈ {t_star:.4g}" if t_star is not None else ""
-    return (f"normal hyperbolicity: the critical manifold loses normal hyperbolicity ({kind}) at y* = {where}{when}; "
+    return (f"normal hyperbolicity: the critical manifold loses normal hyperbolicity ({kind}) at "
+            f"{slow_symbol(system, star=True)} = {where}{when}; "
             "the reduction does not hold past it")
+
+
+def _y0(system) -> str:
+    """The initial slow state as messages name it: `y0`, or `w₀` for a system's `slow_names`."""
+    return "y0" if slow_symbol(system) == "y" else f"{slow_symbol(system)}₀"
 
 
 def _domain(system):
@@ -257,9 +263,9 @@ def visited_region(system, t_span, x0, y0, *, phi=None, x_guess=None, num_times:
     mr0 = max_real_part(system, x_start, y0)
     if not mr0 < 0:
         # not attracting where it starts (a repelling or saddle branch): nothing to measure
-        return VisitedRegion("FAIL", True, f"normal hyperbolicity: the branch of φ through y0 = {y0.tolist()} is not "
-                             f"attracting (largest Re λ of D_x f on the fast fibre {mr0:.3g} ≥ 0); the reduction does "
-                             "not hold", notes, y0.copy(), y0.copy(), 0.0, None, float(t_span[0]), "not attracting",
+        return VisitedRegion("FAIL", True, f"normal hyperbolicity: the branch of φ through {_y0(system)} = "
+                             f"{y0.tolist()} is not attracting (largest Re λ of D_x f on the fast fibre {mr0:.3g} ≥ 0); the reduction "
+                             "does not hold", notes, y0.copy(), y0.copy(), 0.0, None, float(t_span[0]), "not attracting",
                              -mr0, None, None, y0[None], np.array([mr0]))
     # the reduced path first (cheap): if it reaches a loss of hyperbolicity, stop there
     path_t, path_y, stop = _reduced_path(system, t_span, y0, x_start, ts, phi=None if master else phi)
@@ -326,7 +332,7 @@ def _reached_on_the_reduced_path(system, y0, x_start, red, notes) -> VisitedRegi
         if len(yy) >= 2 and np.all(np.isfinite(rate)) and np.all(rate != 0):
             t_star += abs(float(np.trapezoid(1.0 / np.abs(rate), yy)))
     mr = loss.max_real[np.isfinite(loss.max_real)]
-    return VisitedRegion("FAIL", True, _loss_text(kind, y_star, t_star), notes, path_y.min(axis=0),
+    return VisitedRegion("FAIL", True, _loss_text(kind, y_star, t_star, system), notes, path_y.min(axis=0),
                          path_y.max(axis=0), 0.0, y_star, t_star, kind,
                          float(-mr.max()) if mr.size else float("nan"), red, None,
                          loss.branch.y[np.isfinite(loss.max_real)], mr)
@@ -359,17 +365,18 @@ def _judge_interval(system, y0, x_start, lower, upper, margin, red, full, notes,
             ys_all = np.concatenate(profile_y)[:, None]
             mr_all = np.concatenate(profile_mr)
             if inside:
-                return result("FAIL", True, _loss_text(loss.kind, y_star, t_star), y_star, t_star, loss.kind,
+                return result("FAIL", True, _loss_text(loss.kind, y_star, t_star, system), y_star, t_star,
+                              loss.kind,
                               float(-np.nanmax(mr_all)), ys_all, mr_all, width)
             gap = min(abs(y_star[0] - lower[0]), abs(y_star[0] - upper[0]))
             return result("FAIL", False,
                           f"normal hyperbolicity: the critical manifold loses normal hyperbolicity "
-                          f"({loss.kind}) at y* = {y_star[0]:.6g}, within the {margin:.0%} margin of the "
-                          f"visited range [{lower[0]:.4g}, {upper[0]:.4g}] (distance {gap:.3g}); the "
+                          f"({loss.kind}) at {slow_symbol(system, star=True)} = {y_star[0]:.6g}, within the "
+                          f"{margin:.0%} margin of the visited range [{lower[0]:.4g}, {upper[0]:.4g}] (distance {gap:.3g}); the "
                           "rates cannot be uniform so close to it",
                           y_star, None, loss.kind, float(-np.nanmax(mr_all)), ys_all, mr_all, width)
         if not loss.found and loss.bracket is not None:
-            notes.append(f"continuation toward y = {end:.4g}: {loss.message}")
+            notes.append(f"continuation toward {slow_symbol(system)} = {end:.4g}: {loss.message}")
         if ok.any():
             weakest = min(weakest, float(-np.max(loss.max_real[ok])))
         # a note on what lies beyond the margin
@@ -380,7 +387,7 @@ def _judge_interval(system, y0, x_start, lower, upper, margin, red, full, notes,
             beyond = locate_loss_of_hyperbolicity(system, end, far, x0=loss.branch.x[-1])
             if beyond.found:
                 ystar = float(np.ravel(beyond.y)[0])
-                notes.append(f"{beyond.kind} at y = {ystar:.6g}, outside the visited range "
+                notes.append(f"{beyond.kind} at {slow_symbol(system)} = {ystar:.6g}, outside the visited range "
                              f"[{lower[0]:.4g}, {upper[0]:.4g}] plus margin: not reached (a note, not a failure)")
     ys_all = np.concatenate(profile_y)[:, None] if profile_y else y0[None]
     mr_all = np.concatenate(profile_mr) if profile_mr else np.array([normal_hyperbolicity(
@@ -421,7 +428,7 @@ def _judge_paths(system, paths, x_start, result) -> VisitedRegion:
             loss = locate_loss_of_hyperbolicity(system, y[i - 1], y[i], x0=branch.x[i - 1], num=11)
             y_star = np.asarray(loss.y if loss.found else y[i]).reshape(-1)
             kind = loss.kind if loss.found else "branch lost"
-            return result("FAIL", True, _loss_text(kind, y_star, float(t[i])), y_star, float(t[i]), kind,
+            return result("FAIL", True, _loss_text(kind, y_star, float(t[i]), system), y_star, float(t[i]), kind,
                           float(-np.max(mr)) if mr.size else float("nan"), np.concatenate(all_y),
                           np.concatenate(all_mr))
         weakest = min(weakest, float(-mr.max()))

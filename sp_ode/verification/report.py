@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from sp_ode.core.files import dumps, write_json
+from sp_ode.core.summary import Summarised, first_line, number
 from sp_ode.core.validation import check_choice, check_positive_int
 from sp_ode.manifolds.slow_manifold import check_order, slow_manifold
 from sp_ode.markov.families import GeneratorFamily
@@ -64,8 +65,8 @@ BACKENDS = ("auto", "diffrax", "scipy")
 
 # --- the report -----------------------------------------------------------------------------------------
 
-@dataclass
-class VerifyReport:
+@dataclass(repr=False)
+class VerifyReport(Summarised):
     """What `verify` found.
 
     Attributes
@@ -99,6 +100,22 @@ class VerifyReport:
     record: dict
     figures: list = field(default_factory=list)
     _parts: dict = field(default_factory=dict, repr=False)   # region, identity, certificate or network verdict
+
+    def _summary_title(self) -> str:
+        return f"VerifyReport: {self.system}, verify {'PASSED' if self.passed else 'FAILED'}"
+
+    def _summary_rows(self) -> list[tuple[str, str]]:
+        rows = [("kind", self.kind), ("checks", ", ".join(f"{k} {v}" for k, v in self.checks.items()))]
+        rows += [(f"slope {q}", number(self.record[f"slope_{q}"], 4)) for q in ("manifold", "corrected", "slow",
+                                                                                 "reduced")
+                 if self.record.get(f"slope_{q}") is not None]
+        if self.record.get("identity_max_error") is not None:
+            rows.append(("identity", f"max difference {number(self.record['identity_max_error'])}"))
+        if self.failure:
+            rows.append(("failure", first_line(self.failure)))
+        if self.figures:
+            rows.append(("files", f"{len(self.figures)} written"))
+        return rows
 
     def __getitem__(self, key: str) -> Any:
         """`report["checks"]` etc.: the fields of the JSON record (`to_dict()`)."""
@@ -415,6 +432,7 @@ def _record(case: Case, order, backend, region, ident, cert, seconds) -> dict:
     head = ident.independent_comparison() if ident is not None else None
     record = {
         "order": order, "backend": backend,
+        "slow_names": list(case.system.slow_names) if getattr(case.system, "slow_names", None) else None,
         "region": region.to_dict(), "hyperbolicity_margin": MARGIN,
         "loss_of_hyperbolicity": ({"y": region.y_star, "t": region.t_star, "kind": region.kind,
                                    "reached": region.reached} if region.y_star is not None else None),

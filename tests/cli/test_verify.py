@@ -54,7 +54,7 @@ def test_fold_reached_stops_at_once(tmp_path, capsys):
     assert rc == 1
     first = cap.out.splitlines()[0]
     assert first.startswith("normal hyperbolicity: the critical manifold loses normal hyperbolicity (fold) at "
-                            "y* = -0.166667, reached at t ≈ 4.6")
+                            "w* = -0.166667, reached at t ≈ 4.6")   # the catalogue names y `w`
     assert first.endswith("the reduction does not hold past it")
     assert cap.err.startswith("sp-ode verify: normal hyperbolicity:")
     report = json.loads((tmp_path / "report.json").read_text())
@@ -70,7 +70,7 @@ def test_fitzhugh_nagumo_fold_outside_passes(tmp_path, capsys):
     rc = main(["verify", "--system", "fitzhugh_nagumo", "--smoke", "--out", str(tmp_path)])
     out = capsys.readouterr().out
     assert rc == 0, out
-    assert "note: fold at y = -0.666667, outside the visited range" in out
+    assert "note: fold at w = -0.666667, outside the visited range" in out
     assert out.splitlines()[-2] == "verify PASSED: hyperbolicity ok, identity ok, certificate ok"
 
 

@@ -1,7 +1,7 @@
 """The `Examples` sections of the reaction-network docstrings run and print what they show (doctest).
 
 Each expected output has its provenance in the example's comment (a closed form, or GillesPy2's
-convention computed by hand).  The `sweep` example takes seconds of compilation, which
+convention computed by hand; `transient_distribution`: the Poisson law of immigration–death).  The `sweep` example takes seconds of compilation, which
 tests/sweeps covers at the same size: here it is only parsed, as the API pages' sweeps example is.
 """
 from __future__ import annotations
@@ -12,7 +12,8 @@ import io
 
 import pytest
 
-RUN = {"ReactionNetwork": "sp_ode.networks.network", "from_sbml": "sp_ode.networks.sbml"}
+RUN = {"ReactionNetwork": "sp_ode.networks.network", "from_sbml": "sp_ode.networks.sbml",
+       "transient_distribution": "sp_ode.networks.cme.transient"}
 PARSED = {"sweep": "sp_ode.sweeps.sweep"}
 
 

@@ -261,3 +261,9 @@ def test_summary_lists_species_reactions_laws_and_size():
     # initial= alone cannot bound M (no conservation law holds it): the summary says what to pass, no raise
     unbounded = net.summary(initial={"G_off": 1})
     assert "state space: not sized by what was given" in unbounded and "give bounds=" in unbounded
+
+
+def test_a_misspelt_name_in_an_observable_gets_a_suggestion():
+    from sp_ode.networks.network import UnknownSymbolError
+    with pytest.raises(UnknownSymbolError, match=r"observable 'total' uses 'Gp'.*did you mean 'GP'\?"):
+        ReactionNetwork("0 -> GP, k; GP -> 0, g", parameters={"k": 1.0, "g": 1.0}, observables={"total": "2*Gp"})

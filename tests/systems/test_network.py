@@ -134,3 +134,25 @@ def test_a_reducible_chain_on_the_reduced_path_is_named_by_copy_numbers_and_y():
     back = ReactionNetwork("X -> Y, k*y; Y -> X, 1; 0 -> M, 5; M -> 0, 1", parameters={"k": 1.0}, slow=["y"])
     ok = NetworkSystem(back, back.state_space({"M": 4}, initial={"X": 1}), {"y": "-y*E[Y]"}, eps=1e-2)
     assert sp_ode.simulate_reduced(ok, (0.0, 1.0), [0.5]).status == 0
+
+
+def _gene():
+    return ReactionNetwork("0 -> GP, kp*y; GP -> 0, g", parameters={"kp": 1.0, "g": 1.0}, slow=["y"])
+
+
+@pytest.mark.parametrize("ode, needle", [
+    ("kpp - y", r"uses unknown name 'kpp'.*did you mean 'kp'\?"),          # a parameter, one letter extra
+    ("1 - E[Gp]*y", r"E\[Gp\] uses unknown name 'Gp'.*did you mean 'GP'\?"),   # a species, by case
+])
+def test_a_misspelt_name_in_a_slow_ode_gets_a_suggestion(ode, needle):
+    net = _gene()
+    with pytest.raises(NetworkError, match=needle):
+        NetworkSystem(net, net.state_space({"GP": 10}), {"y": ode}, eps=0.1)
+
+
+def test_a_misspelt_parameter_of_with_parameters_gets_a_suggestion():
+    net = _gene()
+    s = NetworkSystem(net, net.state_space({"GP": 10}), {"y": "1 - y"}, eps=0.1)
+    with pytest.raises(ValueError, match=r"\['kpp'\] are not parameters.*did you mean 'kp'\?"):
+        s.with_parameters(kpp=2.0)
+    assert s.with_parameters(kp=2.0).network.parameters["kp"] == 2.0

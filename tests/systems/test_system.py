@@ -84,6 +84,30 @@ def test_check_shapes():
         declared.check_shapes([0.0], [1.0])
 
 
+def test_slow_names_are_kept_and_checked():
+    s = FastSlowSystem(toy_f, toy_g, eps=0.1, d=1, slow_names=["w"])
+    assert s.slow_names == ("w",) and s.with_eps(0.01).slow_names == ("w",)
+    assert FastSlowSystem(toy_f, toy_g, eps=0.1).slow_names is None   # default: messages say y
+    me = MasterEquationSystem(FAMILIES["cycle3"], toy_g, eps=0.1, slow_names=("u",))
+    assert me.slow_names == ("u",)
+    # a name per component of y: counted at construction when d is given, else against y0
+    with pytest.raises(ValueError, match=r"`slow_names` must name each of the d = 2 slow variables; got 1"):
+        FastSlowSystem(toy_f, toy_g, eps=0.1, d=2, slow_names=("w",))
+    with pytest.raises(ValueError, match=r"`slow_names` must name each component of y: 2 names"):
+        FastSlowSystem(toy_f, toy_g, eps=0.1, slow_names=("s", "w")).check_shapes([0.0], [1.0])
+
+
+@pytest.mark.parametrize("names, error, needle", [
+    ("w", TypeError, r"`slow_names` must be a sequence of labels"),
+    (("w", 1), TypeError, r"`slow_names\[1\]` must be a label \(a string\); got int"),
+    (("w", " "), ValueError, r"`slow_names\[1\]` must be a non-empty label"),
+    (("w", "w"), ValueError, r"`slow_names` must be distinct labels; \['w'\]"),
+])
+def test_bad_slow_names_are_refused(names, error, needle):
+    with pytest.raises(error, match=needle):
+        FastSlowSystem(toy_f, toy_g, eps=0.1, slow_names=names)
+
+
 class _Boom(Exception):
     pass
 

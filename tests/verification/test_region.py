@@ -17,7 +17,7 @@ def test_fitzhugh_nagumo_fold_outside_is_a_note():
     r = visited_region(e.system, e.t_span, e.x0, e.y0)
     assert r.status == "ok" and not r.reached, r.message
     assert -0.6243 < r.lower[0] < -0.6 and r.upper[0] == 0.0
-    assert any(n.startswith("fold at y = -0.666667") and "not reached" in n for n in r.notes)
+    assert any(n.startswith("fold at w = -0.666667") and "not reached" in n for n in r.notes)
     assert r.margin == MARGIN * (r.upper[0] - r.lower[0])
 
 

@@ -63,6 +63,9 @@ def test_a_failed_check_is_named_first():
     assert not report.passed and report.checks == {"hyperbolicity": "FAIL", "identity": "skipped",
                                                     "certificate": "skipped"}
     assert report.failure.startswith("normal hyperbolicity:") and report.format().splitlines()[0] == report.failure
+    # the catalogue names y of FitzHugh–Nagumo `w`: the message says where w lost hyperbolicity
+    assert " at w* = " in report.failure and "y*" not in report.failure
+    assert report["slow_names"] == ["w"]                          # and report.json records the name
 
 
 def _manifold_legend(monkeypatch, tmp_path, states):
@@ -86,6 +89,47 @@ def _manifold_legend(monkeypatch, tmp_path, states):
               "checks": {"identity": "ok", "hyperbolicity": "ok", "certificate": "ok"}}
     plot_manifold(case, region, ident, report, tmp_path / "manifold.png")
     return seen
+
+
+def _manifold_axes(monkeypatch, tmp_path, slow_names, ident=True):
+    """(x labels, y labels, x of the vertical lines) of verify's manifold figure for a d = 1 system whose
+    region notes a fold at 0.5 outside the visited range."""
+    from types import SimpleNamespace
+
+    from matplotlib.figure import Figure
+
+    from sp_ode.verification.plotting import plot_manifold
+
+    seen = {}
+    monkeypatch.setattr(Figure, "savefig", lambda fig, *a, **k: seen.update(
+        x=[ax.get_xlabel() for ax in fig.axes], y=[ax.get_ylabel() for ax in fig.axes],
+        v=[float(ln.get_xdata()[0]) for ax in fig.axes for ln in ax.get_lines()
+           if len(set(np.ravel(ln.get_xdata()))) == 1]))
+    ys = np.linspace(0.0, 0.4, 5)[:, None]
+    phi = ys ** 2
+    system = SimpleNamespace(d=1, states=None, slow_names=slow_names)
+    case = SimpleNamespace(system=system, name="toy")
+    region = SimpleNamespace(y_star=None if ident else np.array([0.5]), lower=[0.0], upper=[0.4], kind="fold",
+                             t_star=None, ys=ys, max_real=-np.ones(5),
+                             notes=[f"fold at {slow_names[0] if slow_names else 'y'} = 0.5, outside the visited "
+                                    "range [0, 0.4] plus margin: not reached (a note, not a failure)"])
+    ident = SimpleNamespace(ys=ys, phi=phi, reference=phi, error_per_point=np.zeros(5)) if ident else None
+    report = {"passed": True, "identity_tolerance": 1e-10,
+              "checks": {"identity": "ok", "hyperbolicity": "ok", "certificate": "ok"}}
+    plot_manifold(case, region, ident, report, tmp_path / "manifold.png")
+    return seen
+
+
+def test_the_manifold_figure_names_the_slow_variable(monkeypatch, tmp_path):
+    """`slow_names=("w",)` labels the horizontal axis (the slow variable) `w`, and φ(w); without names: y.  The fold
+    noted at w = 0.5 is drawn whichever name the note uses."""
+    named = _manifold_axes(monkeypatch, tmp_path, ("w",))
+    assert named["x"][-1].startswith("w (slow variable") and named["y"][0].startswith("x = φ(w)")
+    assert 0.5 in named["v"]
+    plain = _manifold_axes(monkeypatch, tmp_path, None)
+    assert plain["x"][-1].startswith("$y$ (slow variable") and 0.5 in plain["v"]
+    stopped = _manifold_axes(monkeypatch, tmp_path, ("w",), ident=False)   # verify stopped at the fold
+    assert stopped["x"] == ["w (slow variable)"]
 
 
 def test_the_manifold_figure_legend_names_the_states(monkeypatch, tmp_path):

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from sp_ode.core.summary import Summarised, first_line, number
 from sp_ode.core.validation import check_positive, check_positive_int
 from sp_ode.markov.bounds import hitting_time_bound, residual_l1_bound
 from sp_ode.markov.stationary import stationary_distribution
@@ -38,8 +39,8 @@ __all__ = ["StationaryCME", "cme_stationary"]
 _MASS_SHARE = 0.25
 
 
-@dataclass
-class StationaryCME:
+@dataclass(repr=False)
+class StationaryCME(Summarised):
     """p_st of an infinite CME on a projection J, with the truncation and linear-algebra bounds kept apart.
 
     Attributes
@@ -71,6 +72,17 @@ class StationaryCME:
     def marginal(self, species: str) -> np.ndarray:
         """Marginal law of `species` on J (within `bound` of the true one in ℓ1)."""
         return self.space.marginal(self.p, species)
+
+    def _summary_title(self) -> str:
+        return f"StationaryCME: {self.status}"
+
+    def _summary_rows(self) -> list[tuple[str, str]]:
+        la, tr = self.info.get("linear_algebra", {}), self.info.get("truncation", {})
+        return [("states", f"{self.space.n} ({', '.join(self.space.species)})"),
+                ("bound", f"‖p − p_st‖₁ ≤ {number(self.bound)}" if self.bound is not None else "none (no certificate)"),
+                ("linear algebra", number(la.get("l1_bound"))), ("truncation", number(tr.get("bound"))),
+                ("tol", number(self.info.get("tol"))), ("message", first_line(self.message))]
+
 
 
 def _caps(network: ReactionNetwork, initial: Mapping | None) -> dict[str, int]:
