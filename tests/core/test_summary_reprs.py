@@ -106,7 +106,7 @@ def _claim():
 
 
 def _train():
-    from neural.train import TrainResult
+    from neural.lm.train import TrainResult
 
     r = TrainResult(step=500, tokens=64000, total_steps=1000, losses=[2.5 - 1e-3 * i for i in range(500)],
                     val_loss=2.0312, status="diverged", message="non-finite loss at step 500")
