@@ -98,7 +98,7 @@ def _bridge():
 
 
 def _claim():
-    from sp_ode.core.claims import ClaimResult
+    from sp_ode.cli.claims import ClaimResult
 
     r = ClaimResult("T1.tree", "φ(y) = p_st(y) for every generator", "exact arithmetic", True,
                     "n = 2..6 checked\nsecond line not shown", 0.25)
