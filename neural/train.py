@@ -59,6 +59,7 @@ from neural.checkpoint import (
 from neural.config import ConfigDict, ModelConfig
 from neural.data import ByteCorpus, eval_starts, get_batch, load_corpus, windows
 from neural.model import FastSlowLM
+from sp_ode.core.errors import Error
 from sp_ode.core.files import atomic_write_bytes, write_json
 from sp_ode.core.reporting import figures, progress
 from sp_ode.core.validation import check_choice, check_nonnegative, check_positive, check_positive_int
@@ -73,7 +74,7 @@ RUN_FILES = ("checkpoint.pt", "metrics.jsonl", "config.json", "summary.json",
              *(f"loss.{fmt}" for fmt in FIGURE_FORMATS))
 
 
-class RunFolderError(ValueError):
+class RunFolderError(Error, ValueError):
     """The run folder holds a run that a fresh start would replace (or is not a folder)."""
 DEVICES = ("cpu", "cuda", "auto")
 
