@@ -12,6 +12,10 @@ from . import (
 from .core.cache import (
     use_compilation_cache as use_compilation_cache,
 )
+from .core.errors import (
+    Error as Error,
+    SpOdeWarning as SpOdeWarning,
+)
 from .core.expressions import (
     ExpressionSyntaxError as ExpressionSyntaxError,
 )

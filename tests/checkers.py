@@ -1,4 +1,4 @@
-"""Invariants written once and applied across tests (STYLE.md, "Tests")."""
+"""Invariants written once and applied across tests."""
 from __future__ import annotations
 
 import numpy as np

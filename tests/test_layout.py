@@ -124,7 +124,7 @@ def test_no_docstring_cites_a_file_outside_the_repository():
     offenders = []
     for path in sorted((ROOT / "sp_ode").rglob("*.py")) + sorted((ROOT / "neural").rglob("*.py")):
         text = path.read_text()
-        if "DESIGN" in text or "../shared" in text:
+        if "DESIGN" in text or "../shared" in text or "STYLE.md" in text:
             offenders.append(str(path.relative_to(ROOT)))
     assert offenders == []
 
@@ -208,3 +208,32 @@ def test_door_check_fails_on_a_duck_typed_network_and_a_sniff(tmp_path):
     bad.write_text('import sys\nif hasattr(system, "network"):\n    pass\nnet = sys.modules.get("sp_ode.x")\n')
     found = _door_offences([bad], tmp_path)
     assert len(found) == 2 and "duck typing" in found[0] and "sniffing" in found[1]
+
+
+def unnamed_modules(package_dir: Path, dotted: str) -> list[str]:
+    """The modules and subpackages of a package its `__init__` docstring does not name.
+
+    A module counts as named when the docstring writes it in backticks (`` `mod` ``) or by its
+    dotted path (`pkg.mod`, `pkg.mod.name`); `__main__` and `__init__` are not listed.
+    """
+    doc = ast.get_docstring(ast.parse((package_dir / "__init__.py").read_text())) or ""
+    members = sorted({p.stem for p in package_dir.glob("*.py") if not p.stem.startswith("__")}
+                     | {p.parent.name for p in package_dir.glob("*/__init__.py")})
+    return [m for m in members
+            if f"`{m}`" not in doc and not re.search(rf"{re.escape(dotted)}\.{m}(?!\w)", doc)]
+
+
+def test_every_package_docstring_names_each_of_its_modules(tmp_path):
+    missing = {}
+    for package in ("sp_ode", "neural"):
+        for init in sorted((ROOT / package).rglob("__init__.py")):
+            dotted = ".".join(init.parent.relative_to(ROOT).parts)
+            if unnamed := unnamed_modules(init.parent, dotted):
+                missing[dotted] = unnamed
+    assert not missing, f"package docstrings that do not name each of their modules: {missing}"
+    # the check itself sees a module the docstring leaves out
+    (tmp_path / "pkg" / "sub").mkdir(parents=True)
+    (tmp_path / "pkg" / "__init__.py").write_text('"""- `alpha` — one; `pkg.beta.f` two."""\n')
+    for name in ("alpha.py", "beta.py", "betamax.py", "gamma.py", "__main__.py", "sub/__init__.py"):
+        (tmp_path / "pkg" / name).write_text("")
+    assert unnamed_modules(tmp_path / "pkg", "pkg") == ["betamax", "gamma", "sub"]

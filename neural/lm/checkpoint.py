@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from sp_ode.core.errors import Error
 from sp_ode.core.files import atomic_write_bytes
 
 __all__ = ["CheckpointError", "CheckpointMismatchError", "FORMAT", "save_checkpoint", "load_checkpoint",
@@ -36,7 +37,7 @@ REQUIRED_KEYS = ("format", "model_config", "train_config", "data", "world_size",
                  "model", "optimizer", "rng")
 
 
-class CheckpointError(ValueError):
+class CheckpointError(Error, ValueError):
     """A checkpoint that cannot be read: missing, truncated, corrupted or of an unknown format."""
 
 

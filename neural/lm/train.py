@@ -59,6 +59,7 @@ from neural.lm.checkpoint import (
 from neural.lm.config import ConfigDict, ModelConfig
 from neural.lm.data import ByteCorpus, eval_starts, get_batch, load_corpus, windows
 from neural.lm.model import FastSlowLM
+from sp_ode.core.errors import Error
 from sp_ode.core.files import atomic_write_bytes, write_json
 from sp_ode.core.reporting import figures, progress
 from sp_ode.core.summary import Summarised, first_line, number, shape_of
@@ -74,7 +75,7 @@ RUN_FILES = ("checkpoint.pt", "metrics.jsonl", "config.json", "summary.json",
              *(f"loss.{fmt}" for fmt in FIGURE_FORMATS))
 
 
-class RunFolderError(ValueError):
+class RunFolderError(Error, ValueError):
     """The run folder holds a run that a fresh start would replace (or is not a folder)."""
 DEVICES = ("cpu", "cuda", "auto")
 

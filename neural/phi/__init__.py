@@ -5,7 +5,11 @@
   and the a-posteriori certificate ‖φ_θ − p_st‖ ≤ ‖A^#‖ ‖Q(y)ᵀφ_θ‖;
 - `neural.phi.surrogate` — `fit_surrogate`: large sparse generators, trained from the residual on a
   design, every prediction certified or replaced by the exact sparse solve;
-- `neural.phi.files`, `neural.phi.jax_copy` — a fit saved and reloaded, and rebuilt as a JAX function.
+- `neural.phi.certificate` — the certificate of φ_θ at every evaluation point, at scale;
+- `neural.phi.families`, `neural.phi.sparse` — generator families Q(y) resolved and sampled, and large
+  sparse ones as transition lists with the residual matrix-free;
+- `neural.phi.files`, `neural.phi.jax_copy` — a fit saved and reloaded, and rebuilt as a JAX function;
+- `neural.phi.figures` — φ_θ against p_st, the error with its certificate, the training curves.
 """
 from __future__ import annotations
 

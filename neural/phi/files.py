@@ -17,6 +17,7 @@ import numpy as np
 
 from neural.phi.jax_copy import phi_to_jax
 from neural.phi.model import PhiMLP
+from sp_ode.core.errors import Error
 from sp_ode.core.files import atomic_write_bytes, write_json
 
 __all__ = ["PHI_FORMAT", "PhiFileError", "save_phi", "load_phi", "phi_to_jax"]
@@ -25,7 +26,7 @@ PHI_FORMAT = "sp-ode-phi/1"
 WEIGHTS, CONFIG = "phi.safetensors", "phi.json"
 
 
-class PhiFileError(ValueError):
+class PhiFileError(Error, ValueError):
     """A saved φ_θ that cannot be loaded; the message names the file and what is wrong."""
 
 

@@ -36,6 +36,7 @@ import torch
 from neural.phi.certificate import Anchor, CertifiedPrediction, certified_predict, certify, exact_solve, make_anchor
 from neural.phi.model import FitSummary, PhiMLP
 from neural.phi.sparse import SparseFamily, design_points, residual_torch
+from sp_ode.core.errors import SpOdeWarning
 from sp_ode.core.files import atomic_write_bytes
 from sp_ode.core.reporting import progress
 from sp_ode.core.validation import (
@@ -391,7 +392,7 @@ def _fit(family, loss, weighting, width, depth, activation, head, rank, n_train,
                         setup_seconds, config, anchors, monitor)
 
 
-class UselessSurrogateWarning(UserWarning):
+class UselessSurrogateWarning(SpOdeWarning):
     """A fitted φ_θ cannot be certified to `USEFUL_TOL` on held-out points: the exact solve would be used instead."""
 
 

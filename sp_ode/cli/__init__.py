@@ -8,6 +8,10 @@ harness of machine-checked claims that `proofs/check_*.py` and `sp-ode prove` us
 Subcommands of other packages (`train`, `fit-phi` from `neural`) arrive
 through the `sp_ode.commands` entry points, so sp_ode never imports them.
 
+- `demo`, `stationary`, `symbolic`, `verify`, `sweep`, `prove` — `sp-ode demo`, `sp-ode
+  stationary FILE`, `sp-ode symbolic FILE`, `sp-ode verify`, `sp-ode sweep CONFIG`, `sp-ode prove`;
+- `common` — what they share: the usage error, the exit codes, the output folder convention.
+
 Exit codes: 0 success, 1 a check failed, 2 usage error, 3 runtime error.  Errors
 print one line `sp-ode CMD: error: …`; `--debug` adds the traceback.
 """

@@ -5,6 +5,8 @@ import os
 from datetime import datetime
 from pathlib import Path
 
+from sp_ode.core.errors import Error
+
 # sp_ode's own subcommands: name -> module.
 BUILTIN: dict[str, str] = {
     "demo": "sp_ode.cli.demo",
@@ -29,7 +31,7 @@ BUILTIN_HELP: dict[str, str] = {
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_RUNTIME = 0, 1, 2, 3
 
 
-class UsageError(Exception):
+class UsageError(Error):
     """Bad command-line input (exit code 2): a file, a flag value, a model spec."""
 
 

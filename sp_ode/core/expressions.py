@@ -50,6 +50,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from sp_ode.core.errors import Error
 from sp_ode.core.expression_size import (
     MAX_EXACT_BITS,
     MAX_NODES,
@@ -82,7 +83,7 @@ _COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
 _GRAMMAR = "names, numbers, + - * / ^, comparisons, parentheses and the functions of sp_ode.core.expressions"
 
 
-class ExpressionSyntaxError(ValueError):
+class ExpressionSyntaxError(Error, ValueError):
     """Text outside the expression grammar, or an expression too large to build safely.
 
     Attributes

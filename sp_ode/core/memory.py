@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import math
 
+from sp_ode.core.errors import Error
+
 __all__ = ["MemoryBudgetError", "DEFAULT_FRACTION", "available_memory", "check_memory", "format_bytes"]
 
 #: Share of the available memory one allocation may claim: the rest is left for the
@@ -28,7 +30,7 @@ __all__ = ["MemoryBudgetError", "DEFAULT_FRACTION", "available_memory", "check_m
 DEFAULT_FRACTION = 0.8
 
 
-class MemoryBudgetError(ValueError):
+class MemoryBudgetError(Error, ValueError):
     """A requested size whose estimated memory exceeds the budget; nothing was allocated.
 
     Attributes

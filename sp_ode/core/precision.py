@@ -24,6 +24,8 @@ import functools
 from collections.abc import Callable
 from typing import TypeVar
 
+from sp_ode.core.errors import SpOdeWarning
+
 F = TypeVar("F", bound=Callable)
 
 UNIT_ROUNDOFF = 2.0 ** -53
@@ -85,7 +87,7 @@ def float64_callable(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-class Float32Warning(UserWarning):
+class Float32Warning(SpOdeWarning):
     """A user's function closes over float32 values, which limit a float64 solve to about 7 digits."""
 
 

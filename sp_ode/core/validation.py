@@ -1,8 +1,8 @@
 """Small validators for the public boundary.
 
 Each checks one rule, returns the checked (and converted) value, and raises a
-typed error whose message names the argument, the rule and what was seen
-(STYLE.md, "Validation").  Internals trust what these return.
+typed error whose message names the argument, the rule and what was seen.
+Internals trust what these return.
 """
 from __future__ import annotations
 

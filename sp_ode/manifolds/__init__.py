@@ -4,7 +4,8 @@ Data flow: the critical manifold φ(y), f(φ(y), y) = 0 (`sp_ode.manifolds.criti
 continued in y, with normal hyperbolicity and where it is lost), solved by the Newton
 kernels of `sp_ode.manifolds.newton`; the slow manifold h_ε = φ + εh₁ + … from the
 invariance equation (`sp_ode.manifolds.slow_manifold`); the reduced flow y' = g(h_ε(y), y)
-(`sp_ode.manifolds.reduced`), whose cost does not depend on ε.
+(`sp_ode.manifolds.reduced`), whose cost does not depend on ε; where a start off the slow
+manifold joins it, the initial layer (`sp_ode.manifolds.initial_layer`).
 """
 from __future__ import annotations
 

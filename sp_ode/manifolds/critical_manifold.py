@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import jax.numpy as jnp
 import numpy as np
 
+from sp_ode.core.errors import Error
 from sp_ode.core.precision import in_float64
 from sp_ode.core.validation import check_choice, check_finite_array, check_positive_int
 from sp_ode.manifolds.newton import (
@@ -62,7 +63,7 @@ __all__ = [
 _EPS = float(np.finfo(np.float64).eps)
 
 
-class ManifoldNotFoundError(RuntimeError):
+class ManifoldNotFoundError(Error, RuntimeError):
     """Newton's method found no root of f(·, y) = 0 near the guess (e.g. past a fold)."""
 
 

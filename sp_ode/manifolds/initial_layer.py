@@ -44,6 +44,7 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 from sp_ode.core.cache import LRUCache
+from sp_ode.core.errors import Error, SpOdeWarning
 from sp_ode.core.precision import in_float64
 from sp_ode.systems.integration import split_args
 
@@ -59,11 +60,11 @@ RK4_STEPS = 16           # back along the reduced flow over Δt = εS (error ~ (
 LAYER_RTOL, LAYER_ATOL = 1e-11, 1e-13
 
 
-class LayerBasinError(ValueError):
+class LayerBasinError(Error, ValueError):
     """x0 is not in the basin of the slow manifold: its fast fibre ends elsewhere than φ(y0)."""
 
 
-class InitialLayerWarning(UserWarning):
+class InitialLayerWarning(SpOdeWarning):
     """The start could not be projected onto the slow manifold (no attracting fibre, layer unresolved)."""
 
 

@@ -3,9 +3,12 @@
 Data flow: a generator is validated (`sp_ode.markov.generator`), built from rates,
 families Q(y) (`sp_ode.markov.families`) or chemical master equations
 (`sp_ode.markov.cme`); its stationary distribution comes from `sp_ode.markov.stationary`
-(GTH, bordered solve, sparse iterative, JAX), each answer with an error bound
-(`sp_ode.markov.bounds`, `ConvergenceError`), with exact references in
-`sp_ode.markov.reference`; the spectrum and the group inverse, which need p_st, are in
+(GTH, `sp_ode.markov.solvers._gth`, on a band `sp_ode.markov.solvers._banded_gth`; bordered solve;
+sparse AMG-preconditioned GMRES, `sp_ode.markov.solvers._sparse`, with its AIR hierarchy
+`sp_ode.markov._air`; JAX), each answer with an error bound (`sp_ode.markov.bounds`,
+`ConvergenceError`), and as the attractor of the frozen fast flow, with no linear solve
+(`sp_ode.markov.attractor`); the solvers' building blocks by name in `sp_ode.markov.solvers`, exact
+references in `sp_ode.markov.reference`; the spectrum and the group inverse, which need p_st, are in
 `sp_ode.markov.spectral`; warm-started sparse solves along a path in
 `sp_ode.markov.solvers.warm_start`, and their preconditioners in `sp_ode.markov.solvers.preconditioners`.
 """

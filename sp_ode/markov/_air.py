@@ -49,6 +49,8 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 from pyamg import amg_core
 
+from sp_ode.core.errors import Error
+
 __all__ = ["AirCycles", "probe_solve", "AIR_OPTIONS", "PROBE_MAX_STEPS"]
 
 # Degree-1 AIR restriction: setup 4–5× cheaper than degree 2 (2.4 s against 11 s at 10⁶ states)
@@ -195,7 +197,7 @@ def _renumbered(M, row_order, col_inverse):
     return M
 
 
-class _Abandon(Exception):
+class _Abandon(Error):
     pass
 
 

@@ -37,6 +37,7 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
+from sp_ode.core.errors import Error
 from sp_ode.core.precision import UNIT_ROUNDOFF
 
 __all__ = ["ConvergenceError", "residual_l1_bound", "hitting_time_bound", "posterior_bound", "input_rounding_bound",
@@ -45,7 +46,7 @@ __all__ = ["ConvergenceError", "residual_l1_bound", "hitting_time_bound", "poste
 _U_LD = float(np.finfo(np.longdouble).eps) / 2
 
 
-class ConvergenceError(RuntimeError):
+class ConvergenceError(Error, RuntimeError):
     """No method reached the requested accuracy; `bound`, `tol` and `info` say how far it got."""
 
     def __init__(self, message: str, *, bound: float = math.inf, tol: float = math.nan, info: dict | None = None):

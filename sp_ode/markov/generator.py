@@ -25,6 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
+from sp_ode.core.errors import Error
 from sp_ode.core.validation import check_finite_array, check_nonnegative, check_positive
 
 EPS = np.finfo(np.float64).eps
@@ -33,7 +34,7 @@ EPS = np.finfo(np.float64).eps
 ROW_SUM_C = 64.0
 
 
-class NotIrreducibleError(ValueError):
+class NotIrreducibleError(Error, ValueError):
     """The generator has more than one communicating class where one was required.
 
     Attributes

@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from sp_ode.core.errors import Error, SpOdeWarning
 from sp_ode.core.memory import check_memory
 from sp_ode.core.validation import did_you_mean, hint
 from sp_ode.markov.generator import check_generator
@@ -58,7 +59,7 @@ DEFAULT_CONVENTION = ("sp_ode's: `->` is stochastic mass action a = c·Π_s C(x_
                       "`2 A -> B, c` has a = c·A·(A-1)/2), `=>` takes the rate as the whole propensity")
 
 
-class NetworkError(ValueError):
+class NetworkError(Error, ValueError):
     """Invalid reaction network or projection; `reaction` / `species` name the culprit (or None)."""
 
     def __init__(self, message: str, *, reaction: str | None = None, species: str | None = None):
@@ -91,7 +92,7 @@ class UnusedSlowVariableError(NetworkError):
     """A declared slow variable appears in no rate."""
 
 
-class NetworkWarning(UserWarning):
+class NetworkWarning(SpOdeWarning):
     """A reaction network that is valid but looks like a typo (a species used once, one that only grows)."""
 
 

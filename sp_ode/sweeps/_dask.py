@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable, Iterator
 
 from sp_ode.core.cpu_pool import cores_before_pinning, pin_worker
+from sp_ode.core.errors import Error
 from sp_ode.core.files import user_modules
 
 # Times a chunk may be lost with its worker before the sweep gives up.
@@ -36,7 +37,7 @@ RETRIES = 3
 POLL = 5.0
 
 
-class SweepClusterError(RuntimeError):
+class SweepClusterError(Error, RuntimeError):
     """The Dask scheduler could not be reached in time, or a chunk failed on every retry."""
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sp_ode.core.errors import Error
 from sp_ode.core.files import atomic_write_bytes, write_json
 
 MANIFEST = "manifest.json"
@@ -27,7 +28,7 @@ CHUNKS = "chunks"             # the sub-folder `sp-ode sweep --out D` keeps the 
 FORMAT = 2
 
 
-class SweepResumeError(ValueError):
+class SweepResumeError(Error, ValueError):
     """`out` holds a different sweep (its manifest fingerprint does not match this one)."""
 
 

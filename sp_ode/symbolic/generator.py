@@ -18,11 +18,12 @@ from typing import Any
 import numpy as np
 import sympy
 
+from sp_ode.core.errors import Error
 from sp_ode.core.validation import check_positive_int
 from sp_ode.markov.generator import NotIrreducibleError
 
 
-class SignUndecidableError(ValueError):
+class SignUndecidableError(Error, ValueError):
     """sympy cannot decide that a rate is nonnegative; declare the symbols' signs."""
 
 

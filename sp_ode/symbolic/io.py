@@ -38,6 +38,7 @@ from pathlib import Path
 
 import sympy
 
+from sp_ode.core.errors import Error
 from sp_ode.core.expressions import FUNCTIONS, ExpressionSyntaxError, build_operator, parse_expression as _parse
 
 __all__ = ["GeneratorFileError", "GeneratorFile", "read_generator", "read_claim", "parse_expression"]
@@ -47,7 +48,7 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$|^[0-9]+$")
 _FUNCTIONS = {**FUNCTIONS, "Rational": (2, 2, lambda args, ctx: build_operator("/", *args, where=ctx[0]))}
 
 
-class GeneratorFileError(ValueError):
+class GeneratorFileError(Error, ValueError):
     """A generator or claim file breaks a rule of the format; the message names file, place and rule."""
 
 

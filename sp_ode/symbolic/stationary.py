@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 import sympy
 
+from sp_ode.core.errors import Error
 from sp_ode.core.summary import Summarised, number
 from sp_ode.core.validation import check_finite, check_finite_array, check_positive
 from sp_ode.markov.stationary import stationary_distribution
@@ -59,11 +60,11 @@ from sp_ode.symbolic.tree import count_in_trees, in_trees
 #: default size guard: the complete graph on 7 states has 7⁶ = 117 649 in-trees.
 MAX_TREES = 250_000
 
-class SymbolicSizeError(ValueError):
+class SymbolicSizeError(Error, ValueError):
     """The symbolic problem is beyond the size guard (too many spanning in-trees)."""
 
 
-class SymbolicTimeoutError(TimeoutError):
+class SymbolicTimeoutError(Error, TimeoutError):
     """A symbolic computation reached its `max_seconds` deadline; `stage` says where it stopped.
 
     The deadline is checked between steps (one claim entry, one identity, one root of the

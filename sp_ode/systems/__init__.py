@@ -3,9 +3,10 @@
 Data flow: a system (`sp_ode.systems.system`; a user's own model checked by
 `sp_ode.systems.model`; the catalogue `sp_ode.systems.catalogue`, the stiff test set
 `sp_ode.systems.stiff_testset`; a reaction network's sparse master equation with slow variables,
-`sp_ode.systems.network`; any accepted object turned into one of these by
-`sp_ode.systems.resolve`) is integrated by `sp_ode.systems.simulation` on the engines
-of `sp_ode.systems.integration` (diffrax, scipy); a failed solve is named by
+`sp_ode.systems.network`; any accepted object turned into one of these by `sp_ode.systems.resolve`),
+its functions wrapped to compute in float64 (`sp_ode.systems.vector_field`), is integrated by
+`sp_ode.systems.simulation` with the options of `sp_ode.systems.options` on the engines of
+`sp_ode.systems.integration` (diffrax, scipy); a failed solve is named by
 `sp_ode.systems.diagnosis`.  Manifolds, verification and sweeps build on this package.
 """
 from __future__ import annotations

@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from sp_ode.core.errors import Error
 from sp_ode.systems.options import controller_tolerances
 
 STATUS_OK, STATUS_MAX_STEPS, STATUS_STEP_FAILURE, STATUS_OTHER, STATUS_VECTOR_FIELD = 0, 1, 2, 3, 4
@@ -402,7 +403,7 @@ def _run_diffrax(problem, z0, t0, t1, ts, *, eps, split, rtol, atol, method, max
 _scipy_cache: OrderedDict[Hashable, Any] = OrderedDict()
 
 
-class NonFiniteField(FloatingPointError):
+class NonFiniteField(Error, FloatingPointError):
     """The vector field returned a non-finite value at (t, z), raised from inside a scipy step."""
 
     def __init__(self, t: float, z: np.ndarray):

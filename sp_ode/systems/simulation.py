@@ -43,6 +43,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from sp_ode.core.errors import Error
 from sp_ode.core.precision import Float32Warning, float32_leaves, in_float64
 from sp_ode.core.validation import check_finite_array
 from sp_ode.markov.generator import check_generator
@@ -54,7 +55,7 @@ __all__ = ["simulate", "Trajectory", "SolverError", "BACKENDS"]
 
 
 
-class SolverError(RuntimeError):
+class SolverError(Error, RuntimeError):
     """A solve did not reach the end of its time span (raised when `throw=True`).
 
     Attributes

@@ -35,6 +35,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from sp_ode.core.errors import Error
 from sp_ode.core.precision import in_float64
 from sp_ode.manifolds.critical_manifold import (
     continue_manifold,
@@ -161,7 +162,7 @@ def _jit_g(g):
     return jax.jit(g)
 
 
-class _BranchLost(Exception):
+class _BranchLost(Error):
     pass
 
 

@@ -30,6 +30,7 @@ EXPECT = {
     "manifolds": ["[0.25]", "[0.25025]", "[0.33333333]"],
     "networks": ["6.66666666"],
     "core": ["NetworkSyntaxError", "nothing was evaluated"],
+    "errors": ["NotIrreducibleError True", "NetworkWarning True"],
     "neural": ["(2, 64, 256)", "True"],
     "systems": ["[0.333"],
 }
