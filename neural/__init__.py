@@ -4,11 +4,9 @@ Fast path: causal attention over T tokens.  Slow path: attention over the T/P
 causally block-mean-pooled tokens (ε = 1/P), fed back with a one-block lag
 through a zero-initialised additive gate.
 
-- `neural.config`, `neural.model`, `neural.attention`, `neural.pooling` — the model: its
-  configuration, the fast–slow layers, windowed causal attention, block-mean pooling with the lag;
-- `neural.data`, `neural.sources` — byte-level text and Markov sources with exact Bayes floors;
-- `neural.train`, `neural.checkpoint` — the training loop and its exactly resumable checkpoints;
-- `neural.fast_map` — the fast map of a trained layer with its slow state frozen;
+- `neural.lm` — the language model: its configuration, the fast–slow layers, windowed causal
+  attention, block-mean pooling with the lag, byte-level text and Markov sources with exact Bayes
+  floors, the training loop with its exactly resumable checkpoints, the fast map of a trained layer;
 - `neural.phi` — φ_θ, the learned critical manifold, with its certificate;
 - `neural.commands` — the `sp-ode train` and `sp-ode fit-phi` subcommands.
 

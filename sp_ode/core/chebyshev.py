@@ -18,12 +18,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sp_ode.core.errors import Error
+
 __all__ = ["ChebyshevFit", "chebyshev_fit", "ChebyshevConvergenceError"]
 
 FIRST_DEGREE = 8
 
 
-class ChebyshevConvergenceError(RuntimeError):
+class ChebyshevConvergenceError(Error, RuntimeError):
     """The interpolant's change stayed above the tolerance up to the node budget."""
 
 

@@ -7,7 +7,8 @@ the points of one ODE solved as one stacked system in `sp_ode.sweeps._stacked`; 
 model that picks each point's order is `sp_ode.sweeps._cost`, the code saying why in
 `sp_ode.sweeps._reasons`; a sweep's fingerprint (`sp_ode.sweeps._fingerprint`) and its
 resumable folder (`sp_ode.sweeps._folder`) let it resume; the Dask execution is in
-`sp_ode.sweeps._dask`, and the stages by name, for benchmarks, in `sp_ode.sweeps.stages`.
+`sp_ode.sweeps._dask`; the contract both engines keep (`SweepEngine`) is `sp_ode.sweeps.engine`, and
+the stages by name, for benchmarks, in `sp_ode.sweeps.stages`.
 """
 from __future__ import annotations
 
