@@ -118,6 +118,7 @@ from .networks.system import (
 )
 from .sweeps.sweep import (
     SweepClusterError as SweepClusterError,
+    SweepMainGuardError as SweepMainGuardError,
     SweepResult as SweepResult,
     SweepResumeError as SweepResumeError,
     sweep as sweep,

@@ -508,6 +508,11 @@ def _probe_table(plan: NetworkPlan, values: dict, y0: np.ndarray):
     return i_med, key, system, members, table, Y, stats
 
 
+def worker_compile_seconds(plan: NetworkPlan) -> float:
+    """Nothing to compile on a Dask worker: the network engine's solves are SciPy's (sparse BDF, tables)."""
+    return 0.0
+
+
 def replay(plan: NetworkPlan, values: dict, y0: np.ndarray) -> None:
     """A resumed sweep (its Decision read from the manifest): rebuild the shared table `decide` shipped with the
     plan, the same one (`_probe_table`), so that the missing chunks compute what the first run would have."""

@@ -59,8 +59,8 @@ from sp_ode.core.reporting import progress
 from sp_ode.core.validation import check_choice, check_finite_array, check_positive, check_positive_int
 from sp_ode.networks.system import NetworkSystem
 from sp_ode.sweeps import _cost as cost, _paths as paths, _stacked as stacked
-from sp_ode.sweeps._dask import SweepClusterError, executor
-from sp_ode.sweeps._fingerprint import sweep_digest
+from sp_ode.sweeps._dask import SweepClusterError, SweepMainGuardError, executor
+from sp_ode.sweeps._fingerprint import sweep_parts
 from sp_ode.sweeps._folder import (
     CHUNK_KEYS,
     CHUNKS,
@@ -81,7 +81,7 @@ from sp_ode.sweeps._reasons import TEXT, Reason
 from sp_ode.systems.simulation import check_state, check_system, check_t_span, check_ts
 from sp_ode.systems.system import FastSlowSystem, MasterEquationSystem
 
-__all__ = ["sweep", "SweepResult", "SweepResumeError", "SweepClusterError", "PATH_FULL", "STATUS_OK",
+__all__ = ["sweep", "SweepResult", "SweepResumeError", "SweepClusterError", "SweepMainGuardError", "PATH_FULL", "STATUS_OK",
            "STATUS_RESOLVED", "STATUS_FAILED", "MANIFEST", "ROUTES", "auto_chunk_size", "sweep_folder", "npz_bytes",
            "CHUNKS", "TIMINGS", "VALIDATION", "remove_orphans"]
 
@@ -367,7 +367,7 @@ def _sweep_nbytes(N: int, chunk_size: int, m: int, d: int, K: int) -> int:
 def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: float = 0.01,
           chunk_size: int | None = None, out=None, client=None, seed: int = 0, max_order: int | None = None,
           safety: float = 0.5, route: str = "auto", progress_bar: bool | None = None,
-          connect_timeout: float = 10.0) -> SweepResult:
+          connect_timeout: float = 10.0, force_cluster: bool = False) -> SweepResult:
     """Solve a fast–slow system at N parameter points, each by its cheapest certified path.
 
     Parameters
@@ -399,7 +399,10 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
         Folder for `manifest.json`, one `chunk_NNNNNN.npz` per finished chunk and
         `validation.npz`; a rerun with the same inputs and model reads them instead of computing.
     client : None, "local", a `dask.distributed.Client` or a scheduler address
-        None runs in this process; otherwise chunks are Dask tasks (docs/sweep_cluster.md).
+        None runs in this process; otherwise chunks are Dask tasks (docs/sweep_cluster.md).  "local"
+        starts a LocalCluster only where counted work predicts it faster than this process (after one
+        chunk solved here; a warning gives the figures otherwise, `result.plan["executor"]` the choice).
+        Call it under `if __name__ == "__main__":` in a script.
     seed : int
         Chooses the validated subset.
     max_order : int, optional
@@ -414,6 +417,8 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
         None: shown on a terminal.
     connect_timeout : float
         Seconds any wait for the Dask scheduler may take (connecting, scattering, a silent scheduler).
+    force_cluster : bool
+        With client="local": start the cluster even where it is predicted slower.
 
     Returns
     -------
@@ -430,6 +435,8 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
         `out` holds a different sweep (other inputs, or a changed model).
     SweepClusterError
         The scheduler cannot be reached, or stops answering, within `connect_timeout`.
+    SweepMainGuardError
+        client="local" from a script's top level outside `if __name__ == "__main__":` (before any worker starts).
     MemoryBudgetError
         The estimate of `_sweep_nbytes` exceeds the memory budget (before any chunk runs).
 
@@ -500,7 +507,9 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
     # G consecutive points are solved together, whatever the chunk size (`stacked.stack_group`): a chunk holds
     # whole groups, so its size is rounded up to a multiple of G
     group = stacked.stack_group(N, 3 if is_network else m + d)
-    ex = executor(client, connect_timeout)
+    if not isinstance(force_cluster, bool):
+        raise TypeError(f"`force_cluster` must be True or False; got {force_cluster!r}.")
+    ex = executor(client, connect_timeout, force_cluster)
     try:
         resumed_size = manifest_chunk_size(out) if chunk_size is None else None
         if chunk_size is None and resumed_size is None:
@@ -534,10 +543,10 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
         results: dict[int, dict] = {}
         manifest = out_dir = None
         if out is not None:
-            fp = sweep_digest(FORMAT, system, values, (ts, y0_arr, x0_arr),
-                              (t0, t1, tol, sorted(options.items())))
+            fp = sweep_parts(FORMAT, system, values, (t0, t1), ts, x0_arr, y0_arr, {"tol": tol, **options})
             out_dir, manifest = open_out(out, fp, {"system": system.name, "points": N, "chunks": n_chunks,
-                                                    "names": sorted(values), "tol": tol, **options})
+                                                    "names": sorted(values), "tol": tol, **options},
+                                         {"tol": tol, **options})
             for i in manifest["done"]:
                 found = read_chunk(out_dir, i)
                 if found is not None:
@@ -561,6 +570,7 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
                        disable=None if progress_bar is None else not progress_bar)
         bar.update(N - sum(len(chunks[i]) for i in todo))
         stages: dict[str, float] = {}
+        priced = None         # a chunk solved in this process, whose counted work prices a local cluster
         try:
             if route == "auto":
                 stored = manifest.get("decision") if manifest is not None else None
@@ -588,11 +598,19 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
                         parts = [first]
                         if chunks[0].stop > first["points"].size:
                             parts += list(ex.map(engine.run_chunk, plan, [chunk_input(0, start=group)]))
-                        res = paths.merge_results(0, parts)
+                        res = priced = paths.merge_results(0, parts)
                         record(res)
                         bar.update(res["points"].size)
                         todo = todo[1:]
                     stages["plan"] = plan.decision.seconds
+            if todo and not ex.settled:        # client="local": priced here before any worker starts
+                if priced is None:
+                    [priced] = list(ex.map(engine.run_chunk, plan, [chunk_input(todo[0])]))
+                    record(priced)
+                    bar.update(priced["points"].size)
+                    todo = todo[1:]
+                ex.settle(cost.cluster_forecast(priced, sum(len(chunks[i]) for i in todo), len(todo), ex.workers,
+                                                engine.worker_compile_seconds(plan)))
             for res in ex.map(engine.run_chunk, plan, [chunk_input(i) for i in todo]):
                 record(res)
                 bar.update(res["points"].size)
@@ -620,6 +638,7 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
             for sec in part.get("compile_seconds", {}).values():
                 stages["compile"] = stages.get("compile", 0.0) + float(sec)
     plan_dict = {"route": route, "chunk_size": chunk_size, "stack_sizes": list(getattr(plan, "sizes", ())),
+                 "executor": ex.describe(),
                  **(plan.decision.as_dict() if plan.decision is not None else {})}
     return SweepResult(params=dict(values), ts=ts, y=table["y"], path=table["path"], estimate=table["estimate"],
                        status=table["status"], reason=table["reason"], validated=validate,
