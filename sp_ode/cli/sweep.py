@@ -15,6 +15,7 @@ import itertools
 import json
 import shutil
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -284,9 +285,13 @@ def run(args) -> int:
     options = {k: config[k] for k in ("chunk_size", "validate_fraction", "max_order", "safety", "route") if k in config}
     folder = _prepare_out(out, overwrite=args.overwrite)
     try:
-        result = sweep(system, params, tuple(config["t_span"]), x0, y0, ts=config["ts"], tol=config["tol"],
-                       out=folder, client=client, seed=seed, connect_timeout=timeout,
-                       force_cluster=args.force_cluster, **options)
+        with warnings.catch_warnings():
+            # a warning is one line of the command's, as its errors are (not a file:line and a source line)
+            warnings.showwarning = lambda message, *_, **__: print(f"sp-ode sweep: warning: {message}",
+                                                                    file=sys.stderr)
+            result = sweep(system, params, tuple(config["t_span"]), x0, y0, ts=config["ts"], tol=config["tol"],
+                           out=folder, client=client, seed=seed, connect_timeout=timeout,
+                           force_cluster=args.force_cluster, **options)
     except SweepResumeError as exc:
         raise UsageError(f"{exc} Or pass --overwrite to replace it.") from None
     summary = {"system": system.name, "config": str(args.config), **result.summary(),

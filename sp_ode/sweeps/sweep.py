@@ -427,7 +427,8 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
     Raises
     ------
     TypeError
-        `system` not a fast–slow or network system; `params` not a mapping; args not a dict.
+        `system` not a fast–slow or network system; `params` not a mapping; args not a dict; `force_cluster`
+        not a bool.
     ValueError
         Unequal `params` lengths; a name that is not a parameter of the system or that f, g (Q) do
         not read; ε ≤ 0 at a point (its index named); tol ≤ 0; bad `t_span`/`ts`/`x0`/`y0`/options.
@@ -482,6 +483,8 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
         raise ValueError(f"`max_order` must be an integer in [0, {top}]; got {max_order!r}.")
     route = check_choice("route", route, ROUTES)
     connect_timeout = check_positive("connect_timeout", connect_timeout)
+    if not isinstance(force_cluster, bool):
+        raise TypeError(f"`force_cluster` must be True or False; got {force_cluster!r}.")
 
     if is_network:
         values, N = _check_values(params)
@@ -507,14 +510,12 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
     # G consecutive points are solved together, whatever the chunk size (`stacked.stack_group`): a chunk holds
     # whole groups, so its size is rounded up to a multiple of G
     group = stacked.stack_group(N, 3 if is_network else m + d)
-    if not isinstance(force_cluster, bool):
-        raise TypeError(f"`force_cluster` must be True or False; got {force_cluster!r}.")
     ex = executor(client, connect_timeout, force_cluster)
     try:
         resumed_size = manifest_chunk_size(out) if chunk_size is None else None
         if chunk_size is None and resumed_size is None:
             chunk_size, warning = auto_chunk_size(N, ex.workers)
-            if warning:
+            if warning and ex.settled:      # a local cluster not started yet: its forecast speaks for it
                 warnings.warn(f"sweep: {warning} Pass a smaller `chunk_size`, or use fewer workers.", stacklevel=3)  # past in_float64: the caller's line
         elif chunk_size is None:
             chunk_size = resumed_size

@@ -296,6 +296,17 @@ def test_a_model_file_with_a_sibling_import_runs_on_a_local_dask_cluster(tmp_pat
     np.testing.assert_array_equal(there, here)
 
 
+def test_a_local_cluster_predicted_slower_is_one_warning_line_and_the_report_says_why(tmp_path, capsys):
+    """--client local on 12 points: no cluster started (a worker's start alone costs more than the sweep's
+    counted work), one warning line with the figures, the choice in report.json."""
+    cfg = _mm_config(tmp_path)
+    assert main(["sweep", str(cfg), "--out", str(tmp_path / "o"), "--client", "local", "--json"]) == 0
+    err = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    assert len(err) == 1 and err[0].startswith("sp-ode sweep: warning: sweep: client='local' not started: predicted")
+    ran = json.loads((tmp_path / "o" / "report.json").read_text())["plan"]["executor"]
+    assert ran["executor"] == "in-process" and ran["forecast"]["local_cluster_s"] >= ran["forecast"]["in_process_s"]
+
+
 def test_a_silent_scheduler_is_one_line_and_exit_3_within_the_timeout(tmp_path, capsys):
     import socket
     import time
