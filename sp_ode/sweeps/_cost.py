@@ -61,11 +61,12 @@ COMPILE_S_PER_LINE = 5e-4
 COMPILE_RATIO = {0: 6.0, 1: 24.0, 2: 150.0, 3: 600.0, 4: 2000.0}
 
 
-# what a worker process of a local cluster costs before its first chunk, besides compiling (starting Python,
-# importing sp_ode and JAX, unpickling the plan), and each task's round trip — modelled seconds, constants like
-# those of `stacked.work_seconds`: a fresh `import sp_ode.sweeps.sweep, jax` took 1.8 s here alone, and 2 more
-# beside its sibling workers; a Dask round trip 10–15 ms (docs/bench/sweep.md)
-WORKER_START_S = 4.0
+# what a worker process of a local cluster costs before its first chunk besides the compile predicted from program
+# size (starting Python, importing sp_ode and JAX, unpickling the plan, tracing), and each task's round trip —
+# modelled seconds, constants like those of `stacked.work_seconds`.  Measured here: 200 Michaelis–Menten points,
+# 0.9–1.0 s in one process against 8.7–10.7 s on a forced local cluster of 2 workers (load 2.6 on 2 cores; the
+# report of issue 36: 12 s against 37–39 s on a busier machine); a Dask round trip 10–15 ms (docs/bench/sweep.md)
+WORKER_START_S = 8.0
 TASK_S = 0.015
 
 

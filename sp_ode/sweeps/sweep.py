@@ -243,6 +243,9 @@ class SweepResult:
                                                 if np.isfinite(s["validation_share"]) else ""))
         for note in self.plan.get("notes", []):
             lines.append(f"  plan: {note}")
+        ran = self.plan.get("executor", {})
+        if ran.get("why"):          # client="local": where the chunks ran, and why (the counted forecast)
+            lines.append(f"  ran {ran['executor']}: {ran['why']}")
         if s["failed"]:
             lines.append(f"  {s['failed']} full solves FAILED (y = inf there)")
         return "\n".join(textwrap.fill(line, WIDTH, subsequent_indent="        ") for line in lines)

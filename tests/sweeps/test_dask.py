@@ -262,3 +262,20 @@ def test_the_cluster_forecast_is_counted_arithmetic():
     small = _cost.cluster_forecast(priced, 10, 1, 2, 1.0)
     assert small["local_cluster_s"] > small["in_process_s"] == 2.5
 
+
+
+@pytest.mark.parametrize("source, line, guarded", [
+    ("import x\nx.sweep()\n", 2, False),
+    ('if __name__ == "__main__":\n    x.sweep()\n', 2, True),
+    ('if "__main__" == __name__:\n    x.sweep()\n', 2, True),
+    ('try:\n    if __name__ == "__main__":\n        main()\nexcept E:\n    pass\n', 3, True),
+    ('if __name__ == "__main__":\n    pass\nelse:\n    x.sweep()\n', 4, False),      # the else branch runs in workers
+    ('if __name__ != "__main__":\n    x.sweep()\n', 2, False),
+    ('def main():\n    x.sweep()\n\nmain()\n', 4, False),
+])
+def test_the_main_guard_is_read_from_the_line_that_leads_to_the_sweep(source, line, guarded):
+    import ast
+
+    from sp_ode.sweeps._dask import _guarded
+
+    assert _guarded(ast.parse(source).body, line) is guarded
