@@ -35,8 +35,9 @@ same way (`Reason.RESOLVED_MARGIN`; the report counts them).
 Points run in chunks (bounded memory, checkpoints, Dask tasks), with a progress bar; with `out=`
 each finished chunk is written as `.npz` next to a JSON manifest, and the validation beside them,
 so a rerun of an interrupted sweep computes only what is missing — and only if everything that
-determines the answer is unchanged (`sp_ode.sweeps._fingerprint`: the inputs, the system's args and
-the code of f, g and Q(y)).  `client=` runs chunks as Dask tasks (`sp_ode.sweeps._dask`).
+determines the answer is unchanged (`sp_ode.sweeps._fingerprint`: the inputs, the system's args,
+the code of f, g and Q(y) and the source of the user's modules they import; a refusal names the parts
+that changed).  `client=` runs chunks as Dask tasks (`sp_ode.sweeps._dask`).
 """
 from __future__ import annotations
 
