@@ -119,6 +119,7 @@ from .networks.state_space import (
 )
 from .sweeps.sweep import (
     SweepClusterError as SweepClusterError,
+    SweepMainGuardError as SweepMainGuardError,
     SweepResult as SweepResult,
     SweepResumeError as SweepResumeError,
     sweep as sweep,

@@ -15,6 +15,7 @@ import itertools
 import json
 import shutil
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +24,7 @@ from sp_ode.cli.common import BUILTIN_HELP, EXIT_FAILED, EXIT_OK, UsageError, de
 from sp_ode.core.expressions import ExpressionSyntaxError, parse_number
 from sp_ode.core.files import atomic_write_bytes, dumps, write_json
 from sp_ode.core.memory import check_memory
+from sp_ode.core.validation import did_you_mean
 from sp_ode.sweeps.sweep import (
     CHUNKS,
     MANIFEST,
@@ -84,6 +86,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--client", default=None, help="'local' or a Dask scheduler address (overrides the config)")
     parser.add_argument("--connect-timeout", type=float, default=None,
                         help="seconds any wait for the Dask scheduler may take (default 10)")
+    parser.add_argument("--force-cluster", action="store_true",
+                        help="with --client local: start the local cluster even where counted work predicts it "
+                             "slower than this process")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
     parser.add_argument("--overwrite", action="store_true",
                         help="start over: delete this command's earlier chunks/, report.json and result.npz in "
@@ -111,7 +116,10 @@ def load_config(path) -> dict:
         raise UsageError(f"`CONFIG` {str(path)!r} must hold a table/object.")
     unknown = sorted(set(config) - KEYS)
     if unknown:
-        raise UsageError(f"`CONFIG` has unknown keys {unknown}; allowed: {sorted(KEYS)} (sp-ode sweep --help).")
+        close = [(k, did_you_mean(k, KEYS)) for k in unknown]
+        named = ", ".join(f"{k!r}" + (f" (did you mean {c!r}?)" if c else "") for k, c in close)
+        raise UsageError(f"`CONFIG` {str(path)!r}: unknown key{'s' if len(unknown) > 1 else ''} {named}; allowed: "
+                         f"{sorted(KEYS)} (sp-ode sweep --help).")
     for key in ("system", "t_span", "ts", "tol"):
         if key not in config:
             raise UsageError(f"`CONFIG` must set `{key}` (sp-ode sweep --help shows a complete example).")
@@ -247,8 +255,13 @@ def run(args) -> int:
     options = {k: config[k] for k in ("chunk_size", "validate_fraction", "max_order", "safety", "route") if k in config}
     folder = _prepare_out(out, overwrite=args.overwrite)
     try:
-        result = sweep(system, params, tuple(config["t_span"]), x0, y0, ts=config["ts"], tol=config["tol"],
-                       out=folder, client=client, seed=seed, connect_timeout=timeout, **options)
+        with warnings.catch_warnings():
+            # a warning is one line of the command's, as its errors are (not a file:line and a source line)
+            warnings.showwarning = lambda message, *_, **__: print(f"sp-ode sweep: warning: {message}",
+                                                                    file=sys.stderr)
+            result = sweep(system, params, tuple(config["t_span"]), x0, y0, ts=config["ts"], tol=config["tol"],
+                           out=folder, client=client, seed=seed, connect_timeout=timeout,
+                           force_cluster=args.force_cluster, **options)
     except SweepResumeError as exc:
         raise UsageError(f"{exc} Or pass --overwrite to replace it.") from None
     summary = {"system": system.name, "config": str(args.config), **result.summary(),

@@ -62,6 +62,15 @@ COMPILE_S_PER_LINE = 5e-4
 COMPILE_RATIO = {0: 6.0, 1: 24.0, 2: 150.0, 3: 600.0, 4: 2000.0}
 
 
+# what a worker process of a local cluster costs before its first chunk besides the compile predicted from program
+# size (starting Python, importing sp_ode and JAX, unpickling the plan, tracing), and each task's round trip —
+# modelled seconds, constants like those of `stacked.work_seconds`.  Measured here: 200 Michaelis–Menten points,
+# 0.9–1.0 s in one process against 8.7–10.7 s on a forced local cluster of 2 workers (load 2.6 on 2 cores; the
+# report of issue 36: 12 s against 37–39 s on a busier machine); a Dask round trip 10–15 ms (docs/bench/sweep.md)
+WORKER_START_S = 8.0
+TASK_S = 0.015
+
+
 @dataclass
 class Decision:
     """The cost model's routing of a sweep (sent to every chunk with the plan)."""
@@ -241,3 +250,28 @@ def choose_size(plan: paths.SweepPlan, b: int, t_point: float, factor: float = 2
         if cost < best_cost:
             best, best_cost = size, cost
     return best
+
+
+def worker_compile_seconds(plan: paths.SweepPlan) -> float:
+    """What one Dask worker compiles before its first chunk, predicted from program size (module docstring):
+    the full route, and the pair of each reduced order the routing may try (`route="reduced"`: all of them)."""
+    if plan.route == "full":
+        return predicted_compile_seconds(plan)
+    orders = range(plan.max_order + 1) if plan.route == "reduced" else (
+        plan.decision.orders if plan.decision is not None else ())
+    return predicted_compile_seconds(plan) * (1.0 + sum(COMPILE_RATIO.get(k, 3000.0) for k in orders))
+
+
+def cluster_forecast(priced: dict, points_left: int, tasks: int, workers: int, compile_s: float) -> dict:
+    """In this process, or on a local cluster of `workers` processes?  Both predicted from counted work only.
+
+    w = the counted work per point of the chunk `priced` (solved here first); the P points left cost
+    P·w here, and T_start + C + (P·w + tasks·`TASK_S`)/W on the cluster, whose W workers start
+    (`WORKER_START_S`) and compile (C, `worker_compile_seconds`) side by side before their first chunk."""
+    work = sum(float(v) for k, v in priced.get("work", {}).items() if k != "full_points")
+    per_point = work / max(int(np.asarray(priced["points"]).size), 1)
+    here = per_point * points_left
+    there = WORKER_START_S + compile_s + (here + tasks * TASK_S) / max(workers, 1)
+    return {"points_left": int(points_left), "tasks": int(tasks), "workers": int(workers), "work_per_point_s": per_point,
+            "worker_start_s": WORKER_START_S, "worker_compile_s": float(compile_s), "in_process_s": here,
+            "local_cluster_s": there}

@@ -20,12 +20,13 @@ import numpy as np
 
 from sp_ode.core.errors import Error
 from sp_ode.core.files import atomic_write_bytes, write_json
+from sp_ode.sweeps._fingerprint import describe_changes, fingerprint_of
 
 MANIFEST = "manifest.json"
 VALIDATION = "validation.npz"
 TIMINGS = "timings.json"      # wall-clock seconds per chunk: reported beside the results, never read to decide
 CHUNKS = "chunks"             # the sub-folder `sp-ode sweep --out D` keeps the sweep in (`sweep_folder`)
-FORMAT = 2
+FORMAT = 3             # 3: the fingerprint in named parts (`sp_ode.sweeps._fingerprint.sweep_parts`)
 
 
 class SweepResumeError(Error, ValueError):
@@ -100,7 +101,11 @@ def remove_orphans(out: Path) -> list[Path]:
     return found
 
 
-def open_out(out, fingerprint: str, meta: dict) -> tuple[Path, dict]:
+def open_out(out, parts: dict, meta: dict, options: dict) -> tuple[Path, dict]:
+    """(folder, manifest): the folder's sweep resumed when its fingerprint equals that of `parts`
+    (`sweep_parts`), else SweepResumeError naming the parts that changed; a new manifest otherwise.
+    `options` (a subset of `meta`): compared by value in the refusal."""
+    fingerprint = fingerprint_of(parts)
     out = sweep_folder(out)
     # a sweep killed at any moment (kill -9 included) leaves at most temporary files beside its complete
     # ones: every file is written atomically (temp, fsync, rename), so those are all a rerun must discard
@@ -109,12 +114,15 @@ def open_out(out, fingerprint: str, meta: dict) -> tuple[Path, dict]:
     if manifest_path.is_file():
         manifest = json.loads(manifest_path.read_text())
         if manifest.get("fingerprint") != fingerprint:
-            raise SweepResumeError(f"`out` {str(out)!r} holds a different sweep (fingerprint "
-                                   f"{str(manifest.get('fingerprint'))[:12]} ≠ {fingerprint[:12]}: the model, its "
-                                   "parameters or code, or the sweep's inputs changed): pass a new folder, or "
-                                   "delete it to start over.")
+            old = manifest.get("fingerprint_parts")
+            what = (describe_changes(old, parts, {k: manifest.get(k) for k in options}, options)
+                    if isinstance(old, dict) else "")
+            what = what or (f"it was made by another sp-ode version (format {manifest.get('format')!r}, this one "
+                            f"{FORMAT}): the model, its parameters or code, or the sweep's inputs may have changed")
+            raise SweepResumeError(f"`out` {str(out)!r} holds a different sweep — since the earlier run, {what}: "
+                                   "pass a new folder, or delete it to start over.")
         return out, manifest
-    manifest = {"format": FORMAT, "fingerprint": fingerprint, **meta, "done": []}
+    manifest = {"format": FORMAT, "fingerprint": fingerprint, "fingerprint_parts": dict(parts), **meta, "done": []}
     write_json(manifest_path, manifest)
     return out, manifest
 

@@ -495,6 +495,11 @@ def first_chunk_reasons(plan: NetworkPlan, eps: np.ndarray) -> np.ndarray:
     return planned_orders(plan, eps)[1]
 
 
+def worker_compile_seconds(plan: NetworkPlan) -> float:
+    """Nothing to compile on a Dask worker: the network engine's solves are SciPy's (sparse BDF, tables)."""
+    return 0.0
+
+
 def replay(plan: NetworkPlan, values: dict, y0: np.ndarray) -> None:
     """A resumed sweep (its Decision read from the manifest): rebuild the shared table `decide` shipped with the
     plan, the same one (`_probe_table`), so that the missing chunks compute what the first run would have."""

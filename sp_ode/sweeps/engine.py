@@ -14,6 +14,8 @@ both engines against it, member by member and signature by signature):
   never from the clock), `decision_from_dict` its manifest form read back, `replay(plan, values, y0)` what
   a resumed sweep rebuilds before computing its missing chunks;
 - `run_chunk(plan, chunk)` — one chunk's points on their routed paths;
+- `worker_compile_seconds(plan)` — what a fresh Dask worker compiles before its first chunk (counted, for
+  the forecast that decides whether a local cluster is started at all);
 - `first_chunk_reasons(plan, eps)` — the reasons of the points solved to price the full route;
 - `validate_points(plan, item)` — the independent reference solves of a validation sample (a
   `ValidationInput`), and `full_estimate(plan, y, factor)` the error estimate such a solve carries.
@@ -57,6 +59,8 @@ class SweepEngine(Protocol):
     def replay(self, plan: Any, values: dict, y0: np.ndarray) -> None: ...
 
     def run_chunk(self, plan: Any, chunk: Any) -> dict: ...
+
+    def worker_compile_seconds(self, plan: Any) -> float: ...
 
     def first_chunk_reasons(self, plan: Any, eps: np.ndarray) -> np.ndarray: ...
 

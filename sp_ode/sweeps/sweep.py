@@ -35,8 +35,9 @@ same way (`Reason.RESOLVED_MARGIN`; the report counts them).
 Points run in chunks (bounded memory, checkpoints, Dask tasks), with a progress bar; with `out=`
 each finished chunk is written as `.npz` next to a JSON manifest, and the validation beside them,
 so a rerun of an interrupted sweep computes only what is missing — and only if everything that
-determines the answer is unchanged (`sp_ode.sweeps._fingerprint`: the inputs, the system's args and
-the code of f, g and Q(y)).  `client=` runs chunks as Dask tasks (`sp_ode.sweeps._dask`).
+determines the answer is unchanged (`sp_ode.sweeps._fingerprint`: the inputs, the system's args,
+the code of f, g and Q(y) and the source of the user's modules they import; a refusal names the parts
+that changed).  `client=` runs chunks as Dask tasks (`sp_ode.sweeps._dask`).
 """
 from __future__ import annotations
 
@@ -59,8 +60,8 @@ from sp_ode.core.reporting import progress
 from sp_ode.core.summary import Summarised, number
 from sp_ode.core.validation import check_choice, check_finite_array, check_positive, check_positive_int
 from sp_ode.sweeps import _cost as cost, _paths as paths, _stacked as stacked
-from sp_ode.sweeps._dask import SweepClusterError, executor
-from sp_ode.sweeps._fingerprint import sweep_digest
+from sp_ode.sweeps._dask import SweepClusterError, SweepMainGuardError, executor
+from sp_ode.sweeps._fingerprint import sweep_parts
 from sp_ode.sweeps._folder import (
     CHUNK_KEYS,
     CHUNKS,
@@ -84,7 +85,7 @@ from sp_ode.systems.resolve import as_system
 from sp_ode.systems.simulation import check_state, check_system, check_t_span, check_ts
 from sp_ode.systems.system import FastSlowSystem, MasterEquationSystem
 
-__all__ = ["sweep", "SweepResult", "SweepResumeError", "SweepClusterError", "PATH_FULL", "STATUS_OK",
+__all__ = ["sweep", "SweepResult", "SweepResumeError", "SweepClusterError", "SweepMainGuardError", "PATH_FULL", "STATUS_OK",
            "STATUS_RESOLVED", "STATUS_FAILED", "MANIFEST", "ROUTES", "auto_chunk_size", "sweep_folder", "npz_bytes",
            "CHUNKS", "TIMINGS", "VALIDATION", "remove_orphans"]
 
@@ -246,6 +247,9 @@ class SweepResult(Summarised):
                                                 if np.isfinite(s["validation_share"]) else ""))
         for note in self.plan.get("notes", []):
             lines.append(f"  plan: {note}")
+        ran = self.plan.get("executor", {})
+        if ran.get("why"):          # client="local": where the chunks ran, and why (the counted forecast)
+            lines.append(f"  ran {ran['executor']}: {ran['why']}")
         if s["failed"]:
             lines.append(f"  {s['failed']} full solves FAILED (y = inf there)")
         return "\n".join(textwrap.fill(line, WIDTH, subsequent_indent="        ") for line in lines)
@@ -379,7 +383,7 @@ def auto_chunk_size(N: int, workers: int) -> tuple[int, str | None]:
 def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: float = 0.01,
           chunk_size: int | None = None, out=None, client=None, seed: int = 0, max_order: int | None = None,
           safety: float = 0.5, route: str = "auto", progress_bar: bool | None = None,
-          connect_timeout: float = 10.0) -> SweepResult:
+          connect_timeout: float = 10.0, force_cluster: bool = False) -> SweepResult:
     """Solve a fast–slow system at N parameter points, each by its cheapest certified path.
 
     Parameters
@@ -411,7 +415,10 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
         Folder for `manifest.json`, one `chunk_NNNNNN.npz` per finished chunk and
         `validation.npz`; a rerun with the same inputs and model reads them instead of computing.
     client : None, "local", a `dask.distributed.Client` or a scheduler address
-        None runs in this process; otherwise chunks are Dask tasks (docs/sweep_cluster.md).
+        None runs in this process; otherwise chunks are Dask tasks (docs/sweep_cluster.md).  "local"
+        starts a LocalCluster only where counted work predicts it faster than this process (after one
+        chunk solved here; a warning gives the figures otherwise, `result.plan["executor"]` the choice).
+        Call it under `if __name__ == "__main__":` in a script.
     seed : int
         Chooses the validated subset.
     max_order : int, optional
@@ -426,6 +433,8 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
         None: shown on a terminal.
     connect_timeout : float
         Seconds any wait for the Dask scheduler may take (connecting, scattering, a silent scheduler).
+    force_cluster : bool
+        With client="local": start the cluster even where it is predicted slower.
 
     Returns
     -------
@@ -434,7 +443,8 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
     Raises
     ------
     TypeError
-        `system` not a fast–slow or network system; `params` not a mapping; args not a dict.
+        `system` not a fast–slow or network system; `params` not a mapping; args not a dict; `force_cluster`
+        not a bool.
     ValueError
         Unequal `params` lengths; a name that is not a parameter of the system or that f, g (Q) do
         not read; ε ≤ 0 at a point (its index named); tol ≤ 0; bad `t_span`/`ts`/`x0`/`y0`/options.
@@ -442,6 +452,8 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
         `out` holds a different sweep (other inputs, or a changed model).
     SweepClusterError
         The scheduler cannot be reached, or stops answering, within `connect_timeout`.
+    SweepMainGuardError
+        client="local" from a script's top level outside `if __name__ == "__main__":` (before any worker starts).
     MemoryBudgetError
         The engine's memory estimate (`sweep_nbytes`) exceeds the memory budget (before any chunk runs).
 
@@ -490,6 +502,8 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
         raise ValueError(f"`max_order` must be an integer in [0, {top}]; got {max_order!r}.")
     route = check_choice("route", route, ROUTES)
     connect_timeout = check_positive("connect_timeout", connect_timeout)
+    if not isinstance(force_cluster, bool):
+        raise TypeError(f"`force_cluster` must be True or False; got {force_cluster!r}.")
 
     if is_network:
         values, N = _check_values(params)
@@ -515,12 +529,12 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
     # G consecutive points are solved together, whatever the chunk size (`stacked.stack_group`): a chunk holds
     # whole groups, so its size is rounded up to a multiple of G
     group = stacked.stack_group(N, 3 if is_network else m + d)
-    ex = executor(client, connect_timeout)
+    ex = executor(client, connect_timeout, force_cluster)
     try:
         resumed_size = manifest_chunk_size(out) if chunk_size is None else None
         if chunk_size is None and resumed_size is None:
             chunk_size, warning = auto_chunk_size(N, ex.workers)
-            if warning:
+            if warning and ex.settled:      # a local cluster not started yet: its forecast speaks for it
                 warnings.warn(f"sweep: {warning} Pass a smaller `chunk_size`, or use fewer workers.", stacklevel=3)  # past in_float64: the caller's line
         elif chunk_size is None:
             chunk_size = resumed_size
@@ -547,10 +561,10 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
         results: dict[int, dict] = {}
         manifest = out_dir = None
         if out is not None:
-            fp = sweep_digest(FORMAT, system, values, (ts, y0_arr, x0_arr),
-                              (t0, t1, tol, sorted(options.items())))
+            fp = sweep_parts(FORMAT, system, values, (t0, t1), ts, x0_arr, y0_arr, {"tol": tol, **options})
             out_dir, manifest = open_out(out, fp, {"system": system.name, "points": N, "chunks": n_chunks,
-                                                    "names": sorted(values), "tol": tol, **options})
+                                                    "names": sorted(values), "tol": tol, **options},
+                                         {"tol": tol, **options})
             for i in manifest["done"]:
                 found = read_chunk(out_dir, i)
                 if found is not None:
@@ -574,6 +588,7 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
                        disable=None if progress_bar is None else not progress_bar)
         bar.update(N - sum(len(chunks[i]) for i in todo))
         stages: dict[str, float] = {}
+        priced = None         # a chunk solved in this process, whose counted work prices a local cluster
         try:
             if route == "auto":
                 stored = manifest.get("decision") if manifest is not None else None
@@ -601,11 +616,19 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
                         parts = [first]
                         if chunks[0].stop > first["points"].size:
                             parts += list(ex.map(engine.run_chunk, plan, [chunk_input(0, start=group)]))
-                        res = paths.merge_results(0, parts)
+                        res = priced = paths.merge_results(0, parts)
                         record(res)
                         bar.update(res["points"].size)
                         todo = todo[1:]
                     stages["plan"] = plan.decision.seconds
+            if todo and not ex.settled:        # client="local": priced here before any worker starts
+                if priced is None:
+                    [priced] = list(ex.map(engine.run_chunk, plan, [chunk_input(todo[0])]))
+                    record(priced)
+                    bar.update(priced["points"].size)
+                    todo = todo[1:]
+                ex.settle(cost.cluster_forecast(priced, sum(len(chunks[i]) for i in todo), len(todo), ex.workers,
+                                                engine.worker_compile_seconds(plan)))
             for res in ex.map(engine.run_chunk, plan, [chunk_input(i) for i in todo]):
                 record(res)
                 bar.update(res["points"].size)
@@ -633,6 +656,7 @@ def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: 
             for sec in part.get("compile_seconds", {}).values():
                 stages["compile"] = stages.get("compile", 0.0) + float(sec)
     plan_dict = {"route": route, "chunk_size": chunk_size, "stack_sizes": list(getattr(plan, "sizes", ())),
+                 "executor": ex.describe(),
                  **(plan.decision.as_dict() if plan.decision is not None else {})}
     return SweepResult(params=dict(values), ts=ts, y=table["y"], path=table["path"], estimate=table["estimate"],
                        status=table["status"], reason=table["reason"], validated=validate,

@@ -60,7 +60,7 @@ def test_toml_config_runs_and_matches_the_library(tmp_path, capsys):
     ({"params": {"eps": [1e-3, 1e-4], "kappa": [1.0]}}, "equal lengths"),
     ({"params": {"eps": [1e-3, -1e-4]}}, "point 1 has eps = -0.0001"),
     ({"tol": 0}, "`tol` must be"),
-    ({"colour": "red"}, "unknown keys \\['colour'\\]"),
+    ({"colour": "red"}, "sweep.json': unknown key 'colour'; allowed"),
 ])
 def test_bad_configs_are_one_line_usage_errors(tmp_path, capsys, config, message):
     base = {"system": "michaelis_menten", "t_span": [0, 2], "ts": [1, 2], "x0": "manifold", "y0": [1.0],
@@ -72,6 +72,23 @@ def test_bad_configs_are_one_line_usage_errors(tmp_path, capsys, config, message
     assert len(err) == 1 and err[0].startswith("sp-ode sweep: error:")
     import re
     assert re.search(message, err[0]), err[0]
+
+
+@pytest.mark.parametrize("suffix", [".toml", ".json"])
+def test_a_mistyped_config_key_names_the_file_the_key_and_the_key_meant(tmp_path, capsys, suffix):
+    cfg = tmp_path / f"cfg{suffix}"
+    base = {"system": "michaelis_menten", "t_span": [0, 2], "ts": [1, 2], "tol": 1e-6, "validate_fractoin": 0.1,
+            "params": {"eps": [1e-3, 1e-4]}}
+    if suffix == ".json":
+        cfg.write_text(json.dumps(base))
+    else:
+        cfg.write_text('system = "michaelis_menten"\nt_span = [0, 2]\nts = [1, 2]\ntol = 1e-6\n'
+                       'validate_fractoin = 0.1\n[params]\neps = [1e-3, 1e-4]\n')
+    assert main(["sweep", str(cfg), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(cfg) in err[0], err
+    assert "unknown key 'validate_fractoin' (did you mean 'validate_fraction'?)" in err[0]
+    assert not (tmp_path / "o").exists()
 
 
 def test_text_report_states_the_ratio_only_when_a_reduced_point_was_validated(tmp_path, capsys):
@@ -219,8 +236,11 @@ def test_a_changed_model_file_never_resumes(tmp_path, capsys):
     for name in [n for n in sys.modules if n == "helpers" or n.startswith("_sp_ode_user_")]:
         del sys.modules[name]                       # a new process would import the edited files afresh
     assert main(["sweep", str(cfg), "--out", str(tmp_path / "o")]) == 2
-    err = capsys.readouterr().err
-    assert "holds a different sweep" in err and "model, its parameters or code" in err
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "holds a different sweep" in err[0]
+    # the edit named (the helper, and the model whose global RATE it set), not the other parts
+    assert "the helper module 'helpers' changed" in err[0] and "the model (the code of f, g" in err[0], err[0]
+    assert "swept points" not in err[0] and "options" not in err[0]
 
 
 def test_no_earlier_result_is_replaced_without_overwrite(tmp_path, capsys):
@@ -246,6 +266,7 @@ def test_no_earlier_result_is_replaced_without_overwrite(tmp_path, capsys):
     assert main(["sweep", str(cfg), "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert "holds a different sweep" in err and "--overwrite" in err
+    assert "since the earlier run, the swept points (the names or values of `params`/grid):" in err
     assert (out / "report.json").read_text() == first
     assert main(["sweep", str(cfg), "--out", str(out), "--overwrite", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["chunks_computed"] >= 1
@@ -267,10 +288,23 @@ def test_a_model_file_with_a_sibling_import_runs_on_a_local_dask_cluster(tmp_pat
     here = np.load(tmp_path / "here" / "result.npz")["y"]
     for name in [n for n in sys.modules if n == "helpers"]:
         del sys.modules[name]
-    assert main(["sweep", str(cfg), "--out", str(tmp_path / "dask"), "--client", "local"]) == 0, \
+    assert main(["sweep", str(cfg), "--out", str(tmp_path / "dask"), "--client", "local", "--force-cluster"]) == 0, \
         capsys.readouterr().err
     there = np.load(tmp_path / "dask" / "result.npz")["y"]
+    ran = json.loads((tmp_path / "dask" / "report.json").read_text())["plan"]["executor"]
+    assert ran["executor"] == "dask" and ran["why"] == "force_cluster=True"
     np.testing.assert_array_equal(there, here)
+
+
+def test_a_local_cluster_predicted_slower_is_one_warning_line_and_the_report_says_why(tmp_path, capsys):
+    """--client local on 12 points: no cluster started (a worker's start alone costs more than the sweep's
+    counted work), one warning line with the figures, the choice in report.json."""
+    cfg = _mm_config(tmp_path)
+    assert main(["sweep", str(cfg), "--out", str(tmp_path / "o"), "--client", "local", "--json"]) == 0
+    err = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    assert len(err) == 1 and err[0].startswith("sp-ode sweep: warning: sweep: client='local' not started: predicted")
+    ran = json.loads((tmp_path / "o" / "report.json").read_text())["plan"]["executor"]
+    assert ran["executor"] == "in-process" and ran["forecast"]["local_cluster_s"] >= ran["forecast"]["in_process_s"]
 
 
 def test_a_silent_scheduler_is_one_line_and_exit_3_within_the_timeout(tmp_path, capsys):
@@ -291,6 +325,56 @@ def test_a_silent_scheduler_is_one_line_and_exit_3_within_the_timeout(tmp_path, 
         assert len(err) == 1 and "no Dask scheduler answered" in err[0] and "within 2 s" in err[0]
     finally:
         server.close()
+
+
+def test_a_port_that_is_not_a_scheduler_is_one_line_and_closes_quietly(tmp_path):
+    """A server that answers with other bytes (an HTTP error page) at --client: the command printed its one
+    error line, then dask's `Client.__del__` waited 2·timeout for a goodbye that could not come and printed a
+    TimeoutError traceback at exit.  Now: the error line, nothing after it, exit 3."""
+    import contextlib
+    import os
+    import socket
+    import subprocess
+    import sys
+    import threading
+
+    pytest.importorskip("distributed")
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    stop = threading.Event()
+
+    def answer():
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn = server.accept()[0]
+            except OSError:
+                continue
+            with contextlib.suppress(OSError):
+                conn.sendall(b"HTTP/1.0 400 Bad Request\r\n\r\n" * 100)
+            conn.close()
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+    cfg = tmp_path / "sweep.json"
+    cfg.write_text(json.dumps({"system": "michaelis_menten", "t_span": [0, 2], "ts": [1, 2], "x0": "manifold",
+                               "y0": [1.0], "tol": 1e-6, "params": {"eps": [1e-3, 1e-4]}}))
+    root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", ""),
+           "SP_ODE_NO_COMPILE_CACHE": "1"}
+    try:
+        proc = subprocess.run([sys.executable, "-m", "sp_ode", "sweep", str(cfg), "--out", str(tmp_path / "o"),
+                               "--client", f"tcp://127.0.0.1:{server.getsockname()[1]}", "--connect-timeout", "3"],
+                              capture_output=True, text=True, timeout=120, env=env)
+    finally:
+        stop.set()
+        thread.join(timeout=2)
+        server.close()
+    assert proc.returncode == 3, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("sp-ode sweep: error:") and "no Dask scheduler" in lines[0], lines
+    assert "Traceback" not in proc.stderr
 
 
 def _mm_config(tmp_path) -> Path:

@@ -190,3 +190,92 @@ def test_local_cluster_pins_each_worker_to_its_own_core():
     assert len(seen) == len(cores)
     assert all(len(v) == 1 for v in seen.values())
     assert sorted(v[0] for v in seen.values()) == cores
+
+
+# --- client="local": refused without the main guard, started only where predicted faster ---------------------
+
+SCRIPT = '''
+import numpy as np
+import sp_ode
+
+entry = sp_ode.get_system("michaelis_menten")
+{indent}result = sp_ode.sweep(entry.system, {{"eps": np.array([1e-4, 1e-3])}}, (0.0, 1.0), "manifold", [1.0],
+{indent}                      ts=[1.0], tol=1e-6, route="full", validate_fraction=0.0, progress_bar=False,
+{indent}                      client="local")
+{indent}print("executor:", result.plan["executor"]["executor"])
+'''
+
+
+@pytest.mark.parametrize("guarded", [False, True])
+def test_a_script_without_the_main_guard_is_refused_before_any_worker_starts(tmp_path, guarded):
+    """Unguarded, client="local" ended in "Nanny failed to start" under a wall of multiprocessing
+    "bootstrapping phase … freeze_support()" tracebacks (each spawned worker re-ran the script); now one typed
+    error naming the guard, and no worker started.  The same script under the guard runs (exit 0)."""
+    text = SCRIPT.format(indent="    " if guarded else "")
+    if guarded:
+        text = text.replace("\n    result", '\nif __name__ == "__main__":\n    result', 1)
+    script = tmp_path / "script.py"
+    script.write_text(text)
+    root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", ""), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=240, env=env,
+                          cwd=tmp_path)
+    if guarded:
+        assert proc.returncode == 0, proc.stderr
+        assert "executor: in-process" in proc.stdout       # 2 points: a cluster would not pay (below)
+        return
+    assert proc.returncode != 0
+    assert proc.stderr.count("SweepMainGuardError:") == 1
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("sp_ode.sweeps._dask.SweepMainGuardError:") and 'if __name__ == "__main__":' in last
+    assert "line 6" in last and "script.py" in last
+    for wall in ("Nanny failed to start", "freeze_support", "bootstrapping phase"):
+        assert wall not in proc.stderr
+
+
+def test_a_local_cluster_predicted_slower_is_not_started_and_the_result_says_why():
+    """96 points of Michaelis–Menten: the counted work left after the chunk priced here is far below the
+    start and compile cost of a worker, so client="local" runs in this process (a warning with the figures,
+    the choice in result.plan["executor"]) and gives the in-process numbers bit for bit."""
+    with pytest.warns(UserWarning, match="client='local' not started: predicted"):
+        here = _run(client="local")
+    ex = here.plan["executor"]
+    assert ex["executor"] == "in-process" and ex["client"] == "local"
+    f = ex["forecast"]
+    assert f["points_left"] == N - OPTS["chunk_size"] and f["local_cluster_s"] >= f["in_process_s"]
+    plain = _run()
+    assert plain.plan["executor"] == {"executor": "in-process"}
+    for name in ("y", "path", "estimate", "status"):
+        np.testing.assert_array_equal(getattr(here, name), getattr(plain, name))
+
+
+def test_the_cluster_forecast_is_counted_arithmetic():
+    """w = 2 s of counted work over 8 points = 0.25 s per point; 100 points left: 25 s here, and on 2 workers
+    T_start + 1 s compile + (25 + 4·TASK_S)/2 there (the cluster wins); with 10 points left it loses."""
+    from sp_ode.sweeps import _cost
+
+    priced = {"work": {"full": 1.5, "reduced_0": 0.5, "full_points": 8.0}, "points": np.arange(8)}
+    f = _cost.cluster_forecast(priced, 100, 4, 2, 1.0)
+    assert f["work_per_point_s"] == 0.25 and f["in_process_s"] == 25.0
+    assert f["local_cluster_s"] == _cost.WORKER_START_S + 1.0 + (25.0 + 4 * _cost.TASK_S) / 2
+    assert f["local_cluster_s"] < f["in_process_s"]
+    small = _cost.cluster_forecast(priced, 10, 1, 2, 1.0)
+    assert small["local_cluster_s"] > small["in_process_s"] == 2.5
+
+
+
+@pytest.mark.parametrize("source, line, guarded", [
+    ("import x\nx.sweep()\n", 2, False),
+    ('if __name__ == "__main__":\n    x.sweep()\n', 2, True),
+    ('if "__main__" == __name__:\n    x.sweep()\n', 2, True),
+    ('try:\n    if __name__ == "__main__":\n        main()\nexcept E:\n    pass\n', 3, True),
+    ('if __name__ == "__main__":\n    pass\nelse:\n    x.sweep()\n', 4, False),      # the else branch runs in workers
+    ('if __name__ != "__main__":\n    x.sweep()\n', 2, False),
+    ('def main():\n    x.sweep()\n\nmain()\n', 4, False),
+])
+def test_the_main_guard_is_read_from_the_line_that_leads_to_the_sweep(source, line, guarded):
+    import ast
+
+    from sp_ode.sweeps._dask import _guarded
+
+    assert _guarded(ast.parse(source).body, line) is guarded

@@ -260,8 +260,9 @@ def test_interrupted_sweep_resumes_without_recomputing(tmp_path, monkeypatch):
     again = sweep(*args, validate_fraction=0.1, out=tmp_path, **OPTS)   # all read back, validation too
     assert again.computed_chunks == () and np.array_equal(again.y, full.y) and again.seconds == 0.0
     np.testing.assert_array_equal(again.true_error, full.true_error)
-    with pytest.raises(SweepResumeError, match="different sweep"):
+    with pytest.raises(SweepResumeError, match="different sweep") as refused:
         sweep(*args, validate_fraction=0.1, out=tmp_path, **{**OPTS, "tol": 2 * TOL})
+    assert f"since the earlier run, the options (tol {TOL!r} → {2 * TOL!r})" in str(refused.value)
 
 
 def _tiny(system, out, **kw):
@@ -274,7 +275,7 @@ def test_a_changed_model_never_resumes_from_old_chunks(tmp_path):
     different sweep (was: 0 chunks computed and the old system's numbers returned)."""
     e = _entry()
     first = _tiny(e.system, tmp_path / "a")
-    with pytest.raises(SweepResumeError, match="model, its parameters or code"):
+    with pytest.raises(SweepResumeError, match="since the earlier run, the system's `args`:"):
         _tiny(e.system.with_args({**e.system.args, "lam": np.asarray(0.3)}), tmp_path / "a")
     np.testing.assert_array_equal(_tiny(e.system, tmp_path / "a").y, first.y)     # unchanged: resumes
 
@@ -291,6 +292,43 @@ def test_a_changed_model_never_resumes_from_old_chunks(tmp_path):
     with pytest.raises(SweepResumeError):
         _tiny(sp_ode.FastSlowSystem(lambda t, x, y, a: y - x, lambda t, x, y, a: -y + 0.6 * x, eps=1e-3, m=1, d=1,
                                     name="same2"), tmp_path / "c")   # the code of g
+
+
+HELPED = """
+import sp_ode
+import rates_helper                # read as rates_helper.RATE: not one of f's or g's globals
+
+def f(t, x, y, args):
+    return y - x
+
+def g(t, x, y, args):
+    return -y + rates_helper.RATE * x
+
+system = sp_ode.FastSlowSystem(f, g, eps=1e-3, m=1, d=1, name="helped")
+"""
+
+
+def test_a_resume_refused_after_a_helper_module_changed_names_that_helper(tmp_path):
+    """model.py does `import rates_helper` and reads `rates_helper.RATE`: the constant is no global of f or g,
+    so 0.5 → 0.7 in the helper kept the fingerprint and the sweep resumed with the old model's numbers.  The
+    helper's source is a part of the fingerprint now, and the refusal names it (and nothing else)."""
+    import sys
+
+    from sp_ode.core.files import load_object
+
+    def load(rate):
+        (tmp_path / "rates_helper.py").write_text(f"RATE = {rate}\n")
+        for name in [n for n in sys.modules if n == "rates_helper" or n.startswith("_sp_ode_user_")]:
+            del sys.modules[name]            # a new process would import the edited files afresh
+        return load_object(f"{tmp_path / 'model.py'}:system")
+
+    (tmp_path / "model.py").write_text(HELPED)
+    first = _tiny(load(0.5), tmp_path / "o")
+    assert _tiny(load(0.5), tmp_path / "o").computed_chunks == ()          # unchanged: resumes
+    with pytest.raises(SweepResumeError) as refused:
+        _tiny(load(0.7), tmp_path / "o")
+    assert "since the earlier run, the helper module 'rates_helper' changed:" in str(refused.value)
+    assert not np.array_equal(_tiny(load(0.7), tmp_path / "new").y, first.y)   # the edit changes the answer
 
 
 # --- bad input ------------------------------------------------------------------------------
