@@ -1,4 +1,4 @@
-"""bench/bench_attention.py runs (``--smoke``), so it cannot rot; its record says what it measured.
+"""bench/lm/attention.py runs (``--smoke``), so it cannot rot; its record says what it measured.
 
 Timings are not asserted (machine load swings them); the structure is: every arm at every T,
 ratios against dense-full (1 for dense-full itself), each chunked row beside its masked row,
@@ -6,25 +6,20 @@ the peak-memory probe's subprocess path, the forward-only FlexAttention row, and
 """
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
-from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
-
 
 def _load(name):
-    spec = importlib.util.spec_from_file_location(f"_bench_{name}", BENCH / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """The benchmark module `bench.<name>` (its functions are tested without running the script)."""
+    return importlib.import_module(f"bench.{name}")
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_bench_attention_smoke(capsys, tmp_path):
-    bench = _load("bench_attention")
+    bench = _load("lm.attention")
     out = tmp_path / "record.json"
     # --no-flex: compiling flex_attention costs ~15 s (cold inductor cache), and a failure of it was recorded, never
     # asserted; the flex kernel itself is tested in tests/neural/test_windowed_attention.py
@@ -49,7 +44,7 @@ def test_bench_attention_smoke(capsys, tmp_path):
 
 
 def test_bench_attention_refuses_to_overwrite_a_record(tmp_path):
-    bench = _load("bench_attention")
+    bench = _load("lm.attention")
     out = tmp_path / "old.json"
     out.write_text("{}")
     with pytest.raises(SystemExit):
@@ -58,14 +53,14 @@ def test_bench_attention_refuses_to_overwrite_a_record(tmp_path):
 
 
 def test_targets_are_judged_on_the_chunked_coupled_row():
-    bench = _load("bench_attention")
+    bench = _load("lm.attention")
     assert [(t["seq_len"], t["arm"], t["kernel"], t["max_ratio"]) for t in bench.TARGETS] == [
         (2048, "coupled-W16", "chunked", 0.5), (8192, "coupled-W16", "chunked", 0.2)]
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_gpu_attention_code_path_on_cpu(capsys):
-    gpu = _load("gpu_attention")
+    gpu = _load("lm.gpu_attention")
     assert gpu.main(["--device", "cpu", "--smoke", "--json"]) == 0
     record = json.loads(capsys.readouterr().out)
     assert record["status"] == "ok" and record["dtype"] == "bfloat16 autocast"
@@ -83,19 +78,19 @@ def test_gpu_attention_without_cuda_is_skipped(capsys):
 
     if torch.cuda.is_available():
         pytest.skip("a GPU is present: the skip path is not taken")
-    gpu = _load("gpu_attention")
+    gpu = _load("lm.gpu_attention")
     assert gpu.main(["--smoke", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["status"] == "skipped"
 
 
 def test_gpu_attention_drops_the_masked_kernel_past_its_limit():
-    gpu = _load("gpu_attention")
+    gpu = _load("lm.gpu_attention")
     assert ("dense-W16", "masked") in gpu.arms_at(8192, [16], ["chunked", "masked"], 8192)
     assert ("dense-W16", "masked") not in gpu.arms_at(16384, [16], ["chunked", "masked"], 8192)
 
 
 def test_plot_only_draws_a_record(tmp_path):
-    bench = _load("bench_attention")
+    bench = _load("lm.attention")
     rows = [{"seq_len": T, "arm": a, "kernel": k, "tokens_per_cpu_s": 1e4 / T, "peak_mb": 100.0 + T}
             for T in (256, 512) for a, k in bench.arm_list([16])]
     record = tmp_path / "r.json"

@@ -1,4 +1,4 @@
-"""bench/bench_banded_gth.py runs at smoke size and its record holds what it prints."""
+"""bench/markov/banded_gth.py runs at smoke size and its record holds what it prints."""
 from __future__ import annotations
 
 import json
@@ -11,8 +11,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_bench_banded_gth_smoke(tmp_path):
     out = tmp_path / "banded.json"
-    r = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_banded_gth.py"), "--smoke", "--out", str(out)],
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run([sys.executable, "-m", "bench.markov.banded_gth", "--smoke", "--out", str(out)],
+                       capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert r.returncode == 0, r.stderr
     rows = json.loads(out.read_text())["rows"]
     assert {row["requested"] for row in rows} == {"banded", "sparse", "gth"}

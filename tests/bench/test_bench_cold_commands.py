@@ -1,4 +1,4 @@
-"""bench/bench_cold_commands.py at smoke size: a cold `sp-ode demo --smoke` passes and its time is recorded."""
+"""bench/systems/cold_commands.py at smoke size: a cold `sp-ode demo --smoke` passes and its time is recorded."""
 import json
 import subprocess
 import sys
@@ -9,8 +9,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_smoke_runs_the_demo_cold_and_records_its_verdict(tmp_path):
     out = tmp_path / "cold.json"
-    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_cold_commands.py"), "--smoke", "--out", str(out)],
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run([sys.executable, "-m", "bench.systems.cold_commands", "--smoke", "--out", str(out)],
+                          capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     record = json.loads(out.read_text())
     (run,) = record["runs"]["demo_smoke"]

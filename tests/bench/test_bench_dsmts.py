@@ -1,4 +1,4 @@
-"""bench/dsmts_check.py on a small suite written here (mirrors of DSMTS 001-01 with its published rows, and of
+"""bench/networks/dsmts_check.py on a small suite written here (mirrors of DSMTS 001-01 with its published rows, and of
 00028's time-triggered reset on the same model)."""
 from __future__ import annotations
 
@@ -61,8 +61,8 @@ def _suite(root: Path, lam: float) -> Path:
 
 def test_dsmts_check_passes_refuses_by_name_and_fails_a_wrong_model(tmp_path):
     out, table = tmp_path / "dsmts.json", tmp_path / "table.md"
-    run = lambda root: subprocess.run([sys.executable, str(ROOT / "bench" / "dsmts_check.py"), str(root), "--json",
-                                       str(out), "--table", str(table)], capture_output=True, text=True, timeout=300)
+    run = lambda root: subprocess.run([sys.executable, "-m", "bench.networks.dsmts_check", str(root), "--json",
+                                       str(out), "--table", str(table)], capture_output=True, text=True, timeout=300, cwd=ROOT)
     r = run(_suite(tmp_path / "good", 0.1))
     assert r.returncode == 0, r.stdout + r.stderr
     rec = json.loads(out.read_text())

@@ -1,7 +1,7 @@
-"""bench/dsmts_00033_ssa.py: its independent SSA against the closed form of the model without the event."""
+"""bench/networks/dsmts_00033_ssa.py: its independent SSA against the closed form of the model without the event."""
 from __future__ import annotations
 
-import importlib.util
+import importlib
 from pathlib import Path
 
 import numpy as np
@@ -10,9 +10,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location("dsmts_00033_ssa", ROOT / "bench" / "dsmts_00033_ssa.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = importlib.import_module("bench.networks.dsmts_00033_ssa")
     return mod
 
 

@@ -1,4 +1,4 @@
-"""bench/bench_eps_cost.py --smoke runs end to end (so the benchmark cannot rot) and its record holds."""
+"""bench/systems/eps_cost.py --smoke runs end to end (so the benchmark cannot rot) and its record holds."""
 from __future__ import annotations
 
 import json
@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_bench_eps_cost_smoke(tmp_path):
     out = tmp_path / "bench.json"
-    run = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_eps_cost.py"), "--smoke", "--json",
+    run = subprocess.run([sys.executable, "-m", "bench.systems.eps_cost", "--smoke", "--json",
                           "--out", str(out)], capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert run.returncode == 0, run.stderr[-3000:]
     rec = json.loads(run.stdout)

@@ -1,4 +1,4 @@
-"""bench/bench_first_answer.py at smoke size: every route runs in its own fresh process and agrees with the reference."""
+"""bench/systems/first_answer.py at smoke size: every route runs in its own fresh process and agrees with the reference."""
 import json
 import subprocess
 import sys
@@ -9,8 +9,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_smoke_times_each_route_and_checks_its_accuracy(tmp_path):
     out, md = tmp_path / "fa.json", tmp_path / "fa.md"
-    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_first_answer.py"), "--smoke", "--out", str(out),
-                           "--md", str(md)], capture_output=True, text=True, timeout=600)
+    proc = subprocess.run([sys.executable, "-m", "bench.systems.first_answer", "--smoke", "--out", str(out),
+                           "--md", str(md)], capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]
     record = json.loads(out.read_text())
     fhn = record["models"]["fhn"]
@@ -22,6 +22,6 @@ def test_smoke_times_each_route_and_checks_its_accuracy(tmp_path):
     assert fhn["ratio_cold"] == fhn["median"]["cold"] / fhn["median"]["scipy"]["LSODA"]
     assert "| fhn |" in md.read_text()
     # records are never overwritten
-    again = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_first_answer.py"), "--smoke", "--out", str(out)],
-                           capture_output=True, text=True, timeout=600)
+    again = subprocess.run([sys.executable, "-m", "bench.systems.first_answer", "--smoke", "--out", str(out)],
+                           capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert again.returncode != 0 and "exists" in again.stderr

@@ -1,4 +1,4 @@
-"""bench/fuzz_stationary.py --smoke runs end to end and finds no answer outside its bound (issue 11)."""
+"""bench/markov/fuzz_stationary.py --smoke runs end to end and finds no answer outside its bound (issue 11)."""
 from __future__ import annotations
 
 import json
@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_fuzz_stationary_smoke():
-    run = subprocess.run([sys.executable, str(ROOT / "bench" / "fuzz_stationary.py"), "--smoke", "--json"],
+    run = subprocess.run([sys.executable, "-m", "bench.markov.fuzz_stationary", "--smoke", "--json"],
                          capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert run.returncode == 0, run.stderr[-3000:]
     rec = json.loads(run.stdout)  # stdout is only the record: nothing a dependency printed

@@ -1,4 +1,4 @@
-"""bench/bench_initial_layer.py --smoke runs end to end (so the benchmark cannot rot) and its record holds."""
+"""bench/systems/initial_layer.py --smoke runs end to end (so the benchmark cannot rot) and its record holds."""
 from __future__ import annotations
 
 import json
@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_bench_initial_layer_smoke(tmp_path):
     out = tmp_path / "bench.json"
-    run = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_initial_layer.py"), "--smoke", "--out", str(out)],
+    run = subprocess.run([sys.executable, "-m", "bench.systems.initial_layer", "--smoke", "--out", str(out)],
                          capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert run.returncode == 0, run.stderr[-3000:]
     rec = json.loads(out.read_text())["mm"]["order1"]

@@ -1,7 +1,7 @@
-"""bench/bench_nanogpt.py --smoke: the nanoGPT reference benchmark runs (the full run is recorded in docs/bench)."""
+"""bench/lm/nanogpt.py --smoke: the nanoGPT reference benchmark runs (the full run is recorded in docs/bench)."""
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
 from pathlib import Path
 
@@ -11,9 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_bench_nanogpt_smoke(tmp_path, capsys):
-    spec = importlib.util.spec_from_file_location("bench_nanogpt", ROOT / "bench" / "bench_nanogpt.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = importlib.import_module("bench.lm.nanogpt")
     threads = torch.get_num_threads()
     try:
         assert bench.main(["--smoke", "--threads", "1", "--out", str(tmp_path), "--json"]) == 0

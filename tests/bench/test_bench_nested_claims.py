@@ -1,4 +1,4 @@
-"""bench/bench_nested_claims.py --smoke runs and finds every claim TRUE both ways (so the benchmark cannot rot)."""
+"""bench/markov/nested_claims.py --smoke runs and finds every claim TRUE both ways (so the benchmark cannot rot)."""
 from __future__ import annotations
 
 import json
@@ -6,12 +6,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "bench_nested_claims.py"
+ROOT = Path(__file__).resolve().parents[2]
+MODULE = "bench.markov.nested_claims"
 
 
 def test_bench_nested_claims_smoke(tmp_path: Path):
-    out = subprocess.run([sys.executable, str(BENCH), "--smoke", "--out", str(tmp_path / "b.json")],
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run([sys.executable, "-m", MODULE, "--smoke", "--out", str(tmp_path / "b.json")],
+                         capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert out.returncode == 0, out.stdout + out.stderr
     record = json.loads((tmp_path / "b.json").read_text())
     assert record["passed"] and [r["L"] for r in record["rows"]] == [3, 4]

@@ -1,4 +1,4 @@
-"""bench/bench_network.py --smoke runs end to end (so the benchmark cannot rot) and its record holds."""
+"""bench/networks/network.py --smoke runs end to end (so the benchmark cannot rot) and its record holds."""
 from __future__ import annotations
 
 import json
@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_bench_network_smoke(tmp_path):
     out = tmp_path / "bench.json"
-    run = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_network.py"), "--smoke", "--json",
+    run = subprocess.run([sys.executable, "-m", "bench.networks.network", "--smoke", "--json",
                           "--out", str(out)], capture_output=True, text=True, timeout=300, cwd=ROOT,
                          env={"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"})
     assert run.returncode == 0, run.stderr[-3000:]

@@ -1,4 +1,4 @@
-"""bench/bench_phi_surrogate.py and its baselines (issue 27): the smoke run, the interpolants, the GPU script's CPU path.
+"""bench/phi/surrogate.py and its baselines (issue 27): the smoke run, the interpolants, the GPU script's CPU path.
 
 Provenance: the interpolants are checked on laws whose log is a polynomial in y (a log-space
 interpolant of high enough degree reproduces them exactly); the sparse-grid node counts against
@@ -7,18 +7,16 @@ the known Clenshaw–Curtis counts 1, 5, 13, 29, 65 in d = 2 and 1, 2d + 1, 2d²
 """
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
 
-from bench._phi_baselines import (  # noqa: E402
+from bench.phi._baselines import (  # noqa: E402
     ChebyshevSurrogate,
     smolyak_count,
     smolyak_levels,
@@ -27,10 +25,8 @@ from bench._phi_baselines import (  # noqa: E402
 
 
 def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """The benchmark module `bench.<name>` (its functions are tested without running the script)."""
+    return importlib.import_module(f"bench.{name}")
 
 
 def _law(y, degree=2):
@@ -62,7 +58,7 @@ def test_log_space_interpolants_reproduce_exponential_laws(kind):
 
 
 def test_bench_smoke_writes_fresh_records(tmp_path, capsys):
-    bench = _load("bench_phi_surrogate")
+    bench = _load("phi.surrogate")
     assert bench.main(["--smoke", "--only", "targets", "--out", str(tmp_path)]) == 0
     rec = json.loads((tmp_path / "target_d3_n64_factored_kl1.json").read_text())
     assert rec["n"] == 64 and rec["d"] == 3 and rec["check_summary"]["certificate_holds_everywhere"]
@@ -77,7 +73,7 @@ def test_bench_smoke_writes_fresh_records(tmp_path, capsys):
 
 
 def test_gpu_script_cpu_path(tmp_path):
-    gpu = _load("gpu_phi_surrogate")
+    gpu = _load("phi.gpu_surrogate")
     out = tmp_path / "gpu.json"
     assert gpu.main(["--device", "cpu", "--smoke", "--out", str(out)]) == 0
     rec = json.loads(out.read_text())
@@ -86,7 +82,7 @@ def test_gpu_script_cpu_path(tmp_path):
 
 
 def test_bench_smoke_baseline_and_reduced_stages(tmp_path):
-    bench = _load("bench_phi_surrogate")
+    bench = _load("phi.surrogate")
     assert bench.main(["--smoke", "--only", "baseline", "--out", str(tmp_path)]) == 0
     base = json.loads((tmp_path / "baseline.json").read_text())
     assert [r["d"] for r in base["rows"]] == [1, 2]

@@ -1,4 +1,4 @@
-"""bench/bench_stationary_choice.py --smoke runs end to end (so the benchmark cannot rot) and its record holds."""
+"""bench/markov/stationary_choice.py --smoke runs end to end (so the benchmark cannot rot) and its record holds."""
 from __future__ import annotations
 
 import json
@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_bench_stationary_choice_smoke(tmp_path):
     out = tmp_path / "choice.json"
-    run = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_stationary_choice.py"), "--smoke",
+    run = subprocess.run([sys.executable, "-m", "bench.markov.stationary_choice", "--smoke",
                           "--out", str(out)], capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert run.returncode == 0, run.stderr[-3000:]
     rec = json.loads(out.read_text())

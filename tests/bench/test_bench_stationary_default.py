@@ -1,4 +1,4 @@
-"""bench/bench_stationary_default.py runs at smoke size and its record holds what it prints."""
+"""bench/markov/stationary_default.py runs at smoke size and its record holds what it prints."""
 from __future__ import annotations
 
 import json
@@ -11,8 +11,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_bench_stationary_default_smoke(tmp_path):
     out = tmp_path / "default.json"
-    r = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_stationary_default.py"), "--smoke", "--repeat", "1",
-                        "--out", str(out)], capture_output=True, text=True, timeout=300)
+    r = subprocess.run([sys.executable, "-m", "bench.markov.stationary_default", "--smoke", "--repeat", "1",
+                        "--out", str(out)], capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert r.returncode == 0, r.stderr
     record = json.loads(out.read_text())
     assert record["command"].endswith("--smoke --repeat 1") and len(record["rows"]) == 3

@@ -1,4 +1,4 @@
-"""bench/bench_sweep.py --smoke runs end to end (so the benchmark cannot rot) and its record holds."""
+"""bench/sweeps/sweep.py --smoke runs end to end (so the benchmark cannot rot) and its record holds."""
 from __future__ import annotations
 
 import json
@@ -13,7 +13,7 @@ def test_bench_sweep_smoke(tmp_path):
     """Each contender ran in a fresh process at the loosest ladder rtol meeting tol (the ones before it
     missed), the sweep met tol against the independent Radau reference, and the verdict is computed."""
     out = tmp_path / "bench.json"
-    run = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_sweep.py"), "--smoke", "--json",
+    run = subprocess.run([sys.executable, "-m", "bench.sweeps.sweep", "--smoke", "--json",
                           "--out", str(out)], capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert run.returncode == 0, run.stderr[-3000:]
     rec = json.loads(run.stdout)
@@ -35,7 +35,7 @@ def test_bench_sweep_smoke(tmp_path):
 def test_bench_sweep_network_smoke(tmp_path):
     """The network sweep meets tol against its BDF reference; the baseline ran at its loosest rtol."""
     out = tmp_path / "net.json"
-    run = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_sweep_network.py"), "--smoke", "--json",
+    run = subprocess.run([sys.executable, "-m", "bench.sweeps.network", "--smoke", "--json",
                           "--out", str(out)], capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert run.returncode == 0, run.stderr[-3000:]
     rec = json.loads(run.stdout)
@@ -50,7 +50,7 @@ def test_bench_sweep_network_smoke(tmp_path):
 def test_gpu_sweep_code_path_on_cpu(tmp_path):
     """The prepared GPU script runs end to end on the CPU device, and its sweep meets tol against Radau."""
     out = tmp_path / "gpu.json"
-    run = subprocess.run([sys.executable, str(ROOT / "bench" / "gpu_sweep.py"), "--device", "cpu", "--smoke",
+    run = subprocess.run([sys.executable, "-m", "bench.sweeps.gpu", "--device", "cpu", "--smoke",
                           "--out", str(out)], capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert run.returncode == 0, run.stderr[-3000:]
     rec = json.loads(out.read_text())
@@ -61,7 +61,7 @@ def test_gpu_sweep_code_path_on_cpu(tmp_path):
 
 
 def test_gpu_sweep_skips_cleanly_without_a_gpu():
-    run = subprocess.run([sys.executable, str(ROOT / "bench" / "gpu_sweep.py"), "--smoke"], capture_output=True,
+    run = subprocess.run([sys.executable, "-m", "bench.sweeps.gpu", "--smoke"], capture_output=True,
                          text=True, timeout=300, cwd=ROOT)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "skipped" in run.stdout

@@ -1,4 +1,4 @@
-"""bench/bench_sweep_eps_rate.py --smoke runs end to end and its record holds (so the benchmark cannot rot)."""
+"""bench/sweeps/eps_rate.py --smoke runs end to end and its record holds (so the benchmark cannot rot)."""
 from __future__ import annotations
 
 import json
@@ -13,7 +13,7 @@ def test_bench_sweep_eps_rate_smoke(tmp_path):
     """ε with k_m on the telegraph gene (n = 80, 4 points, route reduced): every point on a table path, within
     tol of the independent Radau solve, and bit-identical at chunk size 8."""
     out = tmp_path / "bench.json"
-    run = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_sweep_eps_rate.py"), "--smoke", "--out",
+    run = subprocess.run([sys.executable, "-m", "bench.sweeps.eps_rate", "--smoke", "--out",
                           str(out)], capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert run.returncode == 0, run.stderr[-3000:]
     [row] = json.loads(out.read_text())["rows"]

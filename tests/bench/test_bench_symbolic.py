@@ -1,4 +1,4 @@
-"""bench/bench_symbolic.py --smoke runs, verifies, and prints its tables (so the benchmark cannot rot)."""
+"""bench/markov/symbolic.py --smoke runs, verifies, and prints its tables (so the benchmark cannot rot)."""
 from __future__ import annotations
 
 import json
@@ -6,13 +6,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "bench_symbolic.py"
+ROOT = Path(__file__).resolve().parents[2]
+MODULE = "bench.markov.symbolic"
 
 
 def test_bench_symbolic_smoke(tmp_path: Path):
     out = subprocess.run(
-        [sys.executable, str(BENCH), "--smoke", "--out", str(tmp_path / "bench.json")],
-        capture_output=True, text=True, timeout=600,
+        [sys.executable, "-m", MODULE, "--smoke", "--out", str(tmp_path / "bench.json")],
+        capture_output=True, text=True, timeout=600, cwd=ROOT,
     )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "side by side" in out.stdout and "passed: True" in out.stdout

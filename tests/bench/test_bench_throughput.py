@@ -6,25 +6,20 @@ attention-core FLOPs counted by torch's FlopCounterMode must equal the analytic
 """
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
-from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
-
 
 def _load(name):
-    spec = importlib.util.spec_from_file_location(f"_bench_{name}", BENCH / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """The benchmark module `bench.<name>` (its functions are tested without running the script)."""
+    return importlib.import_module(f"bench.{name}")
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_bench_throughput_smoke(capsys, tmp_path):
-    bench = _load("bench_throughput")
+    bench = _load("lm.throughput")
     out = tmp_path / "record.json"
     assert bench.main(["--smoke", "--json", "--out", str(out)]) == 0
     record = json.loads(capsys.readouterr().out)
@@ -42,7 +37,7 @@ def test_bench_throughput_smoke(capsys, tmp_path):
 
 
 def test_gpu_throughput_code_path_on_cpu(capsys):
-    gpu = _load("gpu_throughput")
+    gpu = _load("lm.gpu_throughput")
     assert gpu.main(["--device", "cpu", "--smoke", "--json"]) == 0
     record = json.loads(capsys.readouterr().out)
     assert record["status"] == "ok" and [r["arm"] for r in record["rows"]] == ["dense", "coupled_P8"]
@@ -53,6 +48,6 @@ def test_gpu_throughput_skips_cleanly_without_cuda(capsys):
     torch = pytest.importorskip("torch")
     if torch.cuda.is_available():
         pytest.skip("a CUDA device is present: the skip path does not apply")
-    gpu = _load("gpu_throughput")
+    gpu = _load("lm.gpu_throughput")
     assert gpu.main(["--json"]) == 0
     assert json.loads(capsys.readouterr().out)["status"] == "skipped"

@@ -1,4 +1,4 @@
-"""bench/bench_transient.py --smoke runs end to end and its record holds (the closed forms inside the bounds)."""
+"""bench/networks/transient.py --smoke runs end to end and its record holds (the closed forms inside the bounds)."""
 from __future__ import annotations
 
 import json
@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_bench_transient_smoke(tmp_path):
     out = tmp_path / "transient.json"
-    run = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_transient.py"), "--smoke", "--json",
+    run = subprocess.run([sys.executable, "-m", "bench.networks.transient", "--smoke", "--json",
                           "--out", str(out)], capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert run.returncode == 0, run.stderr[-3000:]
     rec = json.loads(run.stdout)

@@ -1,20 +1,15 @@
 """The equal-wall-clock experiment (H5): its pre-registered rule, the token budget, and a smoke run."""
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
-from pathlib import Path
 
 import pytest
-
-BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
 @pytest.fixture(scope="module")
 def h5():
-    spec = importlib.util.spec_from_file_location("_bench_equal_wall_clock", BENCH / "equal_wall_clock.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = importlib.import_module("bench.lm.equal_wall_clock")
     return module
 
 

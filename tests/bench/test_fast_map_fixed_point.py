@@ -1,23 +1,18 @@
-"""bench/fast_map_fixed_point.py: its slope fit on known data, and a smoke run (resumable)."""
+"""bench/lm/fast_map_fixed_point.py: its slope fit on known data, and a smoke run (resumable)."""
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
 import math
-from pathlib import Path
 
 import pytest
 
 from tests.docs.test_sources import stray_pipes
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
-
 
 @pytest.fixture(scope="module")
 def fm():
-    spec = importlib.util.spec_from_file_location("_bench_fast_map", BENCH / "fast_map_fixed_point.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = importlib.import_module("bench.lm.fast_map_fixed_point")
     return module
 
 
