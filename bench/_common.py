@@ -3,6 +3,10 @@
 * `ROOT` and `RESULTS`: the repository root and its ``results/`` folder, one subfolder per topic
   (``results/markov``, ``results/systems``, ... as the sub-packages of `bench`); the scripts write
   their records there by default.
+* `default_record`: where a script writes its record — ``--out`` when given; nothing for a
+  ``--smoke`` run without it (the tests' runs leave results/ alone); else a fresh
+  ``results/<topic>/<name>.json`` for the module ``bench.<topic>.<name>`` (`fresh_path`: a record
+  is never overwritten).
 * `module_command` and `child_env`: a benchmark that times a fresh process runs a module of this
   package (``python -m bench.x.y``), with the repository root on the child's ``PYTHONPATH``, so no
   script edits ``sys.path``.
@@ -20,6 +24,27 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
+
+
+def fresh_path(path: Path) -> Path:
+    """`path`, or path with _2, _3 … before the suffix when it exists: records are never overwritten."""
+    k, out = 2, path
+    while out.exists():
+        out = path.with_name(f"{path.stem}_{k}{path.suffix}")
+        k += 1
+    return out
+
+
+def default_record(out, module: str, smoke: bool) -> Path | None:
+    """The record path of a run of `module` (``bench.<topic>.<name>``): `out`, else None at --smoke, else results/<topic>/<name>.json."""
+    if out is not None and str(out):
+        return Path(out)
+    if smoke:
+        return None
+    parts = module.split(".")
+    if len(parts) != 3 or parts[0] != "bench":
+        raise ValueError(f"`module` must be bench.<topic>.<name>; got {module!r}")
+    return fresh_path(RESULTS / parts[1] / f"{parts[2]}.json")
 
 
 def render_block(name: str, body: str) -> str:

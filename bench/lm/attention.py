@@ -43,7 +43,7 @@ from pathlib import Path
 
 import torch
 
-from bench._common import child_env, module_command
+from bench._common import child_env, default_record, module_command
 from neural import FastSlowLM, ModelConfig
 from sp_ode.core.files import dumps, write_json
 
@@ -339,6 +339,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="measure nothing: draw --figure from an existing record")
     p.add_argument("--_probe", nargs=3, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    args.out = default_record(args.out, __spec__.name, args.smoke)   # results/<topic>/<name>.json by default
     if args.smoke:
         args.T, args.W, args.P, args.tokens = [32], [4], 8, 128
         args.layers, args.heads, args.width, args.repeats, args.warmup = 1, 2, 16, 2, 1

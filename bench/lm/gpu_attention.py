@@ -26,6 +26,7 @@ from pathlib import Path
 
 import torch
 
+from bench._common import default_record
 from bench.lm.gpu_throughput import cuda_timer  # the same CUDA-event timer
 from neural import FastSlowLM, ModelConfig
 from sp_ode.core.files import dumps, write_json
@@ -158,6 +159,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--out", type=Path, default=None, help="write the JSON record here (a new file)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     args = p.parse_args(argv)
+    args.out = default_record(args.out, __spec__.name, args.smoke)   # results/<topic>/<name>.json by default
     if args.smoke:
         args.T, args.W, args.P, args.tokens = [32, 64], [4], 8, 128
         args.layers, args.heads, args.width, args.repeats, args.warmup = 1, 2, 16, 2, 1

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import torch
 
+from bench._common import default_record
 from neural import FastSlowLM, ModelConfig
 from sp_ode.core.files import dumps, write_json
 
@@ -130,6 +131,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--out", type=Path, default=None, help="write the JSON record here")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     args = p.parse_args(argv)
+    args.out = default_record(args.out, __spec__.name, args.smoke)   # results/<topic>/<name>.json by default
     if args.smoke:
         args.T, args.P, args.batch, args.layers, args.heads, args.width = 64, [8], 2, 2, 2, 32
         args.steps, args.repeats, args.warmup = 1, 2, 1

@@ -35,6 +35,7 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
+from bench._common import default_record
 from neural import FastSlowLM, ModelConfig
 from sp_ode.core.files import dumps, write_json
 
@@ -201,6 +202,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     p.add_argument("--strict", action="store_true", help="exit 1 when the target is missed")
     args = p.parse_args(argv)
+    args.out = default_record(args.out, __spec__.name, args.smoke)   # results/<topic>/<name>.json by default
     if args.smoke:
         args.T, args.P, args.tokens = [32, 64], [4, 8], 256
         args.layers, args.heads, args.width, args.repeats, args.warmup = 2, 2, 32, 2, 1

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 import sp_ode
+from bench._common import default_record
 from sp_ode.markov.reference import exact_birth_death, kmr_chain, reversible_grids
 
 
@@ -38,6 +39,7 @@ def main(argv=None) -> int:
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
+    args.out = default_record(args.out, __spec__.name, args.smoke)   # results/<topic>/<name>.json by default
     ks = [10] if args.smoke else [50, 150]
     cases = []
     for k in ks:

@@ -26,6 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 
 import sp_ode
+from bench._common import default_record
 from sp_ode.core.files import dumps, write_json
 from sp_ode.markov.reference import exact_stationary
 from sp_ode.markov.stationary import METHODS as RAW
@@ -108,6 +109,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     ap.add_argument("--out", default=None, help="also write the JSON record here")
     args = ap.parse_args(argv)
+    args.out = default_record(args.out, __spec__.name, args.smoke)   # results/<topic>/<name>.json by default
     cases = 8 if args.smoke else args.cases
     rng = np.random.default_rng(args.seed)
     rec = {"command": " ".join([Path(sys.executable).name, *sys.argv]), "seed": args.seed,

@@ -24,7 +24,7 @@ import time
 
 import sympy
 
-from bench._common import child_env
+from bench._common import child_env, default_record
 from sp_ode.symbolic.generator import balanced_sum, parse_generator, symbolic_generator
 from sp_ode.symbolic.stationary import verify_stationary
 
@@ -82,6 +82,7 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default=None, help="write the record here (JSON)")
     parser.add_argument("--limit", type=float, default=300.0, help="time limit of one nested check (s)")
     args = parser.parse_args(argv)
+    args.out = default_record(args.out, __spec__.name, args.smoke)   # results/<topic>/<name>.json by default
     Ls = [3, 4] if args.smoke else [4, 5, 6, 7, 8]
     rows = []
     print(f"{'L':>3} {'states':>6} {'nested as written (s)':>22} {'together first (s)':>19}")

@@ -46,7 +46,7 @@ import scipy.linalg
 import scipy.sparse as sp
 
 import sp_ode
-from bench._common import child_env, module_command
+from bench._common import child_env, default_record, module_command
 from sp_ode.core.files import dumps, write_json
 from sp_ode.markov.reference import birth_death_tail, componentwise_error, ncd_chain
 from sp_ode.markov.solvers import gth_blocked
@@ -482,6 +482,7 @@ def main(argv=None) -> int:
     ap.add_argument("--pin", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--save", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    args.out = default_record(args.out, __spec__.name, args.smoke)   # results/<topic>/<name>.json by default
     if args.case:
         kind, N = args.case.split(":")
         print(dumps(child(kind, int(N), args.pin, args.save)))

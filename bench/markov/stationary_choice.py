@@ -32,6 +32,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np
 
 import sp_ode
+from bench._common import default_record
 from sp_ode.markov.stationary import DENSE_GTH_MAX, predicted_seconds
 from sp_ode.networks.models import birth_death, cascade, telegraph, toggle_switch
 
@@ -120,6 +121,7 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
+    args.out = default_record(args.out, __spec__.name, args.smoke)   # results/<topic>/<name>.json by default
     rows = [_run_case(name, build, 1 if args.smoke else args.repeat) for name, build in _cases(args.smoke)]
     record = {"cases": rows, "certified": _certified(args.smoke),
               "worst_ratio": max(r["ratio_default_to_fastest"] for r in rows),

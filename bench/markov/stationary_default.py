@@ -27,6 +27,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import sp_ode
+from bench._common import default_record
 from sp_ode.markov.solvers import COST_CONSTANTS, band_plan, predicted_seconds
 from sp_ode.networks.models import birth_death, cascade, telegraph, toggle_switch
 
@@ -92,6 +93,7 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
+    args.out = default_record(args.out, __spec__.name, args.smoke)   # results/<topic>/<name>.json by default
     limits = threadpool_limits(limits=1) if threadpool_limits else None
     rows = []
     for name, build in _cases(args.smoke):

@@ -26,7 +26,7 @@ import time
 
 import sympy
 
-from bench._common import child_env, module_command
+from bench._common import child_env, default_record, module_command
 from sp_ode import symbolic as S
 
 
@@ -122,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=None, help="also write the JSON record to this file")
     parser.add_argument("--baseline", nargs=3, metavar=("METHOD", "KIND", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    args.out = default_record(args.out, __spec__.name, args.smoke)   # results/<topic>/<name>.json by default
     if args.baseline:
         method, kind, n = args.baseline
         print(json.dumps(baseline(method, kind, int(n))))

@@ -50,6 +50,7 @@ from pathlib import Path
 import numpy as np
 
 import sp_ode
+from bench._common import default_record
 from sp_ode.core.files import dumps, write_json
 from sp_ode.networks.models import cascade
 from sp_ode.networks.system import NetworkSystem, padded_range
@@ -341,6 +342,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
+    args.out = default_record(args.out, __spec__.name, args.smoke)   # results/<topic>/<name>.json by default
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     rec: dict = {"python": sys.version.split()[0], "argv": sys.argv[1:]}
     if args.smoke:

@@ -29,6 +29,7 @@ import time
 import numpy as np
 from scipy.stats import poisson
 
+from bench._common import default_record
 from sp_ode.core.files import dumps, write_json
 from sp_ode.networks.cme.transient import fsp_transient, transient_distribution
 from sp_ode.networks.network import ReactionNetwork
@@ -152,6 +153,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
+    args.out = default_record(args.out, __spec__.name, args.smoke)   # results/<topic>/<name>.json by default
     ts_p = np.array([0.0, 2.0, 30.0]) if args.smoke else np.array([0.0, 0.5, 2.0, 10.0, 30.0])
     ts_b = np.array([0.0, 5.0]) if args.smoke else np.array([0.0, 1.0, 5.0, 20.0])
     record = {"command": " ".join(sys.argv), "poisson": poisson_case(ts_p), "birth_death": birth_death_case(ts_b),

@@ -20,22 +20,13 @@ from pathlib import Path
 
 import numpy as np
 
-from bench._common import RESULTS
+from bench._common import RESULTS, fresh_path
 from bench.phi._baselines import ChebyshevSurrogate, smolyak_levels, tensor_levels
 from bench.phi._models import family
 from neural.phi.certificate import exact_solve
 from neural.phi.sparse import design_points
 from neural.phi.surrogate import SurrogateFit, check_against_exact, fit_surrogate
 from sp_ode.core.files import write_json
-
-
-def _fresh(path: Path) -> Path:
-    """`path`, or path with _2, _3 … when it exists: records are never overwritten."""
-    k, out = 2, path
-    while out.exists():
-        out = path.with_name(f"{path.stem}_{k}{path.suffix}")
-        k += 1
-    return out
 
 
 def target_run(d: int, N: int, out: Path, *, budget: float, n_heldout: int, n_check: int, tol: float,
@@ -94,7 +85,7 @@ def target_run(d: int, N: int, out: Path, *, budget: float, n_heldout: int, n_ch
         print(f"[{tag}] certified_predict on {len(held)} (tol {tol:g}): max surrogate certificate "
               f"{s['max_surrogate_certificate']:.2e} at {np.round(s['argmax_y'], 3).tolist()}, fell back "
               f"{s['fell_back']}, anchors added {s['anchors_added']}; seconds {s['seconds']}", flush=True)
-    path = write_json(_fresh(out / f"target_{tag}.json"), rec)
+    path = write_json(fresh_path(out / f"target_{tag}.json"), rec)
     rec["_path"] = str(path)
     return rec
 
@@ -159,7 +150,7 @@ def reduced_run(out: Path, *, N: int, budget: float, resume_from: Path | None, t
     print(f"[reduced] max |y_θ − y| = {diff.max():.2e}, propagated bound max {bound.max():.2e}, within: "
           f"{rec['within_bound']}; surrogate {t_sur:.2f} s, exact {exact.stats['seconds']:.1f} s "
           f"({exact.stats['solves']} solves)", flush=True)
-    path = write_json(_fresh(out / "reduced.json"), rec)
+    path = write_json(fresh_path(out / "reduced.json"), rec)
     rec["_path"] = str(path)
     return rec
 
@@ -188,7 +179,7 @@ def timing_run(out: Path, *, N: int, n_points: int, tags) -> dict:
                      "certification_seconds": rec.get("certification_seconds"), "record": str(recs[-1])}
         print(f"[timing {tag}] evaluate {n_points} in {min(times):.2f} s; exact solves {exact} s -> "
               f"{rows[tag]['speedup']}", flush=True)
-    path = write_json(_fresh(out / "timing.json"), rows)
+    path = write_json(fresh_path(out / "timing.json"), rows)
     return {"rows": rows, "_path": str(path)}
 
 
@@ -238,7 +229,7 @@ def baseline_sweep(out: Path, *, N: int, ds, budget: float, n_test: int, max_sol
               f"{row['tensor_chebyshev']['solves_to_match_network']} solves, smolyak "
               f"{row['smolyak']['solves_to_match_network']} solves to match", flush=True)
         write_json(out / "baseline_partial.json", {"rows": rows})
-    path = write_json(_fresh(out / "baseline.json"), {"N": N, "budget": budget, "n_test": n_test,
+    path = write_json(fresh_path(out / "baseline.json"), {"N": N, "budget": budget, "n_test": n_test,
                                                        "max_solves": max_solves, "rows": rows})
     return {"rows": rows, "_path": str(path)}
 
@@ -273,7 +264,7 @@ def baseline_to_target(out: Path, *, N: int, ds, target: float, n_test: int, max
         rows.append(row)
         print(f"[baseline to {target:g}, d={d}] tensor {row['tensor_chebyshev']['solves_to_target']} solves, smolyak "
               f"{row['smolyak']['solves_to_target']} solves", flush=True)
-    path = write_json(_fresh(out / "baseline_to_target.json"), {"N": N, "target": target, "n_test": n_test,
+    path = write_json(fresh_path(out / "baseline_to_target.json"), {"N": N, "target": target, "n_test": n_test,
                                                                  "max_solves": max_solves, "rows": rows})
     return {"rows": rows, "_path": str(path)}
 

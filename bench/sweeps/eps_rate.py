@@ -26,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bench._common import default_record
+
 TS = np.array([0.5, 1.0, 2.0])
 TOL = 1e-6
 
@@ -84,6 +86,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None)
     ap.add_argument("--smoke", action="store_true", help="n = 80, N = 4, route reduced")
     args = ap.parse_args(argv)
+    args.out = default_record(args.out, __spec__.name, args.smoke)   # results/<topic>/<name>.json by default
     if args.smoke:
         args.mrna, args.points, args.routes = 39, [4], ["reduced"]
     s = system(args.mrna)

@@ -27,6 +27,7 @@ import jax
 import numpy as np
 
 import sp_ode
+from bench._common import default_record
 from bench.sweeps.sweep import TOL, TS, build, lane_args, lifted, one_system
 from sp_ode.core.files import dumps, write_json
 
@@ -119,6 +120,7 @@ def main(argv=None) -> int:
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
+    args.out = default_record(args.out, __spec__.name, args.smoke)   # results/<topic>/<name>.json by default
     if args.smoke:
         args.n, args.n_me20, args.chunk_size, args.ref_count, args.max_order = 8, 4, 8, 2, 0
         args.systems = "mm"

@@ -36,7 +36,7 @@ PINNED_CORE = pin_to_one_core(0)
 import numpy as np  # noqa: E402
 
 import sp_ode  # noqa: E402
-from bench._common import loosest_rtol  # noqa: E402
+from bench._common import default_record, loosest_rtol  # noqa: E402
 from sp_ode.core.files import dumps, write_json  # noqa: E402
 from sp_ode.networks.network import ReactionNetwork  # noqa: E402
 from sp_ode.networks.system import NetworkSystem  # noqa: E402
@@ -172,6 +172,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
+    args.out = default_record(args.out, __spec__.name, args.smoke)   # results/<topic>/<name>.json by default
     if args.smoke:
         args.N, args.points, args.kinds, args.ref_count, args.ladder_points, args.subset = 6, 6, "slow", 2, 2, 2
     if args.reference_ladder:

@@ -48,7 +48,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench._common import child_env
+from bench._common import child_env, default_record
 
 TS = np.array([0.5, 1.0, 1.5, 2.0])
 TOL = 1e-6
@@ -377,6 +377,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
+    args.out = default_record(args.out, __spec__.name, args.smoke)   # results/<topic>/<name>.json by default
     if args.smoke:
         args.systems, args.n, args.ranges, args.ref_count, args.ladder_points = "mm", 8, "all", 3, 2
         args.contenders = "sweep,numpy_LSODA"  # two fresh processes: the sweep and a baseline

@@ -44,7 +44,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bench._common import loosest_rtol
+from bench._common import default_record, loosest_rtol
 from sp_ode.core.files import dumps, write_json
 from sp_ode.systems.catalogue import master_equation_entry
 from sp_ode.systems.simulation import simulate
@@ -105,6 +105,7 @@ def main(argv=None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--out", type=Path, default=None, help="write the JSON record here")
     args = parser.parse_args(argv)
+    args.out = default_record(args.out, __spec__.name, args.smoke)   # results/<topic>/<name>.json by default
     ladder = LADDER
     if args.smoke:  # the same code paths, small: B = 4, t ∈ [0, 0.5], no single-solve loop
         args.batch, args.scipy_subset, args.repeat, args.ref_count = 4, 2, 1, 2

@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench._common import default_record
+
 SP_ODE = Path(sys.executable).with_name("sp-ode")
 COMMANDS = {
     # the FitzHugh–Nagumo model of the catalogue: ε v' = v − v³/3 − w, w' = 0.08(v + 0.7 − 0.8w), ε = 1e-3,
@@ -49,6 +51,7 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default=None, help="JSON record (never overwritten)")
     parser.add_argument("--smoke", action="store_true", help="`sp-ode demo --smoke` once")
     args = parser.parse_args(argv)
+    args.out = default_record(args.out, __spec__.name, args.smoke)   # results/<topic>/<name>.json by default
     if args.out and Path(args.out).exists():
         raise SystemExit(f"bench.systems.cold_commands: error: {args.out} exists; choose another --out")
     commands = {"demo_smoke": ["demo", "--smoke"]} if args.smoke else COMMANDS

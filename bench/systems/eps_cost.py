@@ -51,7 +51,7 @@ import time
 import jax
 import numpy as np
 
-from bench._common import loosest_rtol
+from bench._common import default_record, loosest_rtol
 from sp_ode.core.files import dumps, write_json
 from sp_ode.manifolds.reduced import simulate_reduced
 from sp_ode.manifolds.slow_manifold import slow_manifold
@@ -158,6 +158,7 @@ def main(argv=None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--out", default=None, help="also write the JSON record here")
     args = parser.parse_args(argv)
+    args.out = default_record(args.out, __spec__.name, args.smoke)   # results/<topic>/<name>.json by default
     ts = TS if args.saves is None else np.linspace(T_SPAN[1] / args.saves, T_SPAN[1], args.saves)
     eps_list, repeat, ladder = args.eps, args.repeat, LADDER
     if args.smoke:

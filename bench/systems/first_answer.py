@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench._common import ROOT
+from bench._common import ROOT, default_record
 
 # --- the models, as a user writes them ---------------------------------------------------------------------
 
@@ -281,6 +281,7 @@ def main(argv=None) -> int:
     parser.add_argument("--md", default=None, help="write the table of medians here (e.g. docs/bench/first_answer_table.md)")
     parser.add_argument("--smoke", action="store_true", help="one model, one repeat, LSODA only")
     args = parser.parse_args(argv)
+    args.out = default_record(args.out, __spec__.name, args.smoke)   # results/<topic>/<name>.json by default
     if args.smoke:
         args.models, args.repeat, args.scipy_methods = ["fhn"], 1, ["LSODA"]
     if args.out and Path(args.out).exists():     # before any work: records are never overwritten

@@ -32,6 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bench._common import default_record
+
 K, LAM = 1.0, 0.5
 TS_MM = np.linspace(0.2, 2.0, 10)
 
@@ -186,6 +188,7 @@ def main(argv=None) -> int:
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--parts", default="mm,build,sweep")
     a = ap.parse_args(argv)
+    a.out = default_record(a.out, __spec__.name, a.smoke)   # results/<topic>/<name>.json by default
     parts = set(a.parts.split(","))
     record = {"command": "python -m bench.systems.initial_layer " + " ".join(argv if argv is not None else sys.argv[1:])}
     if a.smoke:

@@ -36,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench._common import default_record
 from sp_ode.core.files import write_json
 from sp_ode.core.precision import float64
 from sp_ode.systems import integration, options
@@ -148,6 +149,7 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="write the JSON record here")
     parser.add_argument("--png", type=Path, default=None, help="write the work–precision figure here")
     args = parser.parse_args(argv)
+    args.out = default_record(args.out, __spec__.name, args.smoke)   # results/<topic>/<name>.json by default
     names, rtols, repeat = args.problems, args.rtols, args.repeat
     if args.smoke:
         names, rtols, repeat = ["hires"], [1e-7], 1
