@@ -115,7 +115,7 @@ class SurrogateFit(FitSummary):
 
     @classmethod
     def load(cls, checkpoint, family: SparseFamily) -> SurrogateFit:
-        """The fit saved in a `fit_surrogate` checkpoint (``checkpoint=``), on the family it was trained on.
+        """The fit saved in a `fit_surrogate` checkpoint (its `checkpoint=` file), on the family it was trained on.
 
         The checkpoint holds the network, its settings, the learning curve and the anchors'
         exact solves (y, p_st(y), the hitting times h of docs/theory.md §7.8), but not y ↦ Q(y),
