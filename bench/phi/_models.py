@@ -39,6 +39,19 @@ def family(d: int, N: int):
     return SparseFamily.from_network(system, dom[:, 0], dom[:, 1])
 
 
+def target_fit(folder, d: int):
+    """The d-input target fit (N = 100, factored head, KL on anchors) of ``bench.phi.surrogate --only targets``, from its checkpoint in `folder`."""
+    from pathlib import Path
+
+    from neural.phi.surrogate import SurrogateFit
+
+    path = Path(folder) / f"ckpt_d{d}_n10000_factored_kl1.pt"
+    if not path.is_file():
+        raise SystemExit(f"{path}: no such checkpoint; `python -m bench.phi.surrogate --only targets --out {folder}` "
+                         "trains and writes it")
+    return SurrogateFit.load(path, family(d, 100))
+
+
 def two_gene(d: int = 3, N: int = 100, *, eps: float = 1e-3, box=BOX):
     """(NetworkSystem, domain (d, 2)): the two-gene CME on {0…N−1}² with the first d inputs of ORDER free."""
     from sp_ode.networks.network import ReactionNetwork

@@ -12,21 +12,24 @@ show how much of the looseness is the network's rough, high-frequency error.
 """
 from __future__ import annotations
 
+import argparse
 import json
+from pathlib import Path
 
 import numpy as np
 
 from bench._common import RESULTS
-from bench.phi._models import family
+from bench.phi._models import target_fit
 from neural.phi.certificate import Anchor, certify, exact_solve
 from neural.phi.sparse import design_points
-from neural.phi.surrogate import SurrogateFit
-
-FOLDER = RESULTS / "phi" / "surrogate"
 
 
-def main() -> int:
-    fit = SurrogateFit.load(FOLDER / "ckpt_d3_n10000_factored_kl1.pt", family(3, 100))
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dir", type=Path, default=RESULTS / "phi" / "surrogate",
+                        help="the folder of the target run's checkpoints; the record is written there")
+    FOLDER = parser.parse_args(argv).dir
+    fit = target_fit(FOLDER, 3)
     fam = fit.system
     ys = design_points(fam.lower, fam.upper, 6, kind="lhs", seed=3)
     rows = []

@@ -10,28 +10,31 @@ needed — `exact_solve`), scaled to 10⁴; and the library's default sparse sol
 """
 from __future__ import annotations
 
+import argparse
 import json
 import time
+from pathlib import Path
 
 import numpy as np
 
 import sp_ode
 from bench._common import RESULTS
-from bench.phi._models import family
+from bench.phi._models import target_fit
 from neural.phi.certificate import exact_solve
 from neural.phi.sparse import design_points
-from neural.phi.surrogate import SurrogateFit
-
-FOLDER = RESULTS / "phi" / "surrogate"
 
 
-def main() -> int:
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dir", type=Path, default=RESULTS / "phi" / "surrogate",
+                        help="the folder of the target run's checkpoints; the record is written there")
+    FOLDER = parser.parse_args(argv).dir
     import torch
 
     torch.set_num_threads(1)
     out = {}
     for d in (3, 8):
-        fit = SurrogateFit.load(FOLDER / f"ckpt_d{d}_n10000_factored_kl1.pt", family(d, 100))
+        fit = target_fit(FOLDER, d)
         fam = fit.system
         held = design_points(fam.lower, fam.upper, 10_000, seed=12345)
         Qs = [fam.Q(y) for y in held[:100]]

@@ -94,3 +94,21 @@ def test_bench_smoke_baseline_and_reduced_stages(tmp_path):
     red = json.loads((tmp_path / "reduced.json").read_text())
     assert red["status"] == [0, 0] and red["within_bound"]
     assert red["max_difference"] <= red["max_bound"]
+
+
+def test_anchor_reach_smoke_is_exact_at_the_anchor_and_measures_away_from_it(tmp_path):
+    """c = min_i (G(y)ĥ)_i is 1 at the anchor itself (ĥ is its own hitting-time vector: closed form), not 1 beside it."""
+    reach = importlib.import_module("bench.phi.anchor_reach")
+    out = tmp_path / "reach.json"
+    assert reach.main(["--smoke", "--out", str(out)]) == 0
+    at, near = json.loads(out.read_text())["d3"]["rows"]
+    assert at["delta"] == 0.0 and near["delta"] == 0.02
+    assert all(abs(at[k] - 1.0) < 1e-9 for k in ("min_c_axis", "median_c_axis", "min_c_corners", "max_c_corners"))
+    assert abs(near["min_c_axis"] - 1.0) > 1e-3
+
+
+def test_the_checkpoint_readers_name_the_missing_checkpoint_and_the_command_that_writes_it(tmp_path):
+    for name in ("looseness", "timing"):
+        with pytest.raises(SystemExit, match=r"ckpt_d3_n10000_factored_kl1\.pt: no such checkpoint; `python -m "
+                                              r"bench\.phi\.surrogate --only targets --out "):
+            importlib.import_module(f"bench.phi.{name}").main(["--dir", str(tmp_path)])
