@@ -13,7 +13,7 @@ Baselines run in a subprocess with a time limit (in-process with --smoke); a tim
 reported as "> limit".
 
     python -m bench.markov.symbolic            # full (several minutes: the baselines are slow)
-    python -m bench.markov.symbolic --smoke    # seconds; run by tests/bench/test_bench_symbolic.py
+    python -m bench.markov.symbolic --smoke    # seconds; run by tests/bench/markov/test_symbolic.py
     python -m bench.markov.symbolic --json     # one JSON object on stdout
 """
 from __future__ import annotations

@@ -8,7 +8,7 @@ Baselines measured in the same run: Adam (2000 steps) against the default L-BFGS
 (500 steps), and torch with 2 threads against the default 1.
 
     .venv/bin/python -m bench.phi.fit            # full (a few minutes under load)
-    .venv/bin/python -m bench.phi.fit --smoke    # seconds; run by tests/bench/test_bench_phi.py
+    .venv/bin/python -m bench.phi.fit --smoke    # seconds; run by tests/bench/phi/test_fit.py
 """
 from __future__ import annotations
 

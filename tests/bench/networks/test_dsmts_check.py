@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 # dsmts-001-01 (sbml-test-suite cases/stochastic/00001): X → 2X at 0.1 X, X → ∅ at 0.11 X, X(0) = 100;
 # published analytic mean and SD at t = 0, 1, 2 (the suite's -mean.csv / -sd.csv rows).
