@@ -31,6 +31,13 @@ test: $(STAMP) lint
 test-slow: $(STAMP)
 	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 $(PY) -m pytest -q -m slow tests
 
+# The benchmarks live in bench/ (one sub-package per topic, each script `python -m bench.<topic>.<name>`,
+# every one with --smoke, run by tests/bench) and write their records under results/<topic>/.
+# `make bench` regenerates the documentation's tables of records from results/ (bench.render);
+# tests/bench/test_render.py fails when a committed page differs from what its records give.
+bench: $(STAMP)
+	$(PY) -m bench.render
+
 # Lint rules (ruff) and the one-way import contracts (import-linter), both in pyproject.toml.
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -81,7 +81,7 @@ SCALES = {
     "smoke": Scale(seq_len=32, pool=4, n_layer=1, n_head=2, d_model=16, batch_size=4, lr=3e-3, warmup=2,
                    n_train=1 << 13, n_val=1 << 11, eval_windows=8, n_evals=2,
                    hard=dict(n_regimes=4, n_symbols=4, switch_prob=1 / 64, mode="hazard", sparsity=2.0, seed=0)),
-    # ≈ 10M parameters for one H200 (bench/coupling_gpu.py)
+    # ≈ 10M parameters for one H200 (bench/lm/coupling_gpu.py)
     "gpu": Scale(seq_len=256, pool=16, n_layer=6, n_head=6, d_model=384, batch_size=256, lr=1e-3, warmup=200,
                  n_train=1 << 24, n_val=1 << 16, eval_windows=256, n_evals=10,
                  hard=dict(n_regimes=16, n_symbols=8, switch_prob=1 / 1024, mode="hazard", sparsity=2.0, seed=0)),
@@ -177,7 +177,7 @@ def train_run(arm_name: str, seed: int, tokens: int, scale: Scale, train_data, v
     """Train one arm; evaluate on the fixed windows `starts` at n_evals points; return the run record.
 
     With ``return_model`` it returns ``(record, model)``: the trained model (evaluation mode), for
-    measurements made after training (bench/fast_map_fixed_point.py).
+    measurements made after training (bench/lm/fast_map_fixed_point.py).
     """
     import contextlib
 
@@ -565,7 +565,7 @@ def main(argv: list[str] | None = None) -> int:
     if "delta_table" not in cached:
         if args.delta is None:
             cached["delta"], cached["delta_table"] = select_delta(scale, starts)
-        else:  # δ given (e.g. by bench/coupling_gpu.py from the CPU floors): the grid is not recomputed
+        else:  # δ given (e.g. by bench/lm/coupling_gpu.py from the CPU floors): the grid is not recomputed
             cached["delta"], cached["delta_table"] = args.delta, []
     delta = cached["delta"] if args.delta is None else args.delta
     t0 = time.perf_counter()

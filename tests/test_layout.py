@@ -107,7 +107,7 @@ def _lint_imports(root: Path) -> subprocess.CompletedProcess:
 @pytest.mark.skipif(not LINT_IMPORTS.exists(), reason="import-linter not installed (pip install -e '.[test]')")
 def test_import_contracts_hold_and_catch_a_back_import(tmp_path):
     # A copy of the packages: the contracts hold on it as committed ...
-    for name in ("sp_ode", "neural"):
+    for name in ("sp_ode", "neural", "bench"):
         shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     ok = _lint_imports(tmp_path)
@@ -118,6 +118,14 @@ def test_import_contracts_hold_and_catch_a_back_import(tmp_path):
     broken = _lint_imports(tmp_path)
     assert broken.returncode != 0
     assert "sp_ode never imports neural" in broken.stdout and "BROKEN" in broken.stdout
+    # ... and on a library module that imports a benchmark (bench sits beside the libraries, above them)
+    shutil.copy(ROOT / "sp_ode" / "markov" / "generator.py", tmp_path / "sp_ode" / "markov" / "generator.py")
+    with open(tmp_path / "neural" / "config.py", "a") as fh:
+        fh.write("\nimport bench.render  # deliberate import of a benchmark\n")
+    broken = _lint_imports(tmp_path)
+    assert broken.returncode != 0
+    assert "sp_ode never imports neural (neural depends on sp_ode, one way) KEPT" in broken.stdout
+    assert "the benchmarks (bench) are imported by nothing in the libraries BROKEN" in broken.stdout
 
 
 def test_no_docstring_cites_a_file_outside_the_repository():
@@ -148,7 +156,7 @@ def _module_counts(root: Path) -> dict[str, int]:
 
 
 def test_no_folder_holds_more_than_fifteen_modules(tmp_path):
-    for package in ("sp_ode", "neural"):
+    for package in ("sp_ode", "neural", "bench"):
         crowded = {d: n for d, n in _module_counts(ROOT / package).items() if n > MAX_MODULES}
         assert not crowded, f"folders over {MAX_MODULES} modules: {crowded}"
     # the check itself sees a crowded folder

@@ -20,11 +20,11 @@ Three kernels compute the same o (they differ in float rounding only), and `"aut
   and padded queries are dropped.
 * `"flex"` — `torch.nn.attention.flex_attention` with a block-sparse mask (compiled).  In
   torch 2.13 it has no backward pass on CPU, so on CPU it serves inference only; on a GPU it
-  trains (`bench/gpu_attention.py`).
+  trains (`bench/lm/gpu_attention.py`).
 * `"auto"` (the model's default) — `"chunked"` when T ≥ 8W, else `"masked"`.  The chunked
   kernel computes 2W scores per query against T/2 for the causal flash kernel (which skips the
   masked half), plus the copies that build the key chunks.  Measured on one CPU thread (a training
-  step of the 2-layer, width-64 model, `bench/bench_attention.py`) it costs 1.46× the masked
+  step of the 2-layer, width-64 model, `bench/lm/attention.py`) it costs 1.46× the masked
   kernel at T = 4W (T = 256, W = 64), 0.96× at T = 8W and 0.62× at T = 16W: the window has to be
   small against T before chunks pay.
 

@@ -114,6 +114,43 @@ class SurrogateFit(FitSummary):
         """`check_against_exact` at the rows of `ys` (exact sparse solves: true errors)."""
         return check_against_exact(self, ys)
 
+    @classmethod
+    def load(cls, checkpoint, family: SparseFamily) -> SurrogateFit:
+        """The fit saved in a `fit_surrogate` checkpoint (its `checkpoint=` file), on the family it was trained on.
+
+        The checkpoint holds the network, its settings, the learning curve and the anchors'
+        exact solves (y, p_st(y), the hitting times h of docs/theory.md §7.8), but not y ↦ Q(y),
+        which is code: `family` supplies it and must be the one trained on (same n, d and box).
+        Nothing is re-solved, so the loaded fit certifies exactly as the trained one did.
+        `train_seconds` is the training time recorded in the checkpoint; `setup_seconds` is 0.
+
+        Raises
+        ------
+        ValueError
+            `checkpoint` is not a φ_θ surrogate checkpoint, or `family` is not the family it
+            was trained on (its n, d or box differ from the checkpoint's).
+        """
+        state = torch.load(checkpoint, map_location="cpu", weights_only=True)
+        if not isinstance(state, dict) or state.get("format") != SURROGATE_FORMAT:
+            raise ValueError(f"`checkpoint` {str(checkpoint)!r} is not a φ_θ surrogate checkpoint "
+                             f"(format {SURROGATE_FORMAT!r}).")
+        st = state["settings"]
+        box = np.stack([family.lower, family.upper], 1).tolist()
+        seen = {"n": family.n, "d": family.d, "domain": box}
+        diff = {k: (st.get(k), v) for k, v in seen.items() if st.get(k) != v}
+        if diff:
+            raise ValueError(f"`family` {family.name!r} is not the family `checkpoint` {str(checkpoint)!r} was trained "
+                             f"on: {', '.join(f'{k} {a!r} there, {b!r} here' for k, (a, b) in diff.items())}.")
+        model = PhiMLP(family.d, family.n, width=st["width"], depth=st["depth"], lower=family.lower,
+                       upper=family.upper, activation=st["activation"], head=st["head"], coords=family.coords,
+                       rank=st["rank"])
+        model.load_state_dict(state["model"])
+        history = state["history"]
+        return cls(model.eval(), family, st["loss"], float(history["loss"][-1]) if history.get("loss") else math.nan,
+                   history, "ok", f"loaded from {checkpoint} (step {state['step']})", float(state["train_seconds"]),
+                   0.0, {**st, "steps_done": int(state["step"])}, _anchors_from_state(state["anchors"], family),
+                   _anchors_from_state(state["monitor"], family))
+
 
 def _exit_scale(src: np.ndarray, V: np.ndarray, n: int) -> np.ndarray:
     """s(y) per row of V (B, m): the largest total exit rate over the states."""

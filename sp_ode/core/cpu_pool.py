@@ -6,7 +6,7 @@ pool — the pool the kernel itself is running on — and block until they finis
 (`jax::ParallelBatchMap` → `BlockingCounter::Wait`).  When the runtime executes as many
 independent LAPACK calls at once as the pool has threads, every pool thread waits for a free
 thread and the process sleeps forever.  Measured here (2 cores, jax 0.10.2): the 10⁴-point
-`me20` sweep of `bench/bench_sweep.py` hung three times at 22–24 CPU-seconds, in the
+`me20` sweep of `bench/sweeps/sweep.py` hung three times at 22–24 CPU-seconds, in the
 order-2 manifold terms (nested derivatives of batched solves: independent LU calls), with
 both `tf_XLAEigen` threads parked in `LuDecomposition::Kernel` → `ParallelBatchMap` →
 `BlockingCounter::Wait` (gdb); `XLA_FLAGS=--xla_cpu_multi_thread_eigen=false` did not

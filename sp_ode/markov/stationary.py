@@ -81,8 +81,8 @@ COMPONENTWISE_AUTO_MAX_N = 10**6
 COMPONENTWISE_BUDGET_FACTOR = 4.0
 #: … and never less than this many seconds (a small chain's solve is fast; its refinement may try both seeds).
 COMPONENTWISE_MIN_BUDGET = 2.0
-# Cost model of the default route, in seconds on one core (fitted by bench/bench_stationary_default.py,
-# record docs/bench/stationary_default.json): banded GTH c0·n + c1·Σ_k L_k² (L_k the window of step k,
+# Cost model of the default route, in seconds on one core (fitted by bench/markov/stationary_default.py,
+# record results/markov/stationary_default.json): banded GTH c0·n + c1·Σ_k L_k² (L_k the window of step k,
 # blocked from bandwidth 32 on), dense GTH c0·n + c1·n³, the sparse solve c0 + c1·nnz + c2·n/b (n/b, the
 # chain's length in bands: on 1-D chains the Krylov solve's steps grow with it — birth–death of 3·10⁴
 # states took 6.1 s where nnz alone predicted 0.3 s).

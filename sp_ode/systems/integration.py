@@ -67,7 +67,7 @@ _CACHE_SIZE = 64
 # XLA options of the small programs the scipy engine calls once per step (the vector field, its
 # Jacobian, a Q(y) probe): at optimisation level 0 they compile in about half the time (5-state master
 # equation: 0.42 s against 0.81 s for f, 1.0 s against 1.6 s for its Jacobian, measured under load
-# ≈ 7 on 2 cores, bench/bench_first_answer.py) and run as fast per call at these sizes; the large
+# ≈ 7 on 2 cores, bench/systems/first_answer.py) and run as fast per call at these sizes; the large
 # diffrax programs keep the default.
 SMALL_PROGRAM_OPTIONS = {"xla_backend_optimization_level": 0}
 

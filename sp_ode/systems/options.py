@@ -10,7 +10,7 @@ lists.
 * one unbatched solve of a small system (state dimension ≤ `AUTO_SCIPY_MAX_DIM`): scipy's
   LSODA, stepped here with the vector field and its Jacobian compiled by `jax.jit` — two small
   programs compiled in a fraction of a second, so the first answer of a new model costs about
-  what scipy alone costs (`bench/bench_first_answer.py`);
+  what scipy alone costs (`bench/systems/first_answer.py`);
 * a batch, batched `args`, or a larger system: diffrax's Kvaerno5, compiled once per
   (system, shapes, options), with ε, `args` and tolerances as data, `vmap`-ed over batches.
 
@@ -57,7 +57,7 @@ AUTO_METHOD = {"scipy": "LSODA", "diffrax": "Kvaerno5"}
 ESCALATION_BUDGET = 8            # each rung of the ladder multiplies the step budget by this
 
 # The controller runs at (rtol, atol)·factor so that the *global* error meets the request (module
-# docstring); measured on the Test Set at rtol 1e-4 … 1e-10 (bench/bench_stiff.py, docs/bench/stiff.md).
+# docstring); measured on the Test Set at rtol 1e-4 … 1e-10 (bench/systems/stiff.py, docs/bench/stiff.md).
 CONTROLLER_FACTOR = {"LSODA": 1e-2, "BDF": 1e-2, "Radau": 1.0,
                      "Kvaerno5": 1e-2, "Kvaerno4": 1e-2, "Kvaerno3": 1e-2,
                      "Tsit5": 1.0, "Dopri5": 1.0, "Dopri8": 1.0}

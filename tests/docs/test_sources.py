@@ -198,7 +198,7 @@ def test_pages_name_topics_not_issues_or_sessions():
     assert not found, f"pages for outside readers speak of the project's issues, sessions or machine status: {found}"
     assert insider_wording("as measured in session 7 (issue 15); `status`: not drawn") == \
         ["session 7", "issue 15", "`status`"]
-    assert not insider_wording("coupling_session4.json, `docs/bench/stationary_issue11.json`")
+    assert not insider_wording("coupling_session4.json, `results/markov/stationary_issue11.json`")
 
 
 def test_home_page_heading_matches_its_commands():

@@ -1,4 +1,4 @@
-"""examples/when_coupling_matters.py and bench/coupling_gpu.py at smoke size, and their pieces.
+"""examples/when_coupling_matters.py and bench/lm/coupling_gpu.py at smoke size, and their pieces.
 
 Provenance: the paired statistics against hand-computed closed forms (t statistic, exact
 sign-flip counts); the FLOP count against the formula written out term by term; the slow
@@ -160,7 +160,7 @@ def test_arm_names_are_checked(example):
 
 
 def test_gpu_bench_cpu_path(tmp_path):
-    bench = _load(ROOT / "bench" / "coupling_gpu.py")
+    bench = importlib.import_module("bench.lm.coupling_gpu")
     assert _one_thread(lambda: bench.main(["--smoke", "--out", str(tmp_path)])) == 0
     record = json.loads((tmp_path / "gpu_bench.json").read_text())
     assert record["smoke"] and set(record["arms"]) == {"dense-full", "dense-W4", "coupled-W4", "frozen-W4"}

@@ -100,7 +100,7 @@ def test_unprojected_start_is_first_order_negative_control(references):
 
 def test_projected_start_keeps_order_two(references):
     # the projection finds the base point to O(ε^{k+2}): an order-2 path reaches O(ε³) (first_order: only ε²)
-    # (measured at ε = 1e-2 too: 1.25e-8 projected, so the slope is 3; bench/bench_initial_layer.py)
+    # (measured at ε = 1e-2 too: 1.25e-8 projected, so the slope is 3; bench/systems/initial_layer.py)
     one = EPS[[2]]
     err, _ = _errors(references, 2, "projected", one)
     err_first, _ = _errors(references, 2, "first_order", one)

@@ -1,0 +1,4 @@
+"""Reaction networks: CME solves at scale, the transient FSP, the SBML and DSMTS test suites.
+
+Each module runs as ``python -m bench.networks.<name>`` from the repository root (``--smoke``: seconds).
+"""

@@ -1,0 +1,36 @@
+"""bench/systems/batched.py --smoke runs end to end (so the benchmark cannot rot) and its record holds."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_bench_batched_smoke(tmp_path):
+    out = tmp_path / "bench.json"
+    run = subprocess.run([sys.executable, "-m", "bench.systems.batched", "--smoke", "--json",
+                          "--out", str(out)], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert run.returncode == 0, run.stderr[-3000:]
+    rec = json.loads(run.stdout)
+    assert rec == json.loads(out.read_text())  # the file records every printed number
+    assert rec["batch"] == 4 and rec["scipy_subset"] == 2
+    assert rec["diffrax_vmap"]["all_succeeded"]
+    # every path was run at an rtol whose error on the reference sets meets the common target,
+    # and that rtol is the loosest such one on the ladder (the one before it missed)
+    for name, choice in rec["rtol_choice"].items():
+        assert choice["reached"], name
+        assert choice["error"] <= rec["target_error"]
+        errors = [e for _, e in choice["tried"]]
+        assert errors[-1] == choice["error"] and all(e > rec["target_error"] for e in errors[:-1])
+    loops = rec["scipy_loops"]
+    assert set(loops) == {"Radau", "BDF", "LSODA"} and all(v["all_succeeded"] for v in loops.values())
+    fastest = rec["fastest_scipy"]
+    assert loops[fastest]["loop_s"] == min(v["loop_s"] for v in loops.values())
+    assert rec["ratio_fastest_scipy_loop_over_vmap"] == loops[fastest]["loop_s"] / rec["diffrax_vmap"]["solve_s"]
+    # the vmapped diffrax sweep and the scipy loops solve the same problems
+    assert rec["max_abs_diff_vmap_vs_scipy"] <= 1e-6
+    assert rec["diffrax_vmap"]["compile_s"] > 0 and rec["diffrax_vmap"]["solve_s"] > 0
+    assert isinstance(rec["target"]["met"], bool)

@@ -1,0 +1,21 @@
+"""bench/systems/initial_layer.py --smoke runs end to end (so the benchmark cannot rot) and its record holds."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_bench_initial_layer_smoke(tmp_path):
+    out = tmp_path / "bench.json"
+    run = subprocess.run([sys.executable, "-m", "bench.systems.initial_layer", "--smoke", "--out", str(out)],
+                         capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert run.returncode == 0, run.stderr[-3000:]
+    rec = json.loads(out.read_text())["mm"]["order1"]
+    # Michaelis–Menten from v(0) = 0 at ε = 1e-2: the unprojected start is off by ~0.375ε, the projected ones ~ε²
+    assert rec["none"]["0.01"]["error"] > 3e-3
+    assert rec["first_order"]["0.01"]["error"] < 1e-5 and rec["projected"]["0.01"]["error"] < 1e-5
+    assert abs(rec["first_order"]["0.01"]["shift_over_eps"] + 0.375) < 1e-9
