@@ -4,7 +4,7 @@ For each context T it builds, from one seed (so the same fast-path weights), the
 
 * ``dense-full`` — full causal attention (``is_causal=True``): the baseline of every ratio;
 * ``dense-W`` and ``coupled-W`` (P = 16 slow path) for each window W, each with the
-  ``chunked`` kernel (cost ∝ T·W, :mod:`neural.attention`) and the ``masked`` T × T kernel it
+  ``chunked`` kernel (cost ∝ T·W, :mod:`neural.lm.attention`) and the ``masked`` T × T kernel it
   replaces,
 
 and times full training steps (forward, backward, AdamW) side by side: every round times each

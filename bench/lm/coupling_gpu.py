@@ -42,7 +42,7 @@ def _tokens_that_fit(example, budget_s: float, tokens: int, n_runs: int, device:
     """Time the slowest arm (coupled, windowed) for a few steps and scale the budget to fit."""
     import torch
 
-    from neural.data import eval_starts
+    from neural.lm.data import eval_starts
 
     scale = example.SCALES["gpu"]
     train = torch.randint(0, 8, (1 << 20,), dtype=torch.uint8)

@@ -286,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from neural.data import eval_starts
+    from neural.lm.data import eval_starts
     from sp_ode.core.files import write_json
     from sp_ode.core.reporting import figures
 

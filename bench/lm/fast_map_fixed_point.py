@@ -3,7 +3,7 @@
 For P ∈ {4, 8, 16, 32} (ε = 1/P) it trains coupled models with the fast path windowed at W = 16
 (the fast path is the same at every P; only the slow clock changes) on the hard source (δ = 0.9,
 T = 256, 2 layers × 4 heads × width 64 — the scale of docs/findings.md §5), and for each trained
-model and layer runs :func:`neural.fast_map.iterate_fast_map` on validation sequences: freeze the
+model and layer runs :func:`neural.lm.fast_map.iterate_fast_map` on validation sequences: freeze the
 slow state y (block means of LN₁ of the layer's input) and its feedback c(y), iterate the layer's
 map x ↦ Φ_y(x) from the layer's input, and record whether it converges, the distance D of the
 trained layer's output to the limit, and D without the feedback.  The same measurement on each
@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from neural import FastSlowLM, ModelConfig
-    from neural.data import eval_starts, windows
+    from neural.lm.data import eval_starts, windows
     from sp_ode.core.files import write_json
     from sp_ode.core.reporting import figures
 

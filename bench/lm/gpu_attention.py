@@ -2,7 +2,7 @@
 
 For each T it builds (one seed: the same fast-path weights) dense-full (``is_causal=True``, the
 flash kernel), and dense-W / coupled-W (P = 16) for each window W with the ``chunked`` kernel
-(W queries against 2W keys, :mod:`neural.attention`), the ``flex`` kernel (FlexAttention with a
+(W queries against 2W keys, :mod:`neural.lm.attention`), the ``flex`` kernel (FlexAttention with a
 block-sparse mask, compiled; on a GPU it has a backward pass) and, up to ``--masked-max-T``, the
 ``masked`` T × T kernel.  Training steps (forward and backward under
 ``torch.autocast(dtype=torch.bfloat16)``, fused AdamW) are timed with CUDA events, interleaved in

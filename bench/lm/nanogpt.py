@@ -83,9 +83,9 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
 
     from neural import FastSlowLM, ModelConfig, load_text, markov_corpus
-    from neural.checkpoint import load_checkpoint
-    from neural.data import tiling_starts
-    from neural.train import NATS_TO_BITS, evaluate, train
+    from neural.lm.checkpoint import load_checkpoint
+    from neural.lm.data import tiling_starts
+    from neural.lm.train import NATS_TO_BITS, evaluate, train
     from sp_ode.core.files import dumps, write_json
 
     data = Path(args.data) if args.data else DEFAULT_DATA

@@ -45,7 +45,7 @@ TARGET = {"seq_len": 1024, "pool": 16, "max_ratio": 1.10}
 def analytic_flops(cfg: ModelConfig) -> dict:
     """Forward matmul FLOPs per layer and per sequence (2 per multiply-add)."""
     T, d, P = cfg.seq_len, cfg.d_model, cfg.pool
-    K = T // P - 1  # blocks whose pooled token feeds some token (neural.pooling.n_fed_blocks)
+    K = T // P - 1  # blocks whose pooled token feeds some token (neural.lm.pooling.n_fed_blocks)
     return {
         "fast_attention_core": 4 * T * T * d,
         "fast_projections": 8 * T * d * d,

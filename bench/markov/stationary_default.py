@@ -28,7 +28,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import sp_ode
 from bench._common import default_record
-from sp_ode.markov.solvers import COST_CONSTANTS, band_plan, predicted_seconds
+from sp_ode.markov.solvers import band_plan
+from sp_ode.markov.stationary import COST_CONSTANTS, predicted_seconds
 from sp_ode.networks.models import birth_death, cascade, telegraph, toggle_switch
 
 try:

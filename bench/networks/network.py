@@ -1,4 +1,4 @@
-"""Reaction-network benchmarks of issue 15 (sp_ode.networks.system), on the `cascade` model.
+"""Reaction-network benchmarks of issue 15 (sp_ode.systems.network), on the `cascade` model.
 
 The model (``sp_ode.networks.models.cascade``): 0 → A at N(0.1 + 0.2y), A → 0,
 A → A + B, B → 0 on the N×N grid (n = N² fast states), slow y' = 1 − y − 2y·E[B]/N,
@@ -53,7 +53,7 @@ import sp_ode
 from bench._common import default_record
 from sp_ode.core.files import dumps, write_json
 from sp_ode.networks.models import cascade
-from sp_ode.networks.system import NetworkSystem, padded_range
+from sp_ode.systems.network import NetworkSystem, padded_range
 
 T_END = 2.0
 T_EVAL = np.linspace(0.0, T_END, 21)

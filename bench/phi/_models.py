@@ -55,7 +55,7 @@ def target_fit(folder, d: int):
 def two_gene(d: int = 3, N: int = 100, *, eps: float = 1e-3, box=BOX):
     """(NetworkSystem, domain (d, 2)): the two-gene CME on {0…N−1}² with the first d inputs of ORDER free."""
     from sp_ode.networks.network import ReactionNetwork
-    from sp_ode.networks.system import NetworkSystem
+    from sp_ode.systems.network import NetworkSystem
 
     if not 1 <= d <= len(ORDER):
         raise ValueError(f"`d` must be in 1…{len(ORDER)}; got {d}.")

@@ -34,7 +34,7 @@ TOL = 1e-6
 
 def system(mrna: int):
     from sp_ode.networks.models import telegraph
-    from sp_ode.networks.system import NetworkSystem
+    from sp_ode.systems.network import NetworkSystem
 
     obj = telegraph(mrna)
     return NetworkSystem(obj.network, obj.space(), obj.slow, eps=1e-3, name="telegraph")
