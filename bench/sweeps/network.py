@@ -39,8 +39,8 @@ import sp_ode  # noqa: E402
 from bench._common import default_record, loosest_rtol  # noqa: E402
 from sp_ode.core.files import dumps, write_json  # noqa: E402
 from sp_ode.networks.network import ReactionNetwork  # noqa: E402
-from sp_ode.systems.network import NetworkSystem  # noqa: E402
 from sp_ode.sweeps.stages import network as sweep_network  # noqa: E402
+from sp_ode.systems.network import NetworkSystem  # noqa: E402
 
 TS = np.array([0.5, 1.0, 1.5, 2.0])
 TOL = 1e-6
