@@ -255,12 +255,13 @@ def predicted_seconds(Q, plan=None) -> dict:
     c0, c1 = COST_CONSTANTS["banded_blocked" if b >= 32 else "banded"]
     out = {"banded": c0 * n + c1 * float(np.sum(L * L)), "gth": None, "bandwidth": b, "nnz": nnz,
            "plan": (perm, b, nbytes)}
-    try:
-        if nbytes > BANDED_GTH_MAX_BYTES:
-            raise MemoryBudgetError("band array above BANDED_GTH_MAX_BYTES")
-        check_memory(nbytes, what=f"banded GTH (bandwidth {b})")
-    except MemoryBudgetError:
+    if nbytes > BANDED_GTH_MAX_BYTES:
         out["banded"] = None
+    else:
+        try:
+            check_memory(nbytes, what=f"banded GTH (bandwidth {b})")
+        except MemoryBudgetError:
+            out["banded"] = None
     if n <= DENSE_GTH_MAX:
         try:
             _check_dense(n, "dense GTH")
