@@ -160,7 +160,8 @@ def _limit(phi, h: torch.Tensor, ln, n_iter: int):
 
 
 @torch.no_grad()
-def iterate_fast_map(model: FastSlowLM, idx: torch.Tensor, *, n_iter: int = 400, tol: float = 1e-6) -> list[FastMapResult]:
+def iterate_fast_map(model: FastSlowLM, idx: torch.Tensor, *, n_iter: int = 400,
+                     tol: float = 1e-6) -> list[FastMapResult]:
     """Iterate every layer's frozen-y fast map Φ_y from that layer's actual input (module docstring).
 
     Parameters

@@ -68,7 +68,8 @@ if TYPE_CHECKING:
     from sp_ode.systems.network import NetworkSystem
     from sp_ode.systems.system import MasterEquationSystem
 
-    PhiSystemLike = str | GeneratorFamily | MasterEquationSystem | CatalogueEntry | NetworkSystem | Callable  # resolve_system's inputs
+    # what neural.phi.families.resolve_system accepts
+    PhiSystemLike = str | GeneratorFamily | MasterEquationSystem | CatalogueEntry | NetworkSystem | Callable
 
 EPS = np.finfo(np.float64).eps
 OPTIMIZERS = ("lbfgs", "adam")

@@ -336,7 +336,8 @@ class Hyperbolicity:
 
 
 @in_float64
-def normal_hyperbolicity(system: FastSlowSystem, x: Float[ArrayLike, "*N m"], y: Float[ArrayLike, "*N d"]) -> Hyperbolicity:
+def normal_hyperbolicity(system: FastSlowSystem, x: Float[ArrayLike, "*N m"],
+                         y: Float[ArrayLike, "*N d"]) -> Hyperbolicity:
     """Eigenvalues of D_x f(x, y) restricted to the fast fibre, and the verdict.
 
     For a general system the fibre is ℝᵐ; for a `MasterEquationSystem` it is

@@ -102,7 +102,8 @@ class Attractor:
         return np.log2(np.maximum(self.steps, 1)).astype(int)
 
 
-def attractor_distribution(Q: GeneratorMatrix, starts: Sequence[int] | None = None, *, tol: float = 1e-13, max_steps: int | None = None) -> Attractor:
+def attractor_distribution(Q: GeneratorMatrix, starts: Sequence[int] | None = None, *, tol: float = 1e-13,
+                           max_steps: int | None = None) -> Attractor:
     """p_st of a generator as the attractor of its uniformised chain (module docstring).
 
     Parameters

@@ -174,7 +174,8 @@ class ReactionNetwork:
     array([6.])
     """
 
-    def __init__(self, reactions: str | Sequence[Reaction], *, parameters: Mapping | None = None, slow: Sequence[str] = (),
+    def __init__(self, reactions: str | Sequence[Reaction], *, parameters: Mapping | None = None,
+                 slow: Sequence[str] = (),
                  species: Sequence[str] | None = None, name: str | None = None, observables: Mapping | None = None,
                  convention: str | None = None) -> None:
         import sympy

@@ -385,7 +385,8 @@ def auto_chunk_size(N: int, workers: int) -> tuple[int, str | None]:
 @in_float64
 def sweep(system: SystemLike, params: Mapping[str, ArrayLike], t_span: TimeSpan, x0: Float[ArrayLike, "*N m"],
           y0: Float[ArrayLike, "*N d"], *, ts: Float[ArrayLike, " K"], tol: float, validate_fraction: float = 0.01,
-          chunk_size: int | None = None, out: PathLike | None = None, client: str | distributed.Client | None = None, seed: int = 0, max_order: int | None = None,
+          chunk_size: int | None = None, out: PathLike | None = None, client: str | distributed.Client | None = None,
+          seed: int = 0, max_order: int | None = None,
           safety: float = 0.5, route: str = "auto", progress_bar: bool | None = None,
           connect_timeout: float = 10.0) -> SweepResult:
     """Solve a fast–slow system at N parameter points, each by its cheapest certified path.

@@ -295,7 +295,8 @@ def _mm_closed_forms(kappa: float, lam: float):
 
 
 @in_float64
-def michaelis_menten(eps: float | None = None, P: int | None = None, kappa: float = 1.0, lam: float = 0.5, s0: float = 1.0) -> CatalogueEntry:
+def michaelis_menten(eps: float | None = None, P: int | None = None, kappa: float = 1.0, lam: float = 0.5,
+                     s0: float = 1.0) -> CatalogueEntry:
     """Michaelis–Menten kinetics in the standard QSSA scaling.
 
     Substrate s = y (slow), complex c = x (fast): ε c' = s − (s + κ)c,
@@ -376,7 +377,8 @@ def _fhn_g(t, x, y, args):
 
 
 @in_float64
-def fitzhugh_nagumo(eps: float | None = None, P: int | None = None, I: float = 0.0, v0: float = -2.0, w0: float = 0.0) -> CatalogueEntry:  # noqa: E741
+def fitzhugh_nagumo(eps: float | None = None, P: int | None = None, I: float = 0.0, v0: float = -2.0,  # noqa: E741
+                    w0: float = 0.0) -> CatalogueEntry:
     """FitzHugh–Nagumo: ε v' = v − v³/3 − w + I, w' = 0.08 (v + 0.7 − 0.8 w); v fast, w slow.
 
     The critical manifold w = v − v³/3 + I has folds at v = ±1, w = ±2/3 + I; the

@@ -26,7 +26,8 @@ from sp_ode.systems.catalogue import SYSTEMS, CatalogueEntry, get_system, master
 from sp_ode.systems.network import NetworkSystem
 from sp_ode.systems.system import FastSlowSystem
 
-__all__ = ["as_system", "load_system", "SystemLike", "SYSTEM_TYPES", "NETWORK_PREFIX", "FAMILY_PREFIX", "network_system"]
+__all__ = ["as_system", "load_system", "SystemLike", "SYSTEM_TYPES", "NETWORK_PREFIX", "FAMILY_PREFIX",
+           "network_system"]
 
 NETWORK_PREFIX = "network:"
 FAMILY_PREFIX = "family:"

@@ -519,8 +519,9 @@ def _merge_lanes(raw: dict, out: dict, lanes: np.ndarray) -> dict:
 
 
 @in_float64
-def simulate(system: SystemLike, t_span: TimeSpan, x0: Float[ArrayLike, "*batch m"], y0: Float[ArrayLike, "*batch d"], *, backend: str = "auto", method: str | None = None,
-             rtol: float = 1e-8, atol: float = 1e-10, ts: Float[ArrayLike, " K"] | None = None, throw: bool = True,
+def simulate(system: SystemLike, t_span: TimeSpan, x0: Float[ArrayLike, "*batch m"], y0: Float[ArrayLike, "*batch d"],
+             *, backend: str = "auto", method: str | None = None, rtol: float = 1e-8, atol: float = 1e-10,
+             ts: Float[ArrayLike, " K"] | None = None, throw: bool = True,
              max_steps: int = DEFAULT_MAX_STEPS, args: PyTree | None = None, batch_args: bool = False,
              escalate: bool = True) -> Trajectory:
     """Integrate ε dx/dt = f(t, x, y, args), dy/dt = g(t, x, y, args) over `t_span`.

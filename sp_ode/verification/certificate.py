@@ -273,7 +273,8 @@ def _extension(fits: dict, Ps: np.ndarray) -> list[int]:
 @in_float64
 def convergence_certificate(system: FastSlowSystem | CatalogueEntry, Ps: Int[ArrayLike, " K"] = DEFAULT_PS, *,
                             order: int = 1, t_span: TimeSpan | None = None, x0: Float[ArrayLike, " m"] | None = None,
-                            y0: Float[ArrayLike, " d"] | None = None, t0_layer: float | None = None, backend: str = "auto", method: str | None = None,
+                            y0: Float[ArrayLike, " d"] | None = None, t0_layer: float | None = None,
+                            backend: str = "auto", method: str | None = None,
                             rtol: float = 1e-10, atol: float = 1e-12, num_times: int = 201,
                             slope_tol: float = 0.15,
                             manifold: SlowManifold | GivenManifold | None = None, reduced_method: str | None = None,

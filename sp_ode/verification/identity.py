@@ -228,7 +228,8 @@ def check_identity_size(N: int, m: int, d: int) -> int:
 
 @in_float64
 def identity_check(system: FastSlowSystem, ys: Float[ArrayLike, "N d"] | Float[ArrayLike, " N"], *,
-                   x0: Float[ArrayLike, " m"] | None = None, phi: Callable | None = None, phi_name: str = "the supplied φ",
+                   x0: Float[ArrayLike, " m"] | None = None, phi: Callable | None = None,
+                   phi_name: str = "the supplied φ",
                    phi_kind: str = "closed form", exact_points: int = EXACT_POINTS) -> IdentityCheck:
     """Check φ(y) = p_st(y) (or φ against its closed form) on a grid by methods that solve different problems.
 

@@ -365,7 +365,8 @@ def find_lyapunov(network: ReactionNetwork, y: Float[ArrayLike, " d"] | None = N
     return LyapunovCertificate(True, "", full, float(theta), float(log_c1), float(c2), caps, terms, species)
 
 
-def truncation_certificate(cert: LyapunovCertificate, space: StateSpace, outflow: np.ndarray, hitting_time: float) -> dict:
+def truncation_certificate(cert: LyapunovCertificate, space: StateSpace, outflow: np.ndarray,
+                           hitting_time: float) -> dict:
     """Bound on ‖p_J − π‖₁ for the stationary law p_J of the reflecting truncation on J (docs/theory.md §7.15).
 
     With ε ≥ π(S∖J), Φ ≥ Σ_{x∈J} π_x o_x (the stationary flux out of J) and H ≥ max_i E_i[τ_k] on J,

@@ -134,7 +134,8 @@ def _posterior(Q, p: np.ndarray, H: float) -> float:
                  * (1 + 8 * 2.0**-53))
 
 
-def cme_stationary(network: ReactionNetwork, *, y: Float[ArrayLike, " d"] | None = None, tol: float = 1e-6, initial: Mapping[str, int] | None = None,
+def cme_stationary(network: ReactionNetwork, *, y: Float[ArrayLike, " d"] | None = None, tol: float = 1e-6,
+                   initial: Mapping[str, int] | None = None,
                    bounds: Mapping[str, int] | None = None, weights: Mapping[str, float] | None = None,
                    method: str | None = None, max_expansions: int = 8) -> StationaryCME:
     """p_st of the CME on the infinite lattice, with a certified bound on ‖p − p_st‖₁ (module docstring).
