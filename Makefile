@@ -38,10 +38,12 @@ test-slow: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m bench.render
 
-# Lint rules (ruff) and the one-way import contracts (import-linter), both in pyproject.toml.
+# Lint rules (ruff), the one-way import contracts (import-linter) and the type checker (mypy: the
+# annotated public API and the stubs; about 30 s from a cold .mypy_cache, under 1 s warm), all in pyproject.toml.
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy
 
 # The documentation site (build/site): mkdocs build --strict, so a warning fails it, with
 # every gallery example (examples/) executed; docs-smoke runs the gallery at smoke size.
@@ -66,4 +68,4 @@ docstrings: $(STAMP)
 	$(PY) tools/convert_docstrings.py sp_ode neural
 
 clean:
-	rm -rf $(VENV) out build *.egg-info docs/generated
+	rm -rf $(VENV) out build *.egg-info docs/generated .mypy_cache

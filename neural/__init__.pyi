@@ -1,4 +1,8 @@
-"""Public names of `neural` (read by type checkers and by `sp_ode.core.lazy`)."""
+"""Public names of `neural` (read by type checkers and by `sp_ode.core.lazy`).
+
+A name a subpackage declares in its own stub is imported from that subpackage
+(`from .systems import simulate as simulate`): each name is declared once, where it lives.
+"""
 from .lm.attention import (
     window_attention as window_attention,
 )
@@ -40,29 +44,21 @@ from .lm.train import (
     TrainConfig as TrainConfig,
     TrainResult as TrainResult,
 )
-from .phi.files import (
-    PhiFileError as PhiFileError,
-    load_phi as load_phi,
-    save_phi as save_phi,
-)
-from .phi.fit import (
+from .phi import (
+    CertifiedPrediction as CertifiedPrediction,
     PhiCertificate as PhiCertificate,
     PhiEvaluation as PhiEvaluation,
+    PhiFileError as PhiFileError,
     PhiFit as PhiFit,
+    PhiMLP as PhiMLP,
+    SurrogateFit as SurrogateFit,
     evaluate_phi as evaluate_phi,
     fit_phi as fit_phi,
-    kl_loss as kl_loss,
-    phi_certificate as phi_certificate,
-    residual_loss as residual_loss,
-)
-from .phi.jax_copy import (
-    phi_to_jax as phi_to_jax,
-)
-from .phi.model import (
-    PhiMLP as PhiMLP,
-)
-from .phi.surrogate import (
-    CertifiedPrediction as CertifiedPrediction,
-    SurrogateFit as SurrogateFit,
     fit_surrogate as fit_surrogate,
+    kl_loss as kl_loss,
+    load_phi as load_phi,
+    phi_certificate as phi_certificate,
+    phi_to_jax as phi_to_jax,
+    residual_loss as residual_loss,
+    save_phi as save_phi,
 )

@@ -27,11 +27,15 @@ through layer norms, a map whose increments do not vanish drifts: x_n ≈ n·v +
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
 from neural.lm.pooling import add_to_blocks
 from sp_ode.core.summary import Summarised, number
+
+if TYPE_CHECKING:
+    from neural.lm.model import FastSlowLM
 
 __all__ = ["FastMapResult", "frozen_fast_map", "iterate_fast_map"]
 
@@ -156,7 +160,8 @@ def _limit(phi, h: torch.Tensor, ln, n_iter: int):
 
 
 @torch.no_grad()
-def iterate_fast_map(model, idx: torch.Tensor, *, n_iter: int = 400, tol: float = 1e-6) -> list[FastMapResult]:
+def iterate_fast_map(model: FastSlowLM, idx: torch.Tensor, *, n_iter: int = 400,
+                     tol: float = 1e-6) -> list[FastMapResult]:
     """Iterate every layer's frozen-y fast map Φ_y from that layer's actual input (module docstring).
 
     Parameters

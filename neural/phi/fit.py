@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -57,6 +58,18 @@ from sp_ode.core.reporting import progress
 from sp_ode.core.validation import check_choice, check_finite_array, check_positive, check_positive_int
 from sp_ode.markov.generator import check_generator
 from sp_ode.markov.spectral import group_inverse
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from sp_ode.core.typing import ArrayLike, Float, GeneratorMatrix
+    from sp_ode.markov.families import GeneratorFamily
+    from sp_ode.systems.catalogue import CatalogueEntry
+    from sp_ode.systems.network import NetworkSystem
+    from sp_ode.systems.system import MasterEquationSystem
+
+    # what neural.phi.families.resolve_system accepts
+    PhiSystemLike = str | GeneratorFamily | MasterEquationSystem | CatalogueEntry | NetworkSystem | Callable
 
 EPS = np.finfo(np.float64).eps
 OPTIMIZERS = ("lbfgs", "adam")
@@ -101,7 +114,7 @@ class PhiCertificate:
     sharp_bound: float
 
 
-def phi_certificate(Q, q) -> PhiCertificate:
+def phi_certificate(Q: GeneratorMatrix, q: Float[ArrayLike, " n"]) -> PhiCertificate:
     """T4's bound on ‖q − p_st‖₂ for one generator Q and one distribution q, from Q alone.
 
     Reference implementation (one point, plain NumPy, `sp_ode.group_inverse`);
@@ -222,7 +235,8 @@ def evaluate_sample(model: PhiMLP, s: PhiSample, *, extrapolation: bool = False)
                          np.maximum(kl, 0.0), residual, certificate, sharp, slack, holds, extrapolation, s.skipped)
 
 
-def evaluate_phi(model: PhiMLP, system="cycle3", ys=None, *, domain=None,
+def evaluate_phi(model: PhiMLP, system: PhiSystemLike = "cycle3", ys: Float[ArrayLike, "N d"] | None = None, *,
+                 domain: Float[ArrayLike, "d 2"] | Float[ArrayLike, " 2d"] | None = None,
                  extrapolation: bool = False) -> PhiEvaluation:
     """Compare φ_θ with p_st at the points `ys` and certify the error.
 
@@ -348,7 +362,8 @@ class PhiFit(FitSummary):
                                  add_anchors=add_anchors, show_progress=show_progress)
 
 
-def fit_phi(system="cycle3", *, loss: str = "kl", domain=None, width: int = 32, depth: int = 2,
+def fit_phi(system: PhiSystemLike = "cycle3", *, loss: str = "kl",
+            domain: Float[ArrayLike, "d 2"] | Float[ArrayLike, " 2d"] | None = None, width: int = 32, depth: int = 2,
             activation: str = "tanh", steps: int = 500, optimizer: str = "lbfgs", lr: float | None = None,
             n_train: int | None = None, seed: int = 0, record_every: int | None = None,
             monitor: bool = True, n_monitor: int | None = None, show_progress: bool = False,

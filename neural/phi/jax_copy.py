@@ -25,7 +25,7 @@ _ACTIVATIONS = {
 }
 
 
-def phi_to_jax(model) -> Callable:
+def phi_to_jax(model: torch.nn.Module) -> Callable:
     """φ_θ as a pure JAX function y (d,) -> (n,) (or (..., d) -> (..., n)), usable as `phi=`.
 
     The weights are copied to NumPy float64 once; later changes to `model` do not affect

@@ -23,12 +23,18 @@ from __future__ import annotations
 
 import itertools
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from sp_ode.core.summary import Summarised, number, shape_of
 from sp_ode.core.validation import check_choice, check_finite_array, check_positive_int
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from sp_ode.core.typing import ArrayLike, Float, Int
 
 ACTIVATIONS = {"tanh": torch.nn.Tanh, "silu": torch.nn.SiLU, "gelu": torch.nn.GELU}
 HEADS = ("dense", "factored")
@@ -69,9 +75,11 @@ class PhiMLP(torch.nn.Module):
         `coords` missing, of the wrong shape or negative for the factored head.
     """
 
-    def __init__(self, d: int, n: int, *, width: int = 32, depth: int = 2, lower=None, upper=None,
-                 activation: str = "tanh", seed: int = 0, head: str = "dense", coords=None, sizes=None,
-                 rank: int = 2):
+    def __init__(self, d: int, n: int, *, width: int = 32, depth: int = 2,
+                 lower: Float[ArrayLike, " d"] | None = None, upper: Float[ArrayLike, " d"] | None = None,
+                 activation: str = "tanh", seed: int = 0, head: str = "dense",
+                 coords: Int[ArrayLike, "n S"] | None = None, sizes: Sequence[int] | None = None,
+                 rank: int = 2) -> None:
         super().__init__()
         self.d, self.n = check_positive_int("d", d), check_positive_int("n", n)
         self.width, self.depth = check_positive_int("width", width), check_positive_int("depth", depth)

@@ -69,7 +69,7 @@ def default_compilation_cache_dir() -> Path:
     return base / "sp_ode" / "jax"
 
 
-def use_compilation_cache(path=None) -> Path:
+def use_compilation_cache(path: str | os.PathLike | None = None) -> Path:
     """Keep compiled JAX programs on disk in `path`, so that a second process solving the same model
     does not compile it again (default: `default_compilation_cache_dir`).
 

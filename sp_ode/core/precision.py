@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import TypeVar
 
 from sp_ode.core.errors import SpOdeWarning
@@ -33,7 +34,7 @@ UNIT_ROUNDOFF = 2.0 ** -53
 allowance of sp_ode (GTH's 8n³u, the bounds of `sp_ode.markov.bounds`, the attractor's ρ) is in these units."""
 
 
-def float64():
+def float64() -> AbstractContextManager:
     """A context manager in which JAX creates and computes float64 arrays; the user's setting is restored on exit.
 
     Public as `sp_ode.float64()`: build models, constants and generators inside it so that

@@ -25,6 +25,7 @@ refines it — a fold by Newton on the extended system {f = 0, det D_x f = 0} in
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import jax.numpy as jnp
 import numpy as np
@@ -48,6 +49,10 @@ from sp_ode.markov.spectral import spectral_gap
 from sp_ode.markov.stationary import stationary_distribution
 from sp_ode.systems.system import slow_symbol
 
+if TYPE_CHECKING:
+    from sp_ode.core.typing import ArrayLike, Float
+    from sp_ode.systems.system import FastSlowSystem
+
 __all__ = [
     "critical_manifold",
     "continue_manifold",
@@ -70,7 +75,8 @@ class ManifoldNotFoundError(Error, RuntimeError):
 # --- φ(y) ------------------------------------------------------------------------
 
 @in_float64
-def critical_manifold(system, y, *, x_guess=None, throw: bool = True) -> np.ndarray:
+def critical_manifold(system: FastSlowSystem, y: Float[ArrayLike, "*N d"], *,
+                      x_guess: Float[ArrayLike, "*N m"] | None = None, throw: bool = True) -> Float[np.ndarray, "*N m"]:
     """The critical manifold φ(y): the root of f(x, y) = 0 nearest (by Newton) to a guess.
 
     For a `MasterEquationSystem` the root is sought on the simplex: the last
@@ -226,7 +232,8 @@ def _follow(system, ys: np.ndarray, x0: np.ndarray, predictor: str) -> ManifoldB
 
 
 @in_float64
-def continue_manifold(system, ys, x0, *, predictor: str = "secant") -> ManifoldBranch:
+def continue_manifold(system: FastSlowSystem, ys: Float[ArrayLike, "N d"] | Float[ArrayLike, " N"],
+                      x0: Float[ArrayLike, " m"], *, predictor: str = "secant") -> ManifoldBranch:
     """Follow one branch of φ along a grid of y, each root the guess for the next.
 
     Parameters
@@ -330,7 +337,8 @@ class Hyperbolicity:
 
 
 @in_float64
-def normal_hyperbolicity(system, x, y) -> Hyperbolicity:
+def normal_hyperbolicity(system: FastSlowSystem, x: Float[ArrayLike, "*N m"],
+                         y: Float[ArrayLike, "*N d"]) -> Hyperbolicity:
     """Eigenvalues of D_x f(x, y) restricted to the fast fibre, and the verdict.
 
     For a general system the fibre is ℝᵐ; for a `MasterEquationSystem` it is
@@ -427,7 +435,9 @@ class HyperbolicityLoss:
 
 
 @in_float64
-def locate_loss_of_hyperbolicity(system, y_lo, y_hi, *, x0=None, num: int = 101,
+def locate_loss_of_hyperbolicity(system: FastSlowSystem, y_lo: Float[ArrayLike, " d"] | float,
+                                 y_hi: Float[ArrayLike, " d"] | float, *, x0: Float[ArrayLike, " m"] | None = None,
+                                 num: int = 101,
                                  ytol: float = 1e-12) -> HyperbolicityLoss:
     """Find where φ stops being normally hyperbolic on the segment from `y_lo` to `y_hi`.
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.numpy as jnp
@@ -47,6 +47,11 @@ from sp_ode.systems.simulation import (
 )
 from sp_ode.systems.system import FastSlowSystem, MasterEquationSystem
 from sp_ode.systems.vector_field import user_function_of
+
+if TYPE_CHECKING:
+    from sp_ode.core.typing import ArrayLike, Float, PyTree, TimeSpan
+    from sp_ode.systems.catalogue import CatalogueEntry
+    from sp_ode.systems.resolve import SystemLike
 
 __all__ = ["ReducedSystem", "reduced_system", "simulate_reduced"]
 
@@ -225,7 +230,8 @@ def _phi_callable(phi) -> Callable:
 
 
 @in_float64
-def reduced_system(system, phi=None, *, x_guess=None) -> ReducedSystem:
+def reduced_system(system: FastSlowSystem | CatalogueEntry, phi: Callable | None = None, *,
+                   x_guess: Float[ArrayLike, " m"] | None = None) -> ReducedSystem:
     """The reduced system of `system` on the manifold x = φ(y).
 
     φ is, in this order: `phi` when given; φ found by Newton from `x_guess` when
@@ -328,10 +334,13 @@ _phi_eval_cache = LRUCache()
 
 
 @in_float64
-def simulate_reduced(system, t_span, y0, *, phi=None, x_guess=None, x0=None, initial_layer: str = "projected",
+def simulate_reduced(system: SystemLike, t_span: TimeSpan, y0: Float[ArrayLike, "*batch d"], *,
+                     phi: Callable | None = None, x_guess: Float[ArrayLike, " m"] | None = None,
+                     x0: Float[ArrayLike, "*batch m"] | None = None, initial_layer: str = "projected",
                      backend: str = "auto",
-                     method: str | None = None, rtol: float = 1e-8, atol: float = 1e-10, ts=None,
-                     throw: bool = True, max_steps: int = DEFAULT_MAX_STEPS, args=None,
+                     method: str | None = None, rtol: float = 1e-8, atol: float = 1e-10,
+                     ts: Float[ArrayLike, " K"] | None = None, throw: bool = True,
+                     max_steps: int = DEFAULT_MAX_STEPS, args: PyTree | None = None,
                      batch_args: bool = False, escalate: bool = True) -> Trajectory:
     """Integrate the reduced flow dy/dt = g(t, φ(y), y, args) over `t_span`.
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
@@ -56,6 +57,13 @@ from sp_ode.manifolds.newton import (
 # one direction only: reduced.py never imports this module (the import contracts forbid cycles)
 from sp_ode.manifolds.reduced import ReducedSystem, critical_manifold_fn, simulate_reduced
 from sp_ode.systems.simulation import check_system
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Hashable
+
+    from sp_ode.core.typing import ArrayLike, Float
+    from sp_ode.systems.catalogue import CatalogueEntry
+    from sp_ode.systems.system import FastSlowSystem
 
 __all__ = ["slow_manifold", "SlowManifold", "METHODS", "MAX_ORDER"]
 
@@ -214,7 +222,8 @@ class SlowManifold:
     x_guess, phi_given — as passed to `slow_manifold` (None when not given).
     """
 
-    def __init__(self, system, order: int, method: str, terms_fn, key, x_guess=None, phi=None):
+    def __init__(self, system: FastSlowSystem, order: int, method: str, terms_fn: Callable, key: Hashable,
+                 x_guess: Float[ArrayLike, " m"] | None = None, phi: Callable | None = None) -> None:
         self.system = system
         self.x_guess = x_guess             # Newton's start for φ (series method), or None
         self.phi_given = phi               # a closed form of φ used instead of Newton, or None
@@ -311,7 +320,8 @@ class SlowManifold:
 
 
 @in_float64
-def slow_manifold(system, order: int = 1, *, method: str = "series", x_guess=None, phi=None) -> SlowManifold:
+def slow_manifold(system: FastSlowSystem | CatalogueEntry, order: int = 1, *, method: str = "series",
+                  x_guess: Float[ArrayLike, " m"] | None = None, phi: Callable | None = None) -> SlowManifold:
     """The slow manifold h_ε = φ + ε h₁ + … + εᵏ h_k of a fast–slow system.
 
     Parameters

@@ -29,7 +29,9 @@ of `sp_ode.verification` as the method independent of every linear solve.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
@@ -37,6 +39,9 @@ import scipy.sparse as sp
 from sp_ode.core.precision import UNIT_ROUNDOFF
 from sp_ode.core.validation import check_positive, check_positive_int
 from sp_ode.markov.generator import check_generator, uniformize
+
+if TYPE_CHECKING:
+    from sp_ode.core.typing import GeneratorMatrix
 
 __all__ = ["Attractor", "attractor_distribution", "MARGIN", "RADIUS_MAX", "MAX_SQUARINGS", "MAX_STEPS"]
 
@@ -97,7 +102,8 @@ class Attractor:
         return np.log2(np.maximum(self.steps, 1)).astype(int)
 
 
-def attractor_distribution(Q, starts=None, *, tol: float = 1e-13, max_steps: int | None = None) -> Attractor:
+def attractor_distribution(Q: GeneratorMatrix, starts: Sequence[int] | None = None, *, tol: float = 1e-13,
+                           max_steps: int | None = None) -> Attractor:
     """p_st of a generator as the attractor of its uniformised chain (module docstring).
 
     Parameters

@@ -52,9 +52,9 @@ def _pair(name: str, value) -> tuple[float, float]:
 def cme_two_species(
     N: int,
     *,
-    production=None,
-    degradation=1.0,
-    repression=None,
+    production: float | tuple[float, float] | None = None,
+    degradation: float | tuple[float, float] = 1.0,
+    repression: float | tuple[float, float] | None = None,
     max_bytes: int | None = None,
 ) -> sp.csr_array:
     """Generator of the two-species toggle-switch CME on the N×N grid, as CSR.

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
@@ -27,6 +28,9 @@ from scipy.sparse.csgraph import connected_components
 
 from sp_ode.core.errors import Error
 from sp_ode.core.validation import check_finite_array, check_nonnegative, check_positive
+
+if TYPE_CHECKING:
+    from sp_ode.core.typing import ArrayLike, Float, GeneratorMatrix
 
 EPS = np.finfo(np.float64).eps
 
@@ -61,7 +65,7 @@ def format_classes(classes: list[np.ndarray], limit: int = 4, states=None) -> st
 
 # --- validation ----------------------------------------------------------------
 
-def input_unit_roundoff(Q) -> float:
+def input_unit_roundoff(Q: GeneratorMatrix) -> float:
     """The relative rounding of the rates as given: u of their float dtype (2⁻²⁴ for float32), else float64's u.
 
     Integer and boolean entries are exact; anything that is not a floating array counts as float64.
@@ -190,7 +194,8 @@ def _check_sparse(Q, name: str) -> sp.csr_array:
     return A
 
 
-def check_generator(Q, name: str = "Q", *, batch: bool = False, states=None):
+def check_generator(Q: GeneratorMatrix, name: str = "Q", *, batch: bool = False,
+                    states: Sequence[str] | None = None) -> np.ndarray | sp.csr_array:
     """Validate a generator and return it as float64.
 
     Rules, each with its own message: an array or `scipy.sparse` matrix;
@@ -237,7 +242,8 @@ def _index(name: str, value, n: int | None) -> int:
     return int(value)
 
 
-def from_rates(rates: Mapping | Iterable, n: int | None = None, *, sparse: bool = False):
+def from_rates(rates: Mapping | Iterable, n: int | None = None, *,
+               sparse: bool = False) -> Float[np.ndarray, "n n"] | sp.csr_array:
     """Build Q from rates `{(i, j): r}` or an edge list `[(i, j, r), ...]`.
 
     Repeated edges add.  The diagonal is set to minus the row sums.
@@ -278,7 +284,8 @@ def from_rates(rates: Mapping | Iterable, n: int | None = None, *, sparse: bool 
     return sp.csr_array(Q) if sparse else Q.toarray()
 
 
-def birth_death(birth, death, *, sparse: bool = False):
+def birth_death(birth: Float[ArrayLike, " n-1"], death: Float[ArrayLike, " n-1"], *,
+                sparse: bool = False) -> Float[np.ndarray, "n n"] | sp.csr_array:
     """Birth–death generator on states 0 … n−1.
 
     `birth[k]` = λ_k is the rate k → k+1 (k = 0 … n−2) and `death[k]` =
@@ -303,7 +310,8 @@ def birth_death(birth, death, *, sparse: bool = False):
     return Q if sparse else Q.toarray()
 
 
-def uniformize(Q, lam: float | None = None, *, margin: float = 1.0):
+def uniformize(Q: GeneratorMatrix, lam: float | None = None, *,
+               margin: float = 1.0) -> tuple[np.ndarray | sp.csr_array, float | np.ndarray]:
     """Uniformisation: P = I + Q/λ with λ ≥ max_i (exit rate of i) (default: `margin` times that maximum).
 
     P is row-stochastic and has the same stationary distribution as Q.  Its diagonal is
@@ -355,7 +363,7 @@ def uniformize(Q, lam: float | None = None, *, margin: float = 1.0):
     return P, (float(lam_arr) if lam_arr.ndim == 0 else lam_arr)
 
 
-def from_transition_matrix(P, lam: float = 1.0):
+def from_transition_matrix(P: Float[ArrayLike, "n n"], lam: float = 1.0) -> Float[np.ndarray, "n n"]:
     """The generator Q = λ(P − I) of a row-stochastic transition matrix P.
 
     Off-diagonal rates are λ P_ij; each diagonal entry is set to minus its row's
@@ -391,7 +399,7 @@ def _adjacency(Q) -> sp.csr_array:
     return sp.csr_array(A)
 
 
-def communicating_classes(Q) -> list[np.ndarray]:
+def communicating_classes(Q: GeneratorMatrix) -> list[np.ndarray]:
     """Communicating classes (strongly connected components of the rate graph i → j, Q_ij > 0).
 
     Returns
@@ -404,7 +412,7 @@ def communicating_classes(Q) -> list[np.ndarray]:
     return sorted(classes, key=lambda c: int(c[0]))
 
 
-def closed_classes(Q) -> list[np.ndarray]:
+def closed_classes(Q: GeneratorMatrix) -> list[np.ndarray]:
     """The closed (recurrent) communicating classes: no rate leaves them."""
     Q = check_generator(Q)
     adj = _adjacency(Q)
@@ -426,12 +434,12 @@ def _irreducible_unchecked(Q) -> bool:
     return k == 1
 
 
-def is_irreducible(Q) -> bool:
+def is_irreducible(Q: GeneratorMatrix) -> bool:
     """True when every state reaches every other (one communicating class)."""
     return _irreducible_unchecked(check_generator(Q))
 
 
-def require_irreducible(Q, name: str = "Q", states=None) -> None:
+def require_irreducible(Q: GeneratorMatrix, name: str = "Q", states: Sequence[str] | None = None) -> None:
     """Raise [`NotIrreducibleError`][sp_ode.markov.generator.NotIrreducibleError] naming the closed classes unless Q (already checked) is irreducible.
 
     `states` (n labels) names the states of the classes instead of their indices.
@@ -487,7 +495,7 @@ class DetailedBalanceCheck:
     message: str
 
 
-def check_detailed_balance(Q, *, states=None) -> DetailedBalanceCheck:
+def check_detailed_balance(Q: GeneratorMatrix, *, states: Sequence[str] | None = None) -> DetailedBalanceCheck:
     """Numeric detailed balance of a float generator, with a tolerance derived from rounding (docs/theory.md §7.12).
 
     A chain is reversible when a potential π > 0 has π_i Q_ij = π_j Q_ji for every pair; then

@@ -8,6 +8,8 @@ Both need p_st, so this module sits above `sp_ode.markov.stationary`.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
@@ -16,6 +18,9 @@ from sp_ode.core.validation import check_finite_array
 from sp_ode.markov.bounds import ConvergenceError
 from sp_ode.markov.generator import EPS, check_generator, is_irreducible, require_irreducible
 from sp_ode.markov.stationary import DENSE_GTH_MAX, stationary_distribution
+
+if TYPE_CHECKING:
+    from sp_ode.core.typing import ArrayLike, Float, GeneratorMatrix
 
 # Weyl: a backward-stable symmetric eigensolver moves each eigenvalue by ≤ c·n·u·‖S‖₂ (c stated here).
 _WEYL_C = 10.0
@@ -67,7 +72,7 @@ def _symmetrised_if_reversible(Q):
     return sp.csc_array(S) if sp.issparse(Q) else S.toarray()
 
 
-def spectral_gap(Q, *, return_info: bool = False):
+def spectral_gap(Q: GeneratorMatrix, *, return_info: bool = False) -> float | tuple[float, dict]:
     """γ = −max{Re λ : λ eigenvalue of Q, λ ≠ 0} (docs/theory.md §3.2 (T2), §7.4); never negative.
 
     The zero eigenvalue is removed once (the one of smallest modulus).
@@ -151,7 +156,7 @@ def _bordered(Q, p):
     return Qd.T - np.outer(p, np.ones_like(p))
 
 
-def group_inverse(Q, p=None) -> np.ndarray:
+def group_inverse(Q: GeneratorMatrix, p: Float[ArrayLike, " n"] | None = None) -> Float[np.ndarray, "n n"]:
     """Group inverse A^# of A = Qᵀ: A^# = (A − p1ᵀ)⁻¹ + p1ᵀ (docs/theory.md §3.3 (T3)).
 
     Characterised by A A^# A = A, A^# A A^# = A^#, A A^# = A^# A.  For q on the
@@ -179,7 +184,8 @@ def group_inverse(Q, p=None) -> np.ndarray:
     return np.linalg.inv(M) + np.outer(p, np.ones_like(p))
 
 
-def group_inverse_apply(Q, v, p=None) -> np.ndarray:
+def group_inverse_apply(Q: GeneratorMatrix, v: Float[ArrayLike, " n"],
+                        p: Float[ArrayLike, " n"] | None = None) -> Float[np.ndarray, " n"]:
     """A^# v for A = Qᵀ without forming A^#: solve (A − p1ᵀ)x = v, return x + p(1ᵀv).
 
     Parameters

@@ -31,9 +31,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from sp_ode.networks._rates import parse_rate
 from sp_ode.networks.network import NetworkError, Reaction, ReactionNetwork
+
+if TYPE_CHECKING:
+    import gillespy2
 
 __all__ = ["from_gillespy2", "GillesPy2FeatureError", "GILLESPY2_CONVENTION"]
 
@@ -100,7 +104,7 @@ def _mass_action_constant(reaction, reactants: tuple[tuple[str, int], ...], prop
     return c if sympy.expand(ours - propensity) == 0 else None
 
 
-def from_gillespy2(model, *, slow: Sequence[str] = (), parameters: Mapping[str, float] | None = None,
+def from_gillespy2(model: gillespy2.Model, *, slow: Sequence[str] = (), parameters: Mapping[str, float] | None = None,
                    name: str | None = None) -> tuple[ReactionNetwork, dict[str, int]]:
     """A [`ReactionNetwork`][sp_ode.networks.network.ReactionNetwork] with exactly the propensities of a `gillespy2.Model`.
 

@@ -175,9 +175,10 @@ class ReactionNetwork:
     array([6.])
     """
 
-    def __init__(self, reactions, *, parameters: Mapping | None = None, slow: Sequence[str] = (),
+    def __init__(self, reactions: str | Sequence[Reaction], *, parameters: Mapping | None = None,
+                 slow: Sequence[str] = (),
                  species: Sequence[str] | None = None, name: str | None = None, observables: Mapping | None = None,
-                 convention: str | None = None):
+                 convention: str | None = None) -> None:
         import sympy
 
         rxns = parse_reactions(reactions) if isinstance(reactions, str) else list(reactions)

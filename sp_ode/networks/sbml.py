@@ -48,12 +48,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sp_ode.core.expressions import ExpressionSyntaxError, substitute
 from sp_ode.networks._rates import NetworkSyntaxError
 from sp_ode.networks._sbml_events import read_events, unsupported_events
 from sp_ode.networks._sbml_math import MathReader
 from sp_ode.networks.network import NetworkError, Reaction, ReactionNetwork
+
+if TYPE_CHECKING:
+    from sp_ode.networks.events import Event
 
 __all__ = ["from_sbml", "from_antimony", "SBMLFeatureError"]
 
@@ -114,7 +118,8 @@ def _unsupported(model) -> list[str]:
 
 
 def from_sbml(source: str | Path, *, slow: Sequence[str] = (), parameters: Mapping[str, float] | None = None,
-              name: str | None = None, with_events: bool = False):
+              name: str | None = None, with_events: bool = False,
+              ) -> tuple[ReactionNetwork, dict[str, int]] | tuple[ReactionNetwork, dict[str, int], list[Event]]:
     """A [`ReactionNetwork`][sp_ode.networks.network.ReactionNetwork] from an SBML file or string.
 
     Parameters
@@ -400,7 +405,8 @@ def _assignment_rules(reader, rules: dict, meaning: dict) -> dict:
 
 
 def from_antimony(text: str, *, slow: Sequence[str] = (), parameters: Mapping[str, float] | None = None,
-                  name: str | None = None, with_events: bool = False):
+                  name: str | None = None, with_events: bool = False,
+                  ) -> tuple[ReactionNetwork, dict[str, int]] | tuple[ReactionNetwork, dict[str, int], list[Event]]:
     """A [`ReactionNetwork`][sp_ode.networks.network.ReactionNetwork] from an Antimony model string (via its SBML); see [`from_sbml`][sp_ode.networks.sbml.from_sbml].
 
     Raises

@@ -49,6 +49,7 @@ import time
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import jax
 import numpy as np
@@ -85,8 +86,14 @@ from sp_ode.systems.resolve import as_system
 from sp_ode.systems.simulation import check_state, check_system, check_t_span, check_ts
 from sp_ode.systems.system import FastSlowSystem, MasterEquationSystem
 
-__all__ = ["sweep", "SweepResult", "SweepResumeError", "SweepClusterError", "SweepMainGuardError", "PATH_FULL", "STATUS_OK",
-           "STATUS_RESOLVED", "STATUS_FAILED", "MANIFEST", "ROUTES", "auto_chunk_size", "sweep_folder", "npz_bytes",
+if TYPE_CHECKING:
+    import distributed
+
+    from sp_ode.core.typing import ArrayLike, Float, PathLike, TimeSpan
+    from sp_ode.systems.resolve import SystemLike
+
+__all__ = ["sweep", "SweepResult", "SweepResumeError", "SweepClusterError", "SweepMainGuardError", "PATH_FULL",
+           "STATUS_OK", "STATUS_RESOLVED", "STATUS_FAILED", "MANIFEST", "ROUTES", "auto_chunk_size", "sweep_folder", "npz_bytes",
            "CHUNKS", "TIMINGS", "VALIDATION", "remove_orphans"]
 
 PATH_FULL = paths.PATH_FULL
@@ -380,8 +387,10 @@ def auto_chunk_size(N: int, workers: int) -> tuple[int, str | None]:
 # --- the public function ------------------------------------------------------------------
 
 @in_float64
-def sweep(system, params, t_span, x0, y0, *, ts, tol: float, validate_fraction: float = 0.01,
-          chunk_size: int | None = None, out=None, client=None, seed: int = 0, max_order: int | None = None,
+def sweep(system: SystemLike, params: Mapping[str, ArrayLike], t_span: TimeSpan, x0: Float[ArrayLike, "*N m"],
+          y0: Float[ArrayLike, "*N d"], *, ts: Float[ArrayLike, " K"], tol: float, validate_fraction: float = 0.01,
+          chunk_size: int | None = None, out: PathLike | None = None, client: str | distributed.Client | None = None,
+          seed: int = 0, max_order: int | None = None,
           safety: float = 0.5, route: str = "auto", progress_bar: bool | None = None,
           connect_timeout: float = 10.0, force_cluster: bool = False) -> SweepResult:
     """Solve a fast–slow system at N parameter points, each by its cheapest certified path.

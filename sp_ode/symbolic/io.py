@@ -94,7 +94,7 @@ def parse_expression(text: str, symbols: dict, *, where: str, real: frozenset = 
     if not text:
         raise GeneratorFileError(f"{where}: the expression is empty.")
 
-    def symbol(name: str):
+    def symbol(name: str) -> sympy.Symbol:
         if name not in symbols:
             if known_only:
                 raise GeneratorFileError(

@@ -136,7 +136,7 @@ def _toy_h1(y):
 
 
 @in_float64
-def toy(eps=None, P=None, y0: float = 1.0) -> CatalogueEntry:
+def toy(eps: float | None = None, P: int | None = None, y0: float = 1.0) -> CatalogueEntry:
     """ε x' = −x + y², y' = −x; x(0) = 0, y(0) = y0 (docs/theory.md §6).
 
     φ = y²; the invariance equation ε φ'(y)·g = f(φ + ε h₁, y) at first order gives
@@ -197,7 +197,7 @@ def _lin_h1(y):
 
 
 @in_float64
-def linear(eps=None, P=None) -> CatalogueEntry:
+def linear(eps: float | None = None, P: int | None = None) -> CatalogueEntry:
     """ε x' = A x + B y, y' = C x + D y with A Hurwitz (m = d = 2).
 
     Exact: z(t) = expm(M t) z(0), M = [[A/ε, B/ε], [C, D]].  φ(y) = H₀y with
@@ -244,7 +244,7 @@ def _switch_phi(y):
 
 
 @in_float64
-def averaging2(eps=None, P=None, c: float = 1.0, y0: float = -1.0) -> CatalogueEntry:
+def averaging2(eps: float | None = None, P: int | None = None, c: float = 1.0, y0: float = -1.0) -> CatalogueEntry:
     """A fast 2-state switch slaved to y drives y through the time spent in state 0.
 
     Q(y) = [[−eʸ, eʸ], [1, −1]] (family switch2), y' = c x₀.  Averaging over the
@@ -295,7 +295,8 @@ def _mm_closed_forms(kappa: float, lam: float):
 
 
 @in_float64
-def michaelis_menten(eps=None, P=None, kappa: float = 1.0, lam: float = 0.5, s0: float = 1.0) -> CatalogueEntry:
+def michaelis_menten(eps: float | None = None, P: int | None = None, kappa: float = 1.0, lam: float = 0.5,
+                     s0: float = 1.0) -> CatalogueEntry:
     """Michaelis–Menten kinetics in the standard QSSA scaling.
 
     Substrate s = y (slow), complex c = x (fast): ε c' = s − (s + κ)c,
@@ -336,7 +337,7 @@ def _vdp_g(t, x, y, args):
 
 
 @in_float64
-def vanderpol(eps=None, P=None) -> CatalogueEntry:
+def vanderpol(eps: float | None = None, P: int | None = None) -> CatalogueEntry:
     """Van der Pol in Liénard form: ε x' = y − (x³/3 − x), y' = −x, on one attracting branch.
 
     The critical manifold y = x³/3 − x folds at x = ±1 (not a graph over y: φ is
@@ -376,7 +377,8 @@ def _fhn_g(t, x, y, args):
 
 
 @in_float64
-def fitzhugh_nagumo(eps=None, P=None, I: float = 0.0, v0: float = -2.0, w0: float = 0.0) -> CatalogueEntry:  # noqa: E741
+def fitzhugh_nagumo(eps: float | None = None, P: int | None = None, I: float = 0.0, v0: float = -2.0,  # noqa: E741
+                    w0: float = 0.0) -> CatalogueEntry:
     """FitzHugh–Nagumo: ε v' = v − v³/3 − w + I, w' = 0.08 (v + 0.7 − 0.8 w); v fast, w slow.
 
     The critical manifold w = v − v³/3 + I has folds at v = ±1, w = ±2/3 + I; the
@@ -417,7 +419,7 @@ def _me_weights(family) -> np.ndarray:
 
 
 @in_float64
-def master_equation_entry(family_name: str, name: str, eps=None, P=None, c: float = 1.0,
+def master_equation_entry(family_name: str, name: str, eps: float | None = None, P: int | None = None, c: float = 1.0,
                           y0: float | None = None) -> CatalogueEntry:
     """ε x' = Q(y)ᵀx, y' = c(⟨w, x⟩ − y) over a built-in generator family.
 

@@ -26,12 +26,15 @@ from sp_ode.systems.catalogue import SYSTEMS, CatalogueEntry, get_system, master
 from sp_ode.systems.network import NetworkSystem
 from sp_ode.systems.system import FastSlowSystem
 
-__all__ = ["as_system", "load_system", "SYSTEM_TYPES", "NETWORK_PREFIX", "FAMILY_PREFIX", "network_system"]
+__all__ = ["as_system", "load_system", "SystemLike", "SYSTEM_TYPES", "NETWORK_PREFIX", "FAMILY_PREFIX",
+           "network_system"]
 
 NETWORK_PREFIX = "network:"
 FAMILY_PREFIX = "family:"
 # What `as_system` accepts, for isinstance checks at the doors that take a ready object as well.
 SYSTEM_TYPES = (FastSlowSystem, NetworkSystem, CatalogueEntry, NetworkModel)
+SystemLike = FastSlowSystem | NetworkSystem | CatalogueEntry | NetworkModel
+"""The objects `as_system` accepts, for annotations (a `MasterEquationSystem` is a `FastSlowSystem`)."""
 
 
 def network_system(model: NetworkModel, *, eps: float | None = None) -> NetworkSystem:
@@ -40,7 +43,7 @@ def network_system(model: NetworkModel, *, eps: float | None = None) -> NetworkS
                          name=model.name)
 
 
-def as_system(obj, *, name: str = "system") -> FastSlowSystem | NetworkSystem:
+def as_system(obj: SystemLike, *, name: str = "system") -> FastSlowSystem | NetworkSystem:
     """The system `obj` stands for (see the module docstring); a TypeError naming `name` otherwise."""
     if isinstance(obj, (FastSlowSystem, NetworkSystem)):
         return obj
@@ -52,7 +55,7 @@ def as_system(obj, *, name: str = "system") -> FastSlowSystem | NetworkSystem:
                     f"(sp_ode.get_system) or a NetworkModel (sp_ode.get_network_model); got {type(obj).__name__}.")
 
 
-def load_system(spec: str, *, name: str = "system", base: Path | None = None):
+def load_system(spec: str, *, name: str = "system", base: Path | None = None) -> SystemLike:
     """The object a command-line string names: a `CatalogueEntry`, a `NetworkModel` or a user's object.
 
     `spec` is a catalogue name, `family:NAME`, `network:NAME` or `path/file.py:OBJECT` (a relative

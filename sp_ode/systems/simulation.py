@@ -37,7 +37,7 @@ import warnings
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.numpy as jnp
@@ -50,6 +50,10 @@ from sp_ode.markov.generator import check_generator
 from sp_ode.systems import diagnosis, integration
 from sp_ode.systems.options import BACKENDS, DEFAULT_MAX_STEPS, ESCALATION_BUDGET, SolveOptions
 from sp_ode.systems.system import FastSlowSystem, MasterEquationSystem
+
+if TYPE_CHECKING:
+    from sp_ode.core.typing import ArrayLike, Float, PyTree, TimeSpan
+    from sp_ode.systems.resolve import SystemLike
 
 __all__ = ["simulate", "Trajectory", "SolverError", "BACKENDS"]
 
@@ -516,9 +520,10 @@ def _merge_lanes(raw: dict, out: dict, lanes: np.ndarray) -> dict:
 
 
 @in_float64
-def simulate(system, t_span, x0, y0, *, backend: str = "auto", method: str | None = None,
-             rtol: float = 1e-8, atol: float = 1e-10, ts=None, throw: bool = True,
-             max_steps: int = DEFAULT_MAX_STEPS, args=None, batch_args: bool = False,
+def simulate(system: SystemLike, t_span: TimeSpan, x0: Float[ArrayLike, "*batch m"], y0: Float[ArrayLike, "*batch d"],
+             *, backend: str = "auto", method: str | None = None, rtol: float = 1e-8, atol: float = 1e-10,
+             ts: Float[ArrayLike, " K"] | None = None, throw: bool = True,
+             max_steps: int = DEFAULT_MAX_STEPS, args: PyTree | None = None, batch_args: bool = False,
              escalate: bool = True) -> Trajectory:
     """Integrate ε dx/dt = f(t, x, y, args), dy/dt = g(t, x, y, args) over `t_span`.
 

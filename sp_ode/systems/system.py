@@ -23,7 +23,8 @@ solvers build Q(y) once instead of once per basis tangent.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
@@ -37,6 +38,9 @@ from sp_ode.markov.generator import ROW_SUM_C, check_generator
 from sp_ode.markov.stationary import stationary_jax
 from sp_ode.systems.integration import SMALL_PROGRAM_OPTIONS
 from sp_ode.systems.vector_field import UserFunction, as_generator_function, as_vector_field
+
+if TYPE_CHECKING:
+    from sp_ode.core.typing import PyTree
 
 __all__ = ["FastSlowSystem", "MasterEquationSystem"]
 
@@ -103,7 +107,9 @@ class FastSlowSystem:
     """
 
     @in_float64
-    def __init__(self, f, g, *, eps=None, P=None, args=None, m=None, d=None, name=None, slow_names=None):
+    def __init__(self, f: Callable, g: Callable, *, eps: float | None = None, P: int | None = None,
+                 args: PyTree | None = None, m: int | None = None, d: int | None = None, name: str | None = None,
+                 slow_names: Sequence[str] | None = None) -> None:
         eps, P = _resolve_eps(eps, P)
         object.__setattr__(self, "f", as_vector_field("f", f))  # shorthand f(x, y) wrapped (systems/vector_field.py)
         object.__setattr__(self, "g", as_vector_field("g", g))
@@ -478,8 +484,10 @@ class MasterEquationSystem(FastSlowSystem):
     """
 
     @in_float64
-    def __init__(self, Q_of_y, g, *, eps=None, P=None, args=None, n=None, d=None, name=None, states=None,
-                 simplex: bool = True, slow_names=None):
+    def __init__(self, Q_of_y: Callable | GeneratorFamily, g: Callable, *, eps: float | None = None,
+                 P: int | None = None, args: PyTree | None = None, n: int | None = None, d: int | None = None,
+                 name: str | None = None, states: Sequence[str] | None = None, simplex: bool = True,
+                 slow_names: Sequence[str] | None = None) -> None:
         if isinstance(Q_of_y, GeneratorFamily):
             for arg, value, fam_value in (("n", n, Q_of_y.n), ("d", d, Q_of_y.d)):
                 if value is not None and value != fam_value:

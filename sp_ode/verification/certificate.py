@@ -52,6 +52,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -67,6 +68,11 @@ from sp_ode.systems.simulation import check_system, check_t_span, simulate_check
 from sp_ode.systems.system import slow_symbol
 from sp_ode.verification.plotting import plot_certificate
 from sp_ode.verification.rates import MIN_POINTS, fit_rate
+
+if TYPE_CHECKING:
+    from sp_ode.core.typing import ArrayLike, Float, Int, TimeSpan
+    from sp_ode.systems.catalogue import CatalogueEntry
+    from sp_ode.systems.system import FastSlowSystem
 
 __all__ = ["convergence_certificate", "ConvergenceCertificate", "DEFAULT_PS",
            "GivenManifold", "MIN_POINTS"]
@@ -265,10 +271,13 @@ def _extension(fits: dict, Ps: np.ndarray) -> list[int]:
 
 
 @in_float64
-def convergence_certificate(system, Ps=DEFAULT_PS, *, order: int = 1, t_span=None, x0=None, y0=None,
-                            t0_layer=None, backend: str = "auto", method: str | None = None,
+def convergence_certificate(system: FastSlowSystem | CatalogueEntry, Ps: Int[ArrayLike, " K"] = DEFAULT_PS, *,
+                            order: int = 1, t_span: TimeSpan | None = None, x0: Float[ArrayLike, " m"] | None = None,
+                            y0: Float[ArrayLike, " d"] | None = None, t0_layer: float | None = None,
+                            backend: str = "auto", method: str | None = None,
                             rtol: float = 1e-10, atol: float = 1e-12, num_times: int = 201,
-                            slope_tol: float = 0.15, manifold=None, reduced_method: str | None = None,
+                            slope_tol: float = 0.15,
+                            manifold: SlowManifold | GivenManifold | None = None, reduced_method: str | None = None,
                             extend: bool = True, show_progress: bool = False
                             ) -> ConvergenceCertificate:
     """Measure the O(ε), O(ε^{k+1}) and O(ε) convergence of a fast–slow system (module docstring).

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -51,6 +52,12 @@ from sp_ode.markov.attractor import RADIUS_MAX, attractor_distribution
 from sp_ode.markov.reference import exact_stationary
 from sp_ode.markov.stationary import stationary_distribution
 from sp_ode.systems.system import slow_symbol
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from sp_ode.core.typing import ArrayLike, Float
+    from sp_ode.systems.system import FastSlowSystem
 
 __all__ = ["check_identity_size", "attractor_distribution", "frozen_flow_attractor", "identity_check", "IdentityCheck",
            "IdentityMethod", "IDENTITY_TOL", "FLOW_TOL"]
@@ -220,7 +227,9 @@ def check_identity_size(N: int, m: int, d: int) -> int:
 
 
 @in_float64
-def identity_check(system, ys, *, x0=None, phi=None, phi_name: str = "the supplied φ",
+def identity_check(system: FastSlowSystem, ys: Float[ArrayLike, "N d"] | Float[ArrayLike, " N"], *,
+                   x0: Float[ArrayLike, " m"] | None = None, phi: Callable | None = None,
+                   phi_name: str = "the supplied φ",
                    phi_kind: str = "closed form", exact_points: int = EXACT_POINTS) -> IdentityCheck:
     """Check φ(y) = p_st(y) (or φ against its closed form) on a grid by methods that solve different problems.
 

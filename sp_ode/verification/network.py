@@ -43,6 +43,7 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
@@ -59,6 +60,11 @@ from sp_ode.systems.system import slow_symbol
 from sp_ode.verification.identity import IDENTITY_TOL, IdentityMethod
 from sp_ode.verification.plotting import plot_network_convergence, plot_network_marginals
 from sp_ode.verification.rates import MIN_POINTS, RateFit, fit_rate
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from sp_ode.core.typing import ArrayLike, Float, PathLike, TimeSpan
 
 __all__ = ["verify_network", "network_identity", "NetworkVerdict", "NetworkIdentity", "DEFAULT_EPS", "SMOKE_EPS"]
 
@@ -185,7 +191,8 @@ def _gap(Q) -> float:
         return float("nan")
 
 
-def network_identity(system: NetworkSystem, ys, *, p=None, tol: float = ATTRACTOR_TOL,
+def network_identity(system: NetworkSystem, ys: Float[ArrayLike, "N d"],
+                     *, p: Float[ArrayLike, "N n"] | Callable | None = None, tol: float = ATTRACTOR_TOL,
                      max_steps: int = MAX_STEPS, elimination: bool = True) -> NetworkIdentity:
     """Check p_st(y) by independent routes at each y (module docstring, docs/theory.md §7.7).
 
@@ -603,8 +610,9 @@ def _rate_message(fit: RateFit) -> str:
 _ERRORS = (ArithmeticError, ValueError, RuntimeError, np.linalg.LinAlgError)
 
 
-def verify_network(system: NetworkSystem, t_span, y0, *, eps_values=None, num: int | None = None,
-                   smoke: bool = False, out=None, slope_tol: float = 0.15) -> NetworkVerdict:
+def verify_network(system: NetworkSystem, t_span: TimeSpan, y0: Float[ArrayLike, " d"], *,
+                   eps_values: Float[ArrayLike, " K"] | None = None, num: int | None = None,
+                   smoke: bool = False, out: PathLike | None = None, slope_tol: float = 0.15) -> NetworkVerdict:
     """Verify a network fast–slow system on the region its trajectory visits (module docstring).
 
     Parameters

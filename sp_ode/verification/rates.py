@@ -13,9 +13,13 @@ Used by `sp_ode.convergence_certificate` and the network verdict.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy import stats
+
+if TYPE_CHECKING:
+    from sp_ode.core.typing import ArrayLike, Float, Int
 
 __all__ = ["fit_rate", "RateFit", "MIN_POINTS", "SETTLE", "CONFIDENCE"]
 
@@ -68,7 +72,8 @@ def _local_slopes(le: np.ndarray, ld: np.ndarray) -> np.ndarray:
     return np.diff(ld) / np.diff(le)
 
 
-def fit_rate(eps, d, floor: float, *, expected: float, tol: float = 0.15, Ps=None,
+def fit_rate(eps: Float[ArrayLike, " K"], d: Float[ArrayLike, " K"], floor: float, *, expected: float,
+             tol: float = 0.15, Ps: Int[ArrayLike, " K"] | None = None,
              min_points: int = MIN_POINTS) -> RateFit:
     """Fit d ≈ C ε^p on the points in the asymptotic range, with statistics (module docstring).
 

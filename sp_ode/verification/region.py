@@ -32,6 +32,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -50,6 +51,12 @@ from sp_ode.markov.stationary import stationary_distribution
 from sp_ode.systems.options import SolveOptions
 from sp_ode.systems.simulation import simulate_checked
 from sp_ode.systems.system import MasterEquationSystem, slow_symbol
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from sp_ode.core.typing import ArrayLike, Float, TimeSpan
+    from sp_ode.systems.system import FastSlowSystem
 
 __all__ = ["visited_region", "VisitedRegion", "MARGIN"]
 
@@ -229,7 +236,9 @@ def _reduced_path(system, t_span, y0, x_start, ts, phi=None):
 
 
 @in_float64
-def visited_region(system, t_span, x0, y0, *, phi=None, x_guess=None, num_times: int = 201,
+def visited_region(system: FastSlowSystem, t_span: TimeSpan, x0: Float[ArrayLike, " m"], y0: Float[ArrayLike, " d"],
+                   *, phi: Callable | None = None, x_guess: Float[ArrayLike, " m"] | None = None,
+                   num_times: int = 201,
                    backend: str = "auto", rtol: float = 1e-10, atol: float = 1e-12,
                    margin: float = MARGIN) -> VisitedRegion:
     """Judge normal hyperbolicity of φ on the region the full and reduced trajectories visit (module docstring).

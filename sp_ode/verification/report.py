@@ -31,7 +31,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -52,6 +52,12 @@ from sp_ode.verification.network import verify_network
 from sp_ode.verification.plotting import plot_manifold
 from sp_ode.verification.rates import MIN_POINTS
 from sp_ode.verification.region import MARGIN, visited_region
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from sp_ode.core.typing import ArrayLike, Float, PathLike, TimeSpan
+    from sp_ode.systems.resolve import SystemLike
 
 __all__ = ["verify", "VerifyReport", "STATUSES", "SMOKE_PS"]
 
@@ -293,8 +299,10 @@ def identity_grid(case: Case, region, num: int) -> np.ndarray:
 
 # --- the verdict ----------------------------------------------------------------------------------------
 
-def verify(system, *, t_span=None, x0=None, y0=None, phi=None, Ps=None, order: int = 1, backend: str = "auto",
-           num: int | None = None, smoke: bool = False, out=None, overwrite: bool = False,
+def verify(system: SystemLike, *, t_span: TimeSpan | None = None, x0: Float[ArrayLike, " m"] | None = None,
+           y0: Float[ArrayLike, " d"] | None = None, phi: Callable | None = None, Ps: Sequence[int] | None = None,
+           order: int = 1, backend: str = "auto", num: int | None = None, smoke: bool = False,
+           out: PathLike | None = None, overwrite: bool = False,
            show_progress: bool = False, description: str | None = None) -> VerifyReport:
     """Verify the reduction of `system` where it actually goes (module docstring).
 

@@ -261,6 +261,23 @@ def test_default_route_takes_gth_when_predicted_cheap_and_sparse_otherwise(monke
     assert info["componentwise_bound"] is not None and np.max(np.abs(q - p) / p) <= 2 * info["componentwise_bound"]
 
 
+def test_a_band_above_its_byte_cap_routes_away_from_banded_gth(monkeypatch):
+    # A band array above BANDED_GTH_MAX_BYTES once raised a MemoryBudgetError without its required fields, a
+    # TypeError out of the default route (found by mypy's call-arg check); it rules banded GTH out instead.
+    import scipy.sparse as sps
+
+    import sp_ode.markov.stationary as st_mod
+
+    Q = sps.csr_array(sp_ode.birth_death(np.ones(199), np.full(199, 2.0)))
+    assert st_mod.predicted_seconds(Q)["banded"] is not None
+    monkeypatch.setattr(st_mod, "BANDED_GTH_MAX_BYTES", 0)
+    assert st_mod.predicted_seconds(Q)["banded"] is None
+    p, info = sp_ode.stationary_distribution(Q, return_info=True)
+    assert info["method"] != "banded"
+    exact = 0.5 ** np.arange(200)          # detailed balance: p_k ∝ Π λ/μ = (1/2)^k
+    assert max_rel_error(p, exact / exact.sum()) < 1e-12
+
+
 def test_default_route_falls_back_to_the_sparse_solve_when_gth_breaks_its_promise(monkeypatch):
     # GTH that cannot keep its entrywise promise (a failure status) must not end the default route.
     import scipy.sparse as sps

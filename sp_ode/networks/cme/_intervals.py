@@ -18,6 +18,8 @@ wider than the requested `moment_tol` with "wide", two enclosures that do not me
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 __all__ = ["MomentIntervals", "fsp_interval", "combine"]
@@ -40,7 +42,8 @@ class MomentIntervals(tuple):
         "moment equations", "projection", or "moment equations ∩ projection"
     """
 
-    def __new__(cls, mean, sd, *, status: str = "certified", reason: str = "", source: str = ""):
+    def __new__(cls, mean: Sequence[np.ndarray], sd: Sequence[np.ndarray], *, status: str = "certified",
+                reason: str = "", source: str = "") -> MomentIntervals:
         obj = super().__new__(cls, (tuple(mean), tuple(sd)))
         obj.mean, obj.sd = tuple(mean), tuple(sd)
         obj.status, obj.reason, obj.source = status, reason, source

@@ -33,11 +33,20 @@ found, [`find_lyapunov`][sp_ode.networks.cme.lyapunov.find_lyapunov] returns one
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from sp_ode.networks.cme._moments import affine_coefficients
+
+if TYPE_CHECKING:
+    import sympy
+
+    from sp_ode.core.typing import ArrayLike, Float
+    from sp_ode.networks.network import ReactionNetwork
+    from sp_ode.networks.state_space import StateSpace
 
 __all__ = ["LyapunovCertificate", "find_lyapunov", "truncation_certificate", "propensity_supremum"]
 
@@ -121,7 +130,7 @@ class LyapunovCertificate:
                 "c2": self.c2, "log_mean_bound": self.log_mean_bound, "caps": dict(self.caps), "terms": dict(self.terms)}
 
 
-def propensity_supremum(expr, species) -> float | None:
+def propensity_supremum(expr: sympy.Expr, species: Sequence[sympy.Symbol]) -> float | None:
     """A certified upper bound on a propensity over the nonnegative orthant, or None.
 
     Accepts N/D with N, D polynomials in the counts whose coefficients are all ≥ 0, D with a
@@ -285,7 +294,8 @@ def _refine_weights(items, w, best, delta):
     return w, best
 
 
-def find_lyapunov(network, y=None, *, caps: dict | None = None, weights=None, delta: float = 1e-8) -> LyapunovCertificate:
+def find_lyapunov(network: ReactionNetwork, y: Float[ArrayLike, " d"] | None = None, *, caps: dict | None = None,
+                  weights: Float[ArrayLike, " S"] | None = None, delta: float = 1e-8) -> LyapunovCertificate:
     """A certificate V = exp(θ w·x), A V ≤ c₁ − c₂V on the whole lattice, for the CME of `network` (module docstring).
 
     Parameters
@@ -355,7 +365,8 @@ def find_lyapunov(network, y=None, *, caps: dict | None = None, weights=None, de
     return LyapunovCertificate(True, "", full, float(theta), float(log_c1), float(c2), caps, terms, species)
 
 
-def truncation_certificate(cert: LyapunovCertificate, space, outflow: np.ndarray, hitting_time: float) -> dict:
+def truncation_certificate(cert: LyapunovCertificate, space: StateSpace, outflow: np.ndarray,
+                           hitting_time: float) -> dict:
     """Bound on ‖p_J − π‖₁ for the stationary law p_J of the reflecting truncation on J (docs/theory.md §7.15).
 
     With ε ≥ π(S∖J), Φ ≥ Σ_{x∈J} π_x o_x (the stationary flux out of J) and H ≥ max_i E_i[τ_k] on J,

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
@@ -32,6 +33,9 @@ from sp_ode.markov.stationary import stationary_distribution
 from sp_ode.networks.cme.lyapunov import find_lyapunov, truncation_certificate
 from sp_ode.networks.network import NetworkError, ReactionNetwork
 from sp_ode.networks.state_space import StateSpace
+
+if TYPE_CHECKING:
+    from sp_ode.core.typing import ArrayLike, Float
 
 __all__ = ["StationaryCME", "cme_stationary"]
 
@@ -130,7 +134,8 @@ def _posterior(Q, p: np.ndarray, H: float) -> float:
                  * (1 + 8 * 2.0**-53))
 
 
-def cme_stationary(network: ReactionNetwork, *, y=None, tol: float = 1e-6, initial: Mapping[str, int] | None = None,
+def cme_stationary(network: ReactionNetwork, *, y: Float[ArrayLike, " d"] | None = None, tol: float = 1e-6,
+                   initial: Mapping[str, int] | None = None,
                    bounds: Mapping[str, int] | None = None, weights: Mapping[str, float] | None = None,
                    method: str | None = None, max_expansions: int = 8) -> StationaryCME:
     """p_st of the CME on the infinite lattice, with a certified bound on ‖p − p_st‖₁ (module docstring).

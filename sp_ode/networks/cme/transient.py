@@ -46,6 +46,7 @@ import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
@@ -60,6 +61,9 @@ from sp_ode.networks.cme._moments import affine_observable, caps_of, growth_cons
 from sp_ode.networks.events import Event, EventMaps, check_events, event_sink_generator, integrate_with_events
 from sp_ode.networks.network import NetworkError, ReactionNetwork, TruncationError
 from sp_ode.networks.state_space import StateSpace
+
+if TYPE_CHECKING:
+    from sp_ode.core.typing import ArrayLike, Float
 
 __all__ = ["TransientDistribution", "transient_distribution", "fsp_transient", "MomentIntervals",
            "UNIFORMIZATION_MAX_STEPS", "TRANSIENT_MAX_WORK"]
@@ -462,7 +466,8 @@ def _check_times(times) -> np.ndarray:
     return t
 
 
-def fsp_transient(network: ReactionNetwork, space: StateSpace, p0, times, *, y=None,
+def fsp_transient(network: ReactionNetwork, space: StateSpace, p0: Float[ArrayLike, " n"],
+                  times: Float[ArrayLike, " T"], *, y: Float[ArrayLike, " d"] | None = None,
                   max_steps: int = UNIFORMIZATION_MAX_STEPS, events: Sequence[Event] = ()) -> TransientDistribution:
     """p_J(t) on a fixed projection J from p0 at time 0 (module docstring).
 
@@ -552,9 +557,10 @@ def fsp_transient(network: ReactionNetwork, space: StateSpace, p0, times, *, y=N
                                  z0=z0, work=int(space.n) * int(steps))
 
 
-def transient_distribution(network: ReactionNetwork, initial: Mapping[str, int], times, *,
+def transient_distribution(network: ReactionNetwork, initial: Mapping[str, int], times: Float[ArrayLike, " T"], *,
                            bounds: Mapping[str, int] | None = None, total: int | None = None, tol: float = 1e-8,
-                           moment_tol: float | None = None, y=None, max_expansions: int = 20,
+                           moment_tol: float | None = None,
+                           y: Float[ArrayLike, " d"] | None = None, max_expansions: int = 20,
                            max_steps: int = UNIFORMIZATION_MAX_STEPS, max_work: int = TRANSIENT_MAX_WORK,
                            progress: bool | None = None, events: Sequence[Event] = ()) -> TransientDistribution:
     """p(t) of the CME from a given state, on a projection grown until the leaked mass is below `tol`.
