@@ -8,7 +8,8 @@ through a zero-initialised additive gate.
   attention, block-mean pooling with the lag, byte-level text and Markov sources with exact Bayes
   floors, the training loop with its exactly resumable checkpoints, the fast map of a trained layer;
 - `neural.phi` — φ_θ, the learned critical manifold, with its certificate;
-- `neural.commands` — the `sp-ode train` and `sp-ode fit-phi` subcommands.
+- `neural.commands` — the `sp-ode train` and `sp-ode fit-phi` subcommands;
+- `neural.seams` — the internal seams between these subpackages (see `sp_ode.seams`).
 
 The namespace is the API: `import neural; neural.FastSlowLM(neural.tiny())`.
 Names load lazily from their modules, so `import neural` does not import torch

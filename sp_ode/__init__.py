@@ -13,13 +13,15 @@ subpackages, in the order data flows through them (docs/architecture.md):
 
 - `sp_ode.core` — validation, numeric precision scope, files, figures, catalogues;
 - `sp_ode.markov` — generators Q and their stationary distributions p_st;
+- `sp_ode.networks` — reaction networks on a finite state projection, the certified CME answers;
 - `sp_ode.symbolic` — exact stationarity by the matrix-tree theorem;
-- `sp_ode.systems` — fast–slow systems and their integration;
+- `sp_ode.systems` — every model as a system (network systems included) and its integration;
 - `sp_ode.manifolds` — critical and slow manifolds, the reduced flow;
-- `sp_ode.networks` — reaction networks on a finite state projection;
 - `sp_ode.verification` — `sp_ode.verify` and its checks;
 - `sp_ode.sweeps` — parameter sweeps;
 - `sp_ode.cli` — the `sp-ode` command line (imported by nothing else).
+
+`sp_ode.seams` declares the internal seams, the non-public names one subpackage imports from another.
 """
 from __future__ import annotations
 

@@ -245,3 +245,68 @@ def test_every_package_docstring_names_each_of_its_modules(tmp_path):
     for name in ("alpha.py", "beta.py", "betamax.py", "gamma.py", "__main__.py", "sub/__init__.py"):
         (tmp_path / "pkg" / name).write_text("")
     assert unnamed_modules(tmp_path / "pkg", "pkg") == ["betamax", "gamma", "sub"]
+
+
+def cross_package_imports(root: Path) -> dict[str, dict[str, set[str]]]:
+    """{module: {name: importing subpackages}}: every `from sp_ode.X… import name` (or neural's) made from
+    another subpackage, of a name that no stub declares public (`sp_ode.seams` says why these matter)."""
+    from sp_ode.core.lazy import declared_names
+
+    public: set[str] = set()
+    for top in ("sp_ode", "neural"):
+        for init in (root / top).rglob("__init__.pyi"):
+            public |= set(declared_names(".".join(init.parent.relative_to(root).parts)))
+    found: dict[str, dict[str, set[str]]] = {}
+    for top in ("sp_ode", "neural"):
+        for path in sorted((root / top).rglob("*.py")):
+            parts = path.relative_to(root).with_suffix("").parts
+            home = ".".join(parts[:2]) if len(parts) > 2 else parts[0]
+            for node in ast.walk(ast.parse(path.read_text())):
+                if not (isinstance(node, ast.ImportFrom) and node.module
+                        and node.module.split(".")[0] in ("sp_ode", "neural")):
+                    continue
+                module = node.module.split(".")
+                if len(module) < 2 or ".".join(module[:2]) == home:
+                    continue
+                for alias in node.names:
+                    if alias.name not in public:
+                        found.setdefault(node.module, {}).setdefault(alias.name, set()).add(home)
+    return found
+
+
+def seam_mismatches(found: dict, declared: dict) -> list[str]:
+    """Undeclared crossings, and declared seams that nothing imports (or not from the packages listed)."""
+    out = []
+    for module, names in found.items():
+        for name, users in names.items():
+            listed = set(declared.get(module, {}).get(name, ()))
+            if not listed:
+                out.append(f"{module}.{name} is imported by {sorted(users)} but declared in no seams table")
+            elif listed != users:
+                out.append(f"{module}.{name}: imported by {sorted(users)}, the seams table says {sorted(listed)}")
+    for module, names in declared.items():
+        for name in names:
+            if name not in found.get(module, {}):
+                out.append(f"{module}.{name} is declared a seam but nothing imports it across packages")
+    return out
+
+
+def test_every_internal_seam_is_declared_once_and_used():
+    from neural.seams import SEAMS as NEURAL_SEAMS
+    from sp_ode.seams import SEAMS
+
+    assert not set(SEAMS) & set(NEURAL_SEAMS)
+    assert all(m.startswith("sp_ode") for m in SEAMS) and all(m.startswith("neural") for m in NEURAL_SEAMS)
+    assert seam_mismatches(cross_package_imports(ROOT), {**SEAMS, **NEURAL_SEAMS}) == []
+
+
+def test_the_seam_check_names_an_undeclared_import_and_a_stale_entry(tmp_path):
+    (tmp_path / "sp_ode" / "markov").mkdir(parents=True)
+    (tmp_path / "sp_ode" / "markov" / "a.py").write_text("from sp_ode.core.validation import check_positive\n")
+    (tmp_path / "sp_ode" / "markov" / "b.py").write_text("from sp_ode.systems.simulation import run_engines\n")
+    found = cross_package_imports(tmp_path)
+    declared = {"sp_ode.core.validation": {"check_positive": ("sp_ode.markov",)},
+                "sp_ode.core.files": {"write_json": ("sp_ode.markov",)}}
+    assert seam_mismatches(found, declared) == [
+        "sp_ode.systems.simulation.run_engines is imported by ['sp_ode.markov'] but declared in no seams table",
+        "sp_ode.core.files.write_json is declared a seam but nothing imports it across packages"]
