@@ -173,6 +173,7 @@ SEAMS: dict[str, dict[str, tuple[str, ...]]] = {
         'SolveOptions': ('sp_ode.sweeps', 'sp_ode.verification'),
     },
     'sp_ode.systems.resolve': {
+        'EntryLike': ('sp_ode.manifolds', 'sp_ode.verification'),
         'NETWORK_PREFIX': ('sp_ode.cli',),
         'SYSTEM_TYPES': ('neural.phi', 'sp_ode.cli'),
         'SystemLike': ('sp_ode.manifolds', 'sp_ode.sweeps', 'sp_ode.verification'),

@@ -189,8 +189,10 @@ _DUCK = re.compile(r"\b(?:hasattr|getattr)\(\s*(?:obj|system|entry|spec|model|ca
                    r"[\"'](?:system|network|space|gen|slow_odes|simulate_reduced|Q_of_y)[\"']")
 _SNIFF = re.compile(r"\bsys\.modules\b")
 # Where sys.modules is the subject itself: loading a user's file as a module (and unloading it), registering
-# those modules for pickling by value, and the proof harness's own module loading.
-_SYS_MODULES_OWNERS = {"sp_ode/core/files.py", "sp_ode/sweeps/_dask.py", "sp_ode/cli/prove.py"}
+# those modules for pickling by value, fingerprinting the user's helper modules by their source, and the proof
+# harness's own module loading.
+_SYS_MODULES_OWNERS = {"sp_ode/core/files.py", "sp_ode/sweeps/_dask.py", "sp_ode/sweeps/_fingerprint.py",
+                       "sp_ode/cli/prove.py"}
 
 
 def _door_offences(paths, root: Path) -> list[str]:

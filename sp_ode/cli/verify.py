@@ -11,6 +11,7 @@ exits 0 when every check passed, 1 when one failed (the first line of the messag
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import inspect
 import sys
@@ -20,7 +21,7 @@ from sp_ode.cli.common import BUILTIN_HELP, UsageError, run_folder
 from sp_ode.core.files import dumps, load_object
 from sp_ode.core.validation import hint
 from sp_ode.networks.models import NETWORK_MODELS
-from sp_ode.systems.catalogue import SYSTEMS, get_system
+from sp_ode.systems.catalogue import SYSTEMS, CatalogueEntry, get_system
 from sp_ode.systems.resolve import NETWORK_PREFIX, SYSTEM_TYPES, as_system
 from sp_ode.systems.system import FastSlowSystem
 from sp_ode.verification.report import SMOKE_PS, resolve_case, verify
@@ -154,7 +155,13 @@ def _with_overrides(spec: str, obj, overrides: dict):
             raise UsageError(f"`--set {key}`: not a parameter of {spec}; it takes {known}{hint(key, known)}.")
     if args is not None:
         system = system.with_args(args)
-    return system if isinstance(obj, FastSlowSystem) else dataclasses.replace(obj, system=system)
+    if isinstance(obj, FastSlowSystem):
+        return system
+    if isinstance(obj, CatalogueEntry):
+        return dataclasses.replace(obj, system=system)
+    entry = copy.copy(obj)                 # a user's entry (e.g. a SimpleNamespace): a copy, the file's object kept
+    entry.system = system
+    return entry
 
 
 def resolve_system(spec, *, t_span=None, x0=None, y0=None, overrides=None, smoke: bool = False):

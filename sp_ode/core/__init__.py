@@ -13,6 +13,7 @@
 - `cache` — compiled programs kept in memory for one process, on disk across processes when asked;
 - `cpu_pool` — one core per process for the processes sp_ode starts (never the caller's own);
 - `errors` — `Error` and `SpOdeWarning`, the bases of every error and warning the library raises;
+- `typing` — the annotations' aliases (array shapes in jaxtyping's notation, `TimeSpan`, `PathLike`);
 - `summary` — short text and HTML summaries of result objects (`print(result)`, notebooks);
 - `chebyshev` — the one adaptive Chebyshev builder (nested Lobatto nodes, a change-based error estimate).
 """

@@ -34,7 +34,7 @@ from sp_ode.networks.models import NetworkModel
 from sp_ode.systems import diagnosis, integration
 from sp_ode.systems.catalogue import CatalogueEntry
 from sp_ode.systems.network import NetworkSystem
-from sp_ode.systems.resolve import as_system
+from sp_ode.systems.resolve import EntryLike, as_system
 from sp_ode.systems.simulation import (
     DEFAULT_MAX_STEPS,
     Trajectory,
@@ -279,7 +279,7 @@ def reduced_system(system: FastSlowSystem | CatalogueEntry, phi: Callable | None
 
 def _reduced_system(system, phi=None, *, x_guess=None) -> ReducedSystem:
     """`reduced_system` without the full system attached."""
-    entry_phi = system.phi if isinstance(system, CatalogueEntry) else None
+    entry_phi = getattr(system, "phi", None) if isinstance(system, EntryLike) else None
     system = check_system(system)
     master = isinstance(system, MasterEquationSystem)
     if phi is not None and x_guess is not None:

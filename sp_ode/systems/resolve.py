@@ -6,8 +6,9 @@ line accept the same objects, and all of them go through `as_system` (objects) o
 
 - a [`FastSlowSystem`][sp_ode.systems.system.FastSlowSystem] (a `MasterEquationSystem` too) or a
   [`NetworkSystem`][sp_ode.systems.network.NetworkSystem]: itself;
-- a [`CatalogueEntry`][sp_ode.systems.catalogue.CatalogueEntry]: its system (the entry's defaults,
-  t_span, x0, y0, stay on the entry for the callers that use them);
+- a [`CatalogueEntry`][sp_ode.systems.catalogue.CatalogueEntry], or a user's entry (`EntryLike`: any
+  object with `.system`, `.t_span`, `.x0`, `.y0`): its system (the entry's defaults stay on the entry for
+  the callers that use them);
 - a [`NetworkModel`][sp_ode.networks.models.NetworkModel]: the `NetworkSystem` on its projection with
   the model's own ε (`NetworkModel.eps`), so one catalogue model has one ε at every door;
 - strings: a catalogue name, `family:NAME` (a generator family as a master-equation entry),
@@ -19,6 +20,7 @@ The decision is by type (`isinstance`), never by the attributes an object happen
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
 
 from sp_ode.core.files import load_object
 from sp_ode.networks.models import NETWORK_MODELS, NetworkModel
@@ -26,14 +28,28 @@ from sp_ode.systems.catalogue import SYSTEMS, CatalogueEntry, get_system, master
 from sp_ode.systems.network import NetworkSystem
 from sp_ode.systems.system import FastSlowSystem
 
-__all__ = ["as_system", "load_system", "SystemLike", "SYSTEM_TYPES", "NETWORK_PREFIX", "FAMILY_PREFIX",
+__all__ = ["as_system", "load_system", "EntryLike", "SystemLike", "SYSTEM_TYPES", "NETWORK_PREFIX", "FAMILY_PREFIX",
            "network_system"]
 
 NETWORK_PREFIX = "network:"
 FAMILY_PREFIX = "family:"
+
+
+@runtime_checkable
+class EntryLike(Protocol):
+    """A user's entry: a system with its default horizon and starts, e.g. a `types.SimpleNamespace` in a model
+    file (docs/guide/your_own_model.md), optionally with a closed-form `.phi`.  A `CatalogueEntry` is one.
+    Declared here, once, so that the entry points recognise it by this protocol, not each by its attributes."""
+
+    system: Any
+    t_span: Any
+    x0: Any
+    y0: Any
+
+
 # What `as_system` accepts, for isinstance checks at the doors that take a ready object as well.
-SYSTEM_TYPES = (FastSlowSystem, NetworkSystem, CatalogueEntry, NetworkModel)
-SystemLike = FastSlowSystem | NetworkSystem | CatalogueEntry | NetworkModel
+SYSTEM_TYPES = (FastSlowSystem, NetworkSystem, CatalogueEntry, NetworkModel, EntryLike)
+SystemLike = FastSlowSystem | NetworkSystem | CatalogueEntry | NetworkModel | EntryLike
 """The objects `as_system` accepts, for annotations (a `MasterEquationSystem` is a `FastSlowSystem`)."""
 
 
@@ -47,12 +63,13 @@ def as_system(obj: SystemLike, *, name: str = "system") -> FastSlowSystem | Netw
     """The system `obj` stands for (see the module docstring); a TypeError naming `name` otherwise."""
     if isinstance(obj, (FastSlowSystem, NetworkSystem)):
         return obj
-    if isinstance(obj, CatalogueEntry):
-        return obj.system
     if isinstance(obj, NetworkModel):
         return network_system(obj)
+    if isinstance(obj, EntryLike) and isinstance(obj.system, (FastSlowSystem, NetworkSystem)):
+        return obj.system                  # a catalogue entry, or a user's entry
     raise TypeError(f"`{name}` must be a FastSlowSystem, a MasterEquationSystem, a NetworkSystem, a catalogue entry "
-                    f"(sp_ode.get_system) or a NetworkModel (sp_ode.get_network_model); got {type(obj).__name__}.")
+                    "(sp_ode.get_system; or any object with .system, .t_span, .x0, .y0), or a NetworkModel "
+                    f"(sp_ode.get_network_model); got {type(obj).__name__}.")
 
 
 def load_system(spec: str, *, name: str = "system", base: Path | None = None) -> SystemLike:

@@ -41,10 +41,9 @@ from sp_ode.core.validation import check_choice, check_positive_int
 from sp_ode.manifolds.slow_manifold import check_order, slow_manifold
 from sp_ode.markov.families import GeneratorFamily
 from sp_ode.networks.models import NetworkModel
-from sp_ode.systems.catalogue import CatalogueEntry
 from sp_ode.systems.model import check_model
 from sp_ode.systems.network import NetworkSystem
-from sp_ode.systems.resolve import as_system
+from sp_ode.systems.resolve import EntryLike, as_system
 from sp_ode.systems.system import MasterEquationSystem
 from sp_ode.verification.certificate import DEFAULT_PS, check_Ps, convergence_certificate
 from sp_ode.verification.identity import check_identity_size, identity_check
@@ -247,7 +246,7 @@ def resolve_case(system, *, t_span=None, x0=None, y0=None, description: str | No
         return system
     if isinstance(system, (NetworkSystem, NetworkModel)):
         return _network_case(system, t_span=t_span, x0=x0, y0=y0, description=description)
-    entry = system if isinstance(system, CatalogueEntry) else None
+    entry = system if isinstance(system, EntryLike) else None
     system = as_system(system)
     t_span = t_span if t_span is not None else getattr(entry, "t_span", None)
     x0 = x0 if x0 is not None else getattr(entry, "x0", None)

@@ -131,7 +131,7 @@ def test_a_changed_network_never_resumes(system, tmp_path):
 def test_a_large_network_sweep_is_not_priced_as_a_stacked_dense_one(monkeypatch):
     """n = 10⁴ fast states, 100 points: the network route stacks only 3 unknowns per point and solves full
     systems one at a time, so its estimate is megabytes (the stacked dense estimate is terabytes)."""
-    from sp_ode.sweeps.sweep import _sweep_nbytes
+    from sp_ode.sweeps._cost import sweep_nbytes as _sweep_nbytes
 
     assert _sweep_nbytes(100, 100, 10_000, 1, 4) > 1e11
     assert _network.sweep_nbytes(100, 100, 10_000, 1, 4) < 2e7
