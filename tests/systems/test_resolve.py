@@ -65,3 +65,19 @@ def test_simulate_takes_a_network_system_and_stays_within_eps_of_the_reduced_clo
     assert errors[0] < 1e-1
     with pytest.raises(ValueError, match=r"`backend` must be 'auto' or 'scipy' for the NetworkSystem"):
         sp_ode.simulate(model, (0.0, 1.0), None, model.y0, backend="diffrax")
+
+
+def test_a_users_entry_is_recognised_by_its_declared_protocol():
+    """The guide's entry (any object with .system, .t_span, .x0, .y0) resolves; one whose .system is no system,
+    or that lacks a default, does not."""
+    from types import SimpleNamespace
+
+    from sp_ode.systems.resolve import EntryLike
+
+    system = sp_ode.get_system("toy").system
+    entry = SimpleNamespace(system=system, t_span=(0.0, 1.0), x0=[1.0], y0=[1.0])
+    assert isinstance(entry, EntryLike) and as_system(entry) is system
+    with pytest.raises(TypeError, match=r"got SimpleNamespace"):
+        as_system(SimpleNamespace(system="toy", t_span=(0.0, 1.0), x0=[1.0], y0=[1.0]))
+    with pytest.raises(TypeError, match=r"got SimpleNamespace"):
+        as_system(SimpleNamespace(system=system, x0=[1.0], y0=[1.0]))          # no t_span: not an entry
