@@ -225,6 +225,23 @@ def test_eps_swept_with_a_rate_constant_matches_independent_full_solves(n_points
     assert np.ptp(r.y[:, -1, 0]) > 10 * TOL
 
 
+def test_eps_a_rate_and_a_slow_parameter_swept_jointly_match_independent_full_solves(system):
+    """Every kind of swept name at once on a network: ε, the rate constant kA (in a propensity) and r (read by
+    the slow ODE only).  The hardest point of each kA (its largest ε) is within tol of an independent scipy
+    Radau solve of the full sparse system (rtol 1e-10) at its own ε, kA and r."""
+    rng = np.random.default_rng(5)
+    kA = np.repeat([0.8, 1.25], 3)
+    params = {"eps": 10 ** rng.uniform(-5, -3, 6), "kA": kA, "r": rng.uniform(0.5, 2.0, 6)}
+    r = sweep(system, params, (0.0, 2.0), "manifold", [0.2], ts=TS, tol=TOL, validate_fraction=0.0,
+              progress_bar=False)
+    assert np.all(r.status == 0) and np.all(r.estimate <= TOL)
+    for j in range(2):
+        i = 3 * j + int(np.argmax(params["eps"][3 * j:3 * j + 3]))
+        ref = _radau(system, 0.2, float(params["eps"][i]), rtol=1e-10, kA=float(kA[i]), r=float(params["r"][i]))
+        assert np.max(np.abs(ref - r.y[i])) <= TOL, i
+    assert np.ptp(r.y[:, -1, 0]) > 10 * TOL          # the answer moves with the swept values (negative control)
+
+
 def test_an_interrupted_network_sweep_resumes_to_the_same_numbers(system, tmp_path, monkeypatch):
     """ε and r swept (one table for every point, built by the cost model and shipped with the plan): stopped
     after its first chunk, the resumed sweep rebuilds that very table (`replay`) — a chunk left to build its own
