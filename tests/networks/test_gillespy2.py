@@ -1,7 +1,7 @@
 """`sp_ode.from_gillespy2`: GillesPy2 models keep GillesPy2's own propensities.
 
 The dimerisation and Michaelis–Menten models are GillesPy2's example models through their builders in
-`bench.networks.gillespy2_examples` (the benchmark's, smaller rates and counts here), the birth–death
+`bench.networks.gillespy2_examples` (the benchmark's; other rates, counts and volumes here), the birth–death
 process and the custom `propensity_function` written here in the same form.  Provenance of the expected numbers:
 (a) propensities: GillesPy2's mass-action convention computed by hand (k·vol, k·A, k·A·B/vol,
 k·A·(A − 1)/vol; gillespy2/core/reaction.py, `_create_mass_action`); (b) means: an independent

@@ -50,3 +50,11 @@ def test_z_scores_reject_a_wrong_law():
     assert z_scores(cert, exact)["ssa_standard_error"] == pytest.approx(2.0 / np.sqrt(n))
     moved = {"trajectories": n, "stats": {"X": {"mean": [1.0, 5.0], "sd": [0.0, 2.0]}}}   # σ = 0 at t = 0, SSA moved
     assert z_scores(cert, moved)["mean"] == float("inf")
+
+
+def test_without_scons_the_ssa_is_numpys_and_says_why(monkeypatch):
+    from bench.networks import transient_vs_ssa as mod
+
+    monkeypatch.setattr(mod.shutil, "which", lambda name, path=None: None)
+    monkeypatch.setattr(mod, "find_spec", lambda name: None)
+    assert mod.ssa_solver_name() == ("NumPySSASolver", "SCons (GillesPy2's C++ build tool) is not installed")
