@@ -1,7 +1,8 @@
 """`sp_ode.from_gillespy2`: GillesPy2 models keep GillesPy2's own propensities.
 
-Models are written in the form of GillesPy2's example models (dimerisation, Michaelis–Menten, a
-birth–death process, a custom `propensity_function`).  Provenance of the expected numbers:
+The dimerisation and Michaelis–Menten models are GillesPy2's example models through their builders in
+`bench.networks.gillespy2_examples` (the benchmark's; other rates, counts and volumes here), the birth–death
+process and the custom `propensity_function` written here in the same form.  Provenance of the expected numbers:
 (a) propensities: GillesPy2's mass-action convention computed by hand (k·vol, k·A, k·A·B/vol,
 k·A·(A − 1)/vol; gillespy2/core/reaction.py, `_create_mass_action`); (b) means: an independent
 method, GillesPy2's own NumPySSASolver (a few thousand trajectories, fixed seed), against sp_ode's
@@ -17,6 +18,7 @@ import numpy as np
 import pytest
 
 import sp_ode
+from bench.networks.gillespy2_examples import dimerization, michaelis_menten as gillespy2_michaelis_menten
 from sp_ode.networks.gillespy2 import GillesPy2FeatureError
 from sp_ode.networks.network import NetworkSyntaxError, ReactionNetwork
 
@@ -28,30 +30,14 @@ N_TRAJ = 2000
 Z_MAX = 4.0
 
 
-def dimerisation(volume: float = 300.0):
-    """GillesPy2's Dimerization example: 2 monomer <-> dimer (monomer + 2·dimer = 30 conserved)."""
-    m = gillespy2.Model(name="dimerisation", volume=volume)
-    m.add_parameter([gillespy2.Parameter(name="k_c", expression=3.0), gillespy2.Parameter(name="k_d", expression=0.1)])
-    m.add_species([gillespy2.Species(name="monomer", initial_value=30),
-                   gillespy2.Species(name="dimer", initial_value=0)])
-    m.add_reaction([gillespy2.Reaction(name="r_creation", reactants={"monomer": 2}, products={"dimer": 1}, rate="k_c"),
-                    gillespy2.Reaction(name="r_dissociation", reactants={"dimer": 1}, products={"monomer": 2},
-                                       rate="k_d")])
-    return m
+def dimerisation():
+    """GillesPy2's Dimerization example at a larger rate and volume (k_c = 3, k_d = 0.1, vol = 300)."""
+    return dimerization(k_c=3.0, k_d=0.1, volume=300.0)
 
 
 def michaelis_menten():
-    """GillesPy2's MichaelisMenten example: A + B <-> C -> B + D (B the enzyme), volume 10."""
-    m = gillespy2.Model(name="michaelis_menten", volume=10.0)
-    m.add_parameter([gillespy2.Parameter(name="rate1", expression=0.17),
-                     gillespy2.Parameter(name="rate2", expression=0.1),
-                     gillespy2.Parameter(name="rate3", expression=0.1)])
-    m.add_species([gillespy2.Species(name="A", initial_value=30), gillespy2.Species(name="B", initial_value=10),
-                   gillespy2.Species(name="C", initial_value=0), gillespy2.Species(name="D", initial_value=0)])
-    m.add_reaction([gillespy2.Reaction(name="r1", reactants={"A": 1, "B": 1}, products={"C": 1}, rate="rate1"),
-                    gillespy2.Reaction(name="r2", reactants={"C": 1}, products={"A": 1, "B": 1}, rate="rate2"),
-                    gillespy2.Reaction(name="r3", reactants={"C": 1}, products={"B": 1, "D": 1}, rate="rate3")])
-    return m
+    """GillesPy2's Michaelis_Menten example, smaller: A 30, enzyme B 10, rates 0.17, 0.1, 0.1, volume 10."""
+    return gillespy2_michaelis_menten(rate1=0.17, rate2=0.1, rate3=0.1, A=30, B=10, volume=10.0)
 
 
 def birth_death():
