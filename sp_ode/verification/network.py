@@ -641,18 +641,41 @@ def verify_network(system: NetworkSystem, t_span: TimeSpan, y0: Float[ArrayLike,
     """
     if not isinstance(system, NetworkSystem):
         raise TypeError(f"`system` must be a NetworkSystem; got {type(system).__name__}.")
+    t_span, y0 = check_network_start(system, t_span, y0)
+    if eps_values is not None:
+        eps_values = np.array(sorted([check_positive("eps", e) for e in eps_values], reverse=True))
+        if len(eps_values) < MIN_POINTS + 1:
+            raise ValueError(f"`eps_values` needs at least {MIN_POINTS + 1} values (a fit keeps ≥ {MIN_POINTS}); "
+                             f"got {len(eps_values)}.")
+    return verify_network_checked(system, t_span, y0, eps_values=eps_values, num=check_network_num(num, smoke),
+                                  smoke=smoke, out=out, slope_tol=slope_tol)
+
+
+def check_network_start(system: NetworkSystem, t_span, y0) -> tuple[tuple[float, float], np.ndarray]:
+    """((t0, t1), y0): `t_span` finite with t0 < t1, `y0` the system's d finite numbers (named in errors)."""
     t0, t1 = (float(v) for v in t_span)
     if not (math.isfinite(t0) and math.isfinite(t1) and t1 > t0):
         raise ValueError(f"`t_span` must be finite with t0 < t1; got {t_span!r}.")
     y0 = np.asarray(y0, dtype=np.float64).reshape(-1)
     if y0.shape != (system.d,) or not np.all(np.isfinite(y0)):
         raise ValueError(f"`y0` must be {system.d} finite number(s); got {y0.tolist()}.")
-    eps_values = np.array(sorted((SMOKE_EPS if smoke else DEFAULT_EPS) if eps_values is None else
-                                 [check_positive("eps", e) for e in eps_values], reverse=True))
-    if len(eps_values) < MIN_POINTS + 1:
-        raise ValueError(f"`eps_values` needs at least {MIN_POINTS + 1} values (a fit keeps ≥ {MIN_POINTS}); "
-                         f"got {len(eps_values)}.")
-    num = (3 if smoke else 5) if num is None else check_positive_int("num", num)
+    return (t0, t1), y0
+
+
+def check_network_num(num, smoke: bool) -> int:
+    """y points of the network identity check: default 5 (3 with `smoke`), else a positive int."""
+    return (3 if smoke else 5) if num is None else check_positive_int("num", num)
+
+
+def verify_network_checked(system: NetworkSystem, t_span: tuple[float, float], y0: np.ndarray, *,
+                           eps_values: np.ndarray | None, num: int, smoke: bool = False, out: PathLike | None = None,
+                           slope_tol: float = 0.15) -> NetworkVerdict:
+    """`verify_network` on input already checked (`check_network_start`, `check_network_num`; `eps_values`
+    positive, at least `MIN_POINTS` + 1, sorted decreasing, or None for the defaults).  `sp_ode.verify`
+    calls it, so each input is validated once, at its own door."""
+    t0, t1 = t_span
+    if eps_values is None:
+        eps_values = np.array(sorted(SMOKE_EPS if smoke else DEFAULT_EPS, reverse=True))
     checks = {"paths": "skipped", "identity": "skipped", "rate_reduced": "skipped", "rate_corrected": "skipped"}
     messages = {k: "skipped: the paths did not run" for k in checks}
     verdict = NetworkVerdict(system.name, system.n, system.d, system.eps, (t0, t1), y0, checks, messages,
