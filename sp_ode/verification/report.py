@@ -28,7 +28,6 @@ command line prints) and `write(out)` (figures and `report.json`).
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -53,6 +52,7 @@ from sp_ode.verification.network import check_network_num, check_network_start, 
 from sp_ode.verification.plotting import plot_manifold
 from sp_ode.verification.rates import MIN_POINTS
 from sp_ode.verification.region import MARGIN, visited_region_checked
+from sp_ode.verification.steps import STATUSES, Steps
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -62,7 +62,6 @@ if TYPE_CHECKING:
 
 __all__ = ["verify", "VerifyReport", "STATUSES", "SMOKE_PS"]
 
-STATUSES = ("ok", "FAIL", "skipped")
 SMOKE_PS = (16, 32, 64, 128, 256, 512)
 DEFAULT_NUM = 41              # grid points in y for the identity check of a general / master system
 SMOKE_NUM = 9
@@ -82,11 +81,14 @@ class VerifyReport(Summarised):
         The system's name
     kind : {"general", "master", "network"}
     description : str
+    steps : Steps
+        The checks in order (`sp_ode.verification.steps`): `hyperbolicity`, `identity`,
+        `certificate` (networks: `paths`, `identity`, `rate_reduced`, `rate_corrected`), each a
+        `VerdictStep` with its status, message, skip reason and seconds.
     checks : dict name -> "ok" | "FAIL" | "skipped"
-        `hyperbolicity`, `identity`,
-        `certificate` (networks: `paths`, `identity`, `rate_reduced`, `rate_corrected`).
+        Read off `steps`.
     messages : dict name -> str
-        One line per check: its numbers, or why it failed or was skipped.
+        One line per check: its numbers, or why it failed or was skipped (read off `steps`).
     passed : bool
         Every check `ok`.
     failure : str or None
@@ -100,13 +102,26 @@ class VerifyReport(Summarised):
     system: str
     kind: str
     description: str
-    checks: dict
-    messages: dict
-    passed: bool
-    failure: str | None
+    steps: Steps
     record: dict
     figures: list = field(default_factory=list)
     _parts: dict = field(default_factory=dict, repr=False)   # region, identity, certificate or network verdict
+
+    @property
+    def checks(self) -> dict:
+        return self.steps.checks
+
+    @property
+    def messages(self) -> dict:
+        return self.steps.messages
+
+    @property
+    def passed(self) -> bool:
+        return self.steps.passed
+
+    @property
+    def failure(self) -> str | None:
+        return self.steps.failure
 
     def _summary_title(self) -> str:
         return f"VerifyReport: {self.system}, verify {'PASSED' if self.passed else 'FAILED'}"
@@ -376,8 +391,8 @@ def _verify_network(case: Case, *, Ps, num, smoke) -> VerifyReport:
                                      num=check_network_num(num, smoke), smoke=smoke)
     record = verdict.to_dict()
     record["description"] = case.description
-    return VerifyReport(case.name, "network", case.description, verdict.checks, verdict.messages, verdict.passed,
-                        verdict.failure, record, _parts={"network": verdict, "case": case})
+    return VerifyReport(case.name, "network", case.description, verdict.steps, record,
+                        _parts={"network": verdict, "case": case})
 
 
 def _check_num(num, smoke: bool) -> int:
@@ -397,41 +412,33 @@ def _verify_general(case: Case, *, Ps, order, backend, num, smoke, show_progress
     options = SolveOptions(backend, None, 1e-10, 1e-12)   # the region's full solve and the certificate's
     master = isinstance(case.system, MasterEquationSystem)
     num_times = 101 if smoke else 201
-    seconds: dict[str, float] = {}
-    checks = dict.fromkeys(CHECKS, "skipped")
-    messages: dict[str, str] = {}
+    steps = Steps.start(CHECKS)
 
-    start = time.perf_counter()
-    region = visited_region_checked(case.system, case.t_span, case.x0, case.y0, phi=None if master else case.phi,
-                                    num_times=num_times, options=options)
-    seconds["hyperbolicity"] = time.perf_counter() - start
-    checks["hyperbolicity"], messages["hyperbolicity"] = region.status, region.message
+    with steps.timed("hyperbolicity"):
+        region = visited_region_checked(case.system, case.t_span, case.x0, case.y0,
+                                        phi=None if master else case.phi, num_times=num_times, options=options)
+    steps.set("hyperbolicity", region.status, region.message)
     ident = cert = None
     if region.reached:
-        messages["identity"] = messages["certificate"] = "skipped: the reduction does not hold on the path (step 1)"
+        for name in ("identity", "certificate"):
+            steps.skip(name, "skipped: the reduction does not hold on the path (step 1)")
     else:
-        start = time.perf_counter()
-        grid = np.asarray(identity_grid(case, region, num), dtype=np.float64).reshape(-1, case.y0.size)
-        ident = identity_check_checked(case.system, grid, x0=case.x0, phi=case.phi,
-                                       phi_name="the catalogue's φ" if case.phi is not None else "φ",
-                                       phi_kind="linear solve" if master else "closed form")
-        checks["identity"], messages["identity"] = ident.status, ident.message
-        seconds["identity"] = time.perf_counter() - start
+        with steps.timed("identity"):
+            grid = np.asarray(identity_grid(case, region, num), dtype=np.float64).reshape(-1, case.y0.size)
+            ident = identity_check_checked(case.system, grid, x0=case.x0, phi=case.phi,
+                                           phi_name="the catalogue's φ" if case.phi is not None else "φ",
+                                           phi_kind="linear solve" if master else "closed form")
+        steps.set("identity", ident.status, ident.message)
         if region.passed:
-            start = time.perf_counter()
-            cert = _certificate(case, Ps, order, options, master, show_progress, num_times)
-            checks["certificate"] = "ok" if cert.passed else "FAIL"
-            messages["certificate"] = "rates O(ε), O(ε^{k+1}), O(ε) measured" if cert.passed else \
-                "certificate: " + cert.messages[0]
-            seconds["certificate"] = time.perf_counter() - start
+            with steps.timed("certificate"):
+                cert = _certificate(case, Ps, order, options, master, show_progress, num_times)
+            steps.set("certificate", "ok" if cert.passed else "FAIL",
+                      "rates O(ε), O(ε^{k+1}), O(ε) measured" if cert.passed else "certificate: " + cert.messages[0])
         else:
-            messages["certificate"] = "skipped: φ is not normally hyperbolic and attracting on the visited region"
-    passed = all(checks[k] == "ok" for k in CHECKS)
-    failure = next((messages[k] for k in CHECKS if checks[k] == "FAIL"), None)
-    record = _record(case, order, backend, region, ident, cert, seconds)
-    return VerifyReport(case.name, "master" if master else "general", case.description, checks, messages, passed,
-                        failure, record, _parts={"case": case, "region": region, "identity": ident,
-                                                 "certificate": cert})
+            steps.skip("certificate", "skipped: φ is not normally hyperbolic and attracting on the visited region")
+    record = _record(case, order, backend, region, ident, cert, steps.seconds)
+    return VerifyReport(case.name, "master" if master else "general", case.description, steps, record,
+                        _parts={"case": case, "region": region, "identity": ident, "certificate": cert})
 
 
 def _certificate(case: Case, Ps, order, options, master, show_progress, num_times):
