@@ -109,8 +109,13 @@ SEAMS: dict[str, dict[str, tuple[str, ...]]] = {
         'require_system': ('sp_ode.verification',),
         'system_kernels': ('sp_ode.verification',),
     },
+    'sp_ode.manifolds.reduced': {
+        'reduced_system_checked': ('sp_ode.verification',),
+        'simulate_reduced_checked': ('sp_ode.verification',),
+    },
     'sp_ode.manifolds.slow_manifold': {
         'check_order': ('sp_ode.verification',),
+        'slow_manifold_checked': ('sp_ode.verification',),
         'taylor_coefficient': ('sp_ode.sweeps',),
     },
     'sp_ode.markov.attractor': {
@@ -170,7 +175,8 @@ SEAMS: dict[str, dict[str, tuple[str, ...]]] = {
     },
     'sp_ode.systems.options': {
         'RTOL_FLOOR': ('sp_ode.sweeps',),
-        'SolveOptions': ('sp_ode.sweeps', 'sp_ode.verification'),
+        'SolveOptions': ('sp_ode.manifolds', 'sp_ode.sweeps', 'sp_ode.verification'),
+        'check_method': ('sp_ode.verification',),
     },
     'sp_ode.systems.resolve': {
         'EntryLike': ('sp_ode.manifolds', 'sp_ode.verification'),

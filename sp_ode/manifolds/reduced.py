@@ -51,6 +51,7 @@ from sp_ode.systems.vector_field import user_function_of
 if TYPE_CHECKING:
     from sp_ode.core.typing import ArrayLike, Float, PyTree, TimeSpan
     from sp_ode.systems.catalogue import CatalogueEntry
+    from sp_ode.systems.options import SolveOptions
     from sp_ode.systems.resolve import SystemLike
 
 __all__ = ["ReducedSystem", "reduced_system", "simulate_reduced"]
@@ -272,15 +273,21 @@ def reduced_system(system: FastSlowSystem | CatalogueEntry, phi: Callable | None
         names both options); both given; `x_guess` for a master equation (φ = p_st is
         unique there, T1); `x_guess` of the wrong shape; a SlowManifold of another system.
     """
-    red = _reduced_system(system, phi, x_guess=x_guess)
-    full = check_system(system)
-    return red if red.full is full else replace(red, full=full)
-
-
-def _reduced_system(system, phi=None, *, x_guess=None) -> ReducedSystem:
-    """`reduced_system` without the full system attached."""
     entry_phi = getattr(system, "phi", None) if isinstance(system, EntryLike) else None
-    system = check_system(system)
+    return reduced_system_checked(check_system(system), phi, x_guess=x_guess, entry_phi=entry_phi)
+
+
+def reduced_system_checked(system: FastSlowSystem, phi: Callable | None = None, *,
+                           x_guess: Float[ArrayLike, " m"] | None = None,
+                           entry_phi: Callable | None = None) -> ReducedSystem:
+    """`reduced_system` of a system already resolved (`check_system`); `entry_phi` is a catalogue entry's
+    closed form of φ, if any.  The certificate calls it, so its system is resolved once."""
+    red = _reduced_system(system, phi, x_guess=x_guess, entry_phi=entry_phi)
+    return red if red.full is system else replace(red, full=system)
+
+
+def _reduced_system(system: FastSlowSystem, phi=None, *, x_guess=None, entry_phi=None) -> ReducedSystem:
+    """`reduced_system` without the full system attached."""
     master = isinstance(system, MasterEquationSystem)
     if phi is not None and x_guess is not None:
         raise ValueError("`phi` and `x_guess` must not both be given: `x_guess` only selects the branch of the "
@@ -425,6 +432,19 @@ def simulate_reduced(system: SystemLike, t_span: TimeSpan, y0: Float[ArrayLike, 
         red = reduced_system(system, phi, x_guess=x_guess)
     options, (t0, t1), ts = check_solver_options(backend, method, rtol, atol, max_steps, t_span, ts, escalate)
     y0 = check_state("y0", y0, red.d)
+    return simulate_reduced_checked(red, (t0, t1), y0, ts=ts, options=options, x0=x0, initial_layer=initial_layer,
+                                    args=args, batch_args=batch_args, throw=throw)
+
+
+@in_float64
+def simulate_reduced_checked(red: ReducedSystem, t_span: tuple[float, float], y0: np.ndarray, *,
+                             ts: np.ndarray | None, options: SolveOptions, x0=None,
+                             initial_layer: str = "projected", args: PyTree | None = None, batch_args: bool = False,
+                             throw: bool = True) -> Trajectory:
+    """`simulate_reduced` on input already checked: a ReducedSystem, `t_span` (t0, t1) with t1 > t0, `ts`
+    inside it (or None), `y0` float64 of the reduced system's d, one `SolveOptions` (the certificate passes
+    its own, so the backend it was given is validated once)."""
+    t0, t1 = t_span
     args = red.args if args is None else args
     dummy = np.zeros(0)
     _, y0, B = prepare_batch(dummy, y0, args, bool(batch_args))

@@ -354,9 +354,19 @@ def slow_manifold(system: FastSlowSystem | CatalogueEntry, order: int = 1, *, me
     system = require_system(check_system(system))
     order = check_order(order)
     method = check_choice("method", method, METHODS)
-    master = is_master(system)
     if phi is not None and not callable(phi):
         raise TypeError(f"`phi` must be callable as phi(y) -> (m,); got {type(phi).__name__}.")
+    return slow_manifold_checked(system, order, method, x_guess=x_guess, phi=phi)
+
+
+@in_float64
+def slow_manifold_checked(system: FastSlowSystem, order: int, method: str = "series", *,
+                          x_guess: Float[ArrayLike, " m"] | None = None,
+                          phi: Callable | None = None) -> SlowManifold:
+    """`slow_manifold` on input already checked: `system` a FastSlowSystem, `order` and `method` validated
+    (`check_order`, `METHODS`), `phi` None or callable.  `sp_ode.verify` and the certificate call it, so
+    their inputs are validated once, at their own doors; `x_guess` is still checked against m here."""
+    master = is_master(system)
     if method == "closed_form":
         if not master:
             raise ValueError(f"`method` 'closed_form' (docs/theory.md §3.3 (T3)) needs a MasterEquationSystem; "

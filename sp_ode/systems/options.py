@@ -103,8 +103,7 @@ class SolveOptions:
                 max_steps: int = DEFAULT_MAX_STEPS, escalate: bool = True) -> SolveOptions:
         """Validate the arguments of a public entry point (each named in its error)."""
         backend = check_choice("backend", backend, BACKENDS)
-        if method is not None and (not isinstance(method, str) or method not in BACKENDS[backend]):
-            raise ValueError(f"`method` must be one of {BACKENDS[backend]} for backend {backend!r}; got {method!r}.")
+        check_method(backend, method)
         if not isinstance(escalate, bool):
             raise TypeError(f"`escalate` must be True or False; got {type(escalate).__name__} {escalate!r}.")
         return cls(backend, method, check_positive("rtol", rtol), check_positive("atol", atol),
@@ -124,3 +123,10 @@ class SolveOptions:
             return "diffrax", "Kvaerno5", f"state dimension {dim} > {AUTO_SCIPY_MAX_DIM}"
         return "scipy", "LSODA", f"one solve of a small system (dimension {dim} ≤ {AUTO_SCIPY_MAX_DIM}): " \
                                  "compiles in a fraction of a second"
+
+
+def check_method(backend: str, method: str | None) -> str | None:
+    """`method` None or one of the methods of the (already checked) `backend`; a ValueError naming both."""
+    if method is not None and (not isinstance(method, str) or method not in BACKENDS[backend]):
+        raise ValueError(f"`method` must be one of {BACKENDS[backend]} for backend {backend!r}; got {method!r}.")
+    return method

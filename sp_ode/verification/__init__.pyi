@@ -11,9 +11,9 @@ from .identity import (
 )
 from .network import (
     NetworkVerdict as NetworkVerdict,
-    network_identity as network_identity,
     verify_network as verify_network,
 )
+from .network_steps import network_identity as network_identity
 from .rates import (
     RateFit as RateFit,
     fit_rate as fit_rate,
@@ -25,4 +25,8 @@ from .region import (
 from .report import (
     VerifyReport as VerifyReport,
     verify as verify,
+)
+from .steps import (
+    Steps as Steps,
+    VerdictStep as VerdictStep,
 )

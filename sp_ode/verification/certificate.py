@@ -61,9 +61,9 @@ from sp_ode.core.reporting import progress
 from sp_ode.core.validation import check_finite, check_finite_array, check_positive, check_positive_int
 from sp_ode.manifolds.critical_manifold import normal_hyperbolicity
 from sp_ode.manifolds.newton import is_master
-from sp_ode.manifolds.reduced import simulate_reduced
-from sp_ode.manifolds.slow_manifold import SlowManifold, check_order, slow_manifold
-from sp_ode.systems.options import SolveOptions
+from sp_ode.manifolds.reduced import reduced_system_checked, simulate_reduced_checked
+from sp_ode.manifolds.slow_manifold import SlowManifold, check_order, slow_manifold_checked
+from sp_ode.systems.options import SolveOptions, check_method
 from sp_ode.systems.simulation import check_system, check_t_span, simulate_checked
 from sp_ode.systems.system import slow_symbol
 from sp_ode.verification.plotting import plot_certificate
@@ -332,14 +332,38 @@ def convergence_certificate(system: FastSlowSystem | CatalogueEntry, Ps: Int[Arr
     Ps = check_Ps(Ps)
     order = check_order(order)
     options = SolveOptions.checked(backend, method, rtol, atol)
+    if reduced_method is not None:
+        check_method(options.backend, reduced_method)
     num_times = check_positive_int("num_times", num_times)
     slope_tol = check_positive("slope_tol", slope_tol)
     t_span, x0, y0 = _defaults(entry, system, t_span, x0, y0)
-    t_start, t_end = check_t_span(t_span)
+    t_span = check_t_span(t_span)
     x0 = check_finite_array("x0", x0).reshape(-1)
     y0 = check_finite_array("y0", y0).reshape(-1)
+    known = None if is_master(system) else getattr(entry, "phi", None)
+    return convergence_certificate_checked(system, Ps, order=order, t_span=t_span, x0=x0, y0=y0, t0_layer=t0_layer,
+                                           options=options, num_times=num_times, slope_tol=slope_tol,
+                                           manifold=manifold, reduced_method=reduced_method, extend=extend,
+                                           show_progress=show_progress, known_phi=known)
+
+
+@in_float64
+def convergence_certificate_checked(system: FastSlowSystem, Ps: np.ndarray, *, order: int,
+                                    t_span: tuple[float, float], x0: np.ndarray, y0: np.ndarray,
+                                    options: SolveOptions, t0_layer: float | None = None, num_times: int = 201,
+                                    slope_tol: float = 0.15, manifold: SlowManifold | GivenManifold | None = None,
+                                    reduced_method: str | None = None, extend: bool = True,
+                                    show_progress: bool = False,
+                                    known_phi: Callable | None = None) -> ConvergenceCertificate:
+    """`convergence_certificate` on input already checked: `system` a FastSlowSystem, `Ps` from `check_Ps`,
+    `order` from `check_order`, `t_span` (t0, t1) with t1 > t0, `x0`, `y0` finite float64 vectors, one
+    `SolveOptions` (its backend also runs the reduced solve), `reduced_method` valid for it or None,
+    `known_phi` a closed form of φ (a catalogue entry's) or None.  `sp_ode.verify` calls it, so its inputs
+    are validated once, at its own door."""
+    t_start, t_end = t_span
+    rtol, atol = options.rtol, options.atol
     master = is_master(system)
-    phi0, manifold = _manifolds(system, entry, manifold, order, master, x0)
+    phi0, manifold = _manifolds(system, known_phi, manifold, order, master, x0)
     messages: list[str] = []
     t0_layer = _layer_start(system, manifold, order, x0, y0, 1.0 / Ps, (t_start, t_end), t0_layer, messages)
     ts = np.linspace(t_start, t_end, num_times)
@@ -349,8 +373,9 @@ def convergence_certificate(system: FastSlowSystem | CatalogueEntry, Ps: Int[Arr
         reduced_method = "Tsit5" if options.backend == "diffrax" else "LSODA"
     # the system's own φ for y_red: p_st for a master equation (a single bordered solve, cached per
     # Q(y)); otherwise the order-0 manifold, whose compiled solve is cached per (f, g, φ)
-    red = simulate_reduced(system if master else phi0.reduced_system(), (t_start, t_end), y0,
-                           backend=options.backend, method=reduced_method, rtol=rtol, atol=atol, ts=ts, throw=False)
+    red = simulate_reduced_checked(reduced_system_checked(system) if master else phi0.reduced_system(),
+                                   (t_start, t_end), y0, ts=ts, throw=False,
+                                   options=SolveOptions(options.backend, reduced_method, rtol, atol))
     failures = [] if red.success else [f"reduced solve failed: {red.message}"]
 
     runs: dict[int, dict] = {}
@@ -396,17 +421,17 @@ def convergence_certificate(system: FastSlowSystem | CatalogueEntry, Ps: Int[Arr
 
 # --- the stages of the certificate -------------------------------------------------------------
 
-def _manifolds(system, entry, manifold, order: int, master: bool, x0):
-    """(φ as an order-0 SlowManifold, h_ε to measure against): the entry's closed form of φ when it has one,
-    else p_st (master equation) or Newton from x0."""
-    known = None if master else getattr(entry, "phi", None)
+def _manifolds(system, known, manifold, order: int, master: bool, x0):
+    """(φ as an order-0 SlowManifold, h_ε to measure against): `known` (the entry's closed form of φ) when
+    given, else p_st (master equation) or Newton from x0."""
     if isinstance(manifold, SlowManifold) and manifold.order == order:
-        phi0 = manifold if order == 0 else slow_manifold(system, 0, x_guess=manifold.x_guess,
-                                                         phi=manifold.phi_given)
+        phi0 = manifold if order == 0 else slow_manifold_checked(system, 0, x_guess=manifold.x_guess,
+                                                                 phi=manifold.phi_given)
     elif manifold is None or (isinstance(manifold, GivenManifold) and manifold.order == order):
-        phi0 = slow_manifold(system, 0, phi=known, x_guess=None if (master or known is not None) else x0)
+        phi0 = slow_manifold_checked(system, 0, phi=known, x_guess=None if (master or known is not None) else x0)
         if manifold is None:
-            manifold = phi0 if order == 0 else slow_manifold(system, order, phi=known, x_guess=phi0.x_guess)
+            manifold = phi0 if order == 0 else slow_manifold_checked(system, order, phi=known,
+                                                                     x_guess=phi0.x_guess)
     else:
         raise TypeError(f"`manifold` must be a SlowManifold or GivenManifold of order {order}; got {manifold!r}.")
     return phi0, manifold

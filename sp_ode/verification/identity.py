@@ -261,14 +261,23 @@ def identity_check(system: FastSlowSystem, ys: Float[ArrayLike, "N d"] | Float[A
     MemoryBudgetError
         The grid is too large for memory (`check_identity_size`).
     """
-    import jax.numpy as jnp
-
-
     require_system(system)
     ys, _ = as_points(system, ys, "ys")
+    check_identity_size(ys.shape[0], system.m if system.m is not None else int(np.size(x0)) if x0 is not None
+                        else 1, ys.shape[1])
+    return identity_check_checked(system, ys, x0=x0, phi=phi, phi_name=phi_name, phi_kind=phi_kind,
+                                  exact_points=exact_points)
+
+
+@in_float64
+def identity_check_checked(system: FastSlowSystem, ys: np.ndarray, *, x0: Float[ArrayLike, " m"] | None = None,
+                           phi: Callable | None = None, phi_name: str = "the supplied φ",
+                           phi_kind: str = "closed form", exact_points: int = EXACT_POINTS) -> IdentityCheck:
+    """`identity_check` on input already checked: `system` a FastSlowSystem, `ys` a float64 (N, d) grid whose
+    size passed `check_identity_size` (`sp_ode.verify` checks it before it builds the grid)."""
+    import jax.numpy as jnp
+
     N = ys.shape[0]
-    check_identity_size(N, system.m if system.m is not None else int(np.size(x0)) if x0 is not None else 1,
-                        ys.shape[1])
     every = np.arange(N)
     methods: dict[str, IdentityMethod] = {}
     tols: dict[tuple, np.ndarray] = {}

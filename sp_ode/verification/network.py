@@ -7,7 +7,7 @@ region the user's trajectory actually visits:
 1. **Paths.**  The reduced (order 0) and first-order corrected (order 1) slow flows over
    `t_span` from y0; the visited y-range is the hull of both.
 2. **The identity p_st(y) = attractor of the fast flow, by independent routes**
-   ([`network_identity`][sp_ode.verification.network.network_identity]), at a few y on the visited range:
+   ([`network_identity`][sp_ode.verification.network_steps.network_identity]), at a few y on the visited range:
 
    * the sparse stationary solver `stationary_distribution(Q, method="sparse")`
      (AMG-GMRES on the bordered system, escalating to banded/dense GTH — all of them
@@ -46,367 +46,27 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 
 from sp_ode.core.files import write_json
 from sp_ode.core.summary import Summarised, first_line, number
 from sp_ode.core.validation import check_positive, check_positive_int
-from sp_ode.markov.attractor import MARGIN, MAX_STEPS, attractor_distribution
-from sp_ode.markov.generator import closed_classes, communicating_classes, format_classes
-from sp_ode.markov.spectral import spectral_gap
-from sp_ode.markov.stationary import DENSE_GTH_MAX, stationary_distribution
 from sp_ode.systems.network import NetworkSystem, padded_range
 from sp_ode.systems.system import slow_symbol
-from sp_ode.verification.identity import IDENTITY_TOL, IdentityMethod
+from sp_ode.verification.network_steps import NetworkIdentity, network_identity
 from sp_ode.verification.plotting import plot_network_convergence, plot_network_marginals
 from sp_ode.verification.rates import MIN_POINTS, RateFit, fit_rate
+from sp_ode.verification.steps import Steps
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from sp_ode.core.typing import ArrayLike, Float, PathLike, TimeSpan
 
-__all__ = ["verify_network", "network_identity", "NetworkVerdict", "NetworkIdentity", "DEFAULT_EPS", "SMOKE_EPS"]
+__all__ = ["verify_network", "NetworkVerdict", "DEFAULT_EPS", "SMOKE_EPS"]
 
-ATTRACTOR_TOL = 1e-12        # stop when the starts agree and the last doubling moved nothing by more
-ATTRACTOR_SAFETY = 4.0       # the attractor is run only when this × Λ·ln(1/tol)/γ fits in its step budget
 DEFAULT_EPS = tuple(10.0 ** np.linspace(-1.5, -3.5, 6))   # ε ≈ 3.2e-2 … 3.2e-4
 SMOKE_EPS = tuple(10.0 ** np.linspace(-1.5, -3.0, 5))     # ε ≈ 3.2e-2 … 1e-3
 FULL_RTOL, FULL_ATOL = 1e-11, 1e-14       # the full stiff solves
 PATH_RTOL, PATH_ATOL = 1e-12, 1e-14       # the reduced and corrected paths
-STATUSES = ("ok", "FAIL", "skipped")
 _RATES = {"reduced": 1.0, "corrected": 2.0}
-
-
-def _extreme_starts(space, n: int, limit: int = 8) -> list[int]:
-    """Vertices to start from: fewest and most molecules in total, and each species' min and max count."""
-    states = np.asarray(space.states) if space is not None else None
-    if states is None or states.shape[0] != n:
-        return sorted({0, n - 1})
-    picks = [int(np.argmin(states.sum(axis=1))), int(np.argmax(states.sum(axis=1)))]
-    for s in range(states.shape[1]):
-        picks += [int(np.argmax(states[:, s])), int(np.argmin(states[:, s]))]
-    out = []
-    for i in picks:
-        if i not in out:
-            out.append(i)
-    return out[:limit]
-
-
-# --- the identity at scale ------------------------------------------------------------------------------------
-
-#: The kinds of the methods of :func:`network_identity` (docs/theory.md §7.7): two differ when their
-#: failure modes do — a Krylov solve's error is its residual times ‖A^#‖, subtraction-free elimination's
-#: is c·n³·u whatever the conditioning, the attractor's is its mixing.
-KINDS = {"sparse": "iterative linear solve", "elimination": "subtraction-free elimination",
-         "attractor": "attractor"}
-
-
-@dataclass
-class NetworkIdentity:
-    """p_st(y) by independent routes at a few y (module docstring, docs/theory.md §7.7).
-
-    Attributes
-    ----------
-    ys : ndarray (N, d)
-    methods : list of IdentityMethod
-        The sparse solver's answer ("iterative linear solve"),
-        banded/dense GTH ("subtraction-free elimination") and the attractor ("attractor");
-        `values` (N, n), NaN where not computed.
-    points : list of dict
-        Per y: `y`, `status`, `difference` / `tolerance` (the solver
-        against the attractor), `elimination_difference` / `elimination_tolerance` /
-        `elimination_kind` ("componentwise" or "l1") / `elimination_bound`, `solver`
-        (algorithm used), `solver_bound`, `solver_componentwise_bound`, `attractor_status`
-        ("ok", "FAIL" or "inconclusive": did not settle in the step budget), `attractor_radius`,
-        `attractor_steps`, `tau`, `spectral_gap` (computed γ̂ of Q(y), an estimate),
-        `reason`, `notes`.
-    independent : bool
-        At least one comparison between methods of different kinds was made.
-    status : "ok", "FAIL" or "skipped"
-    message : str
-    max_error, tolerance : float
-        The largest difference and the tolerance at that point.
-    """
-
-    ys: np.ndarray
-    methods: list
-    points: list
-    independent: bool
-    status: str
-    message: str
-    max_error: float
-    tolerance: float
-
-    @property
-    def passed(self) -> bool:
-        return self.status == "ok"
-
-    def to_dict(self) -> dict:
-        return {"status": self.status, "message": self.message, "ys": self.ys, "independent": self.independent,
-                "methods": [{"name": m.name, "kind": m.kind, "points": int(len(m.points)), "note": m.note}
-                            for m in self.methods],
-                "max_error": self.max_error, "tolerance": self.tolerance, "points": self.points}
-
-
-def _elimination(Q) -> tuple[np.ndarray | None, dict]:
-    """p_st by GTH (banded, else dense where it fits) with its componentwise bound, or (None, reason)."""
-    tries = ["banded"] + (["gth"] if Q.shape[0] <= DENSE_GTH_MAX else [])
-    reasons = []
-    for m in tries:
-        try:
-            q, info = stationary_distribution(Q.toarray() if m == "gth" else Q, method=m, return_info=True, tol=1.0)
-        except (ArithmeticError, ValueError, RuntimeError, MemoryError) as exc:
-            reasons.append(f"{m}: {type(exc).__name__}: {str(exc)[:160]}")
-            continue
-        kappa = info.get("componentwise_bound")
-        if info["method"] in ("banded", "gth") and kappa is not None and math.isfinite(kappa) and kappa < 0.5:
-            return q, {"method": info["method"], "bound": float(kappa)}
-        reasons.append(f"{m}: no componentwise promise ({info.get('failure') or 'bound ' + str(kappa)})")
-    return None, {"reason": "; ".join(reasons) or "no elimination method fits"}
-
-
-def _compare(q_s, info_s, q_g, kappa_g) -> tuple[float, float, str]:
-    """(difference, tolerance, kind) of the sparse answer against GTH's, both with their certified bounds.
-
-    Componentwise when the sparse answer is certified entrywise (κ_s): |p̂_s − p̂_g| ≤ (κ_s + κ_g)·p
-    ≤ (κ_s + κ_g)·p̂_g/(1 − κ_g) for every entry, reported as the largest ratio of the two sides; else
-    in ℓ1: ‖p̂_s − p̂_g‖₁ ≤ β_s + κ_g.
-    """
-    kappa_s = info_s.get("componentwise_bound")
-    if kappa_s is not None and math.isfinite(kappa_s):
-        scale = (kappa_s + kappa_g) / (1.0 - kappa_g) * (1 + 1e-12)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.where(q_g > 0, np.abs(q_s - q_g) / (scale * q_g), np.where(q_s == 0, 0.0, np.inf))
-        worst = float(np.max(ratio))
-        return worst * scale, scale, "componentwise"
-    diff = float(np.abs(q_s - q_g).sum())
-    return diff, float(info_s["bound"]) + kappa_g + IDENTITY_TOL, "l1"
-
-
-def _gap(Q) -> float:
-    try:
-        return float(spectral_gap(Q))
-    except (ArithmeticError, ValueError, RuntimeError, np.linalg.LinAlgError):
-        return float("nan")
-
-
-def network_identity(system: NetworkSystem, ys: Float[ArrayLike, "N d"],
-                     *, p: Float[ArrayLike, "N n"] | Callable | None = None, tol: float = ATTRACTOR_TOL,
-                     max_steps: int = MAX_STEPS, elimination: bool = True) -> NetworkIdentity:
-    """Check p_st(y) by independent routes at each y (module docstring, docs/theory.md §7.7).
-
-    Three methods: the sparse solver (AMG-GMRES; its answer refined and certified entrywise where
-    it can be), subtraction-free elimination (banded GTH, dense where banded cannot keep its
-    promise; componentwise a-priori bound) and the attractor of x' = Q(y)ᵀx (uniformised chain,
-    no solve).  At each y every pair that could be computed is compared within the sum of its
-    certified bounds.  A point passes when at least one comparison between different kinds was
-    made and none failed; an attractor that does not settle within `max_steps` is
-    *inconclusive* (a slowly mixing, metastable chain — reported with its spectral gap), not a
-    failure, when the elimination comparison holds.
-
-    Parameters
-    ----------
-    system : NetworkSystem
-    ys : array_like (N, d)
-    p : ndarray (N, n) or callable y -> (n,), optional
-        A claimed p_st used *in place of* the solver's answer (a negative control); it carries no
-        bound, so its tolerances are the other method's bound (+ 10⁻¹²).
-    tol, max_steps
-        See `sp_ode.markov.attractor.attractor_distribution` from a few starts.
-    elimination : bool
-        Include the subtraction-free elimination (default True).
-
-    Returns
-    -------
-    NetworkIdentity
-    """
-
-    if not isinstance(system, NetworkSystem):
-        raise TypeError(f"`system` must be a NetworkSystem; got {type(system).__name__}.")
-    ys = np.asarray(ys, dtype=np.float64).reshape(-1, system.d)
-    N, n = ys.shape[0], system.n
-    starts = _extreme_starts(system.space, n)
-    sol_vals = np.full((N, n), np.nan)
-    gth_vals = np.full((N, n), np.nan)
-    att_vals = np.full((N, n), np.nan)
-    points, algorithms, escal = [], {}, []
-    where = slow_symbol(system)   # `y` in the messages, named as the network names it
-    gth_used, gth_missing = {}, []
-    for i, y in enumerate(ys):
-        rec = {"y": y.tolist(), "status": "FAIL", "difference": float("nan"), "tolerance": float("nan"),
-               "elimination_difference": float("nan"), "elimination_tolerance": float("nan"),
-               "elimination_kind": None, "elimination_bound": float("nan"), "solver": None,
-               "solver_bound": float("nan"), "solver_componentwise_bound": None, "attractor_status": None,
-               "attractor_radius": float("nan"), "attractor_steps": 0, "tau": float("nan"),
-               "spectral_gap": float("nan"), "attractor_predicted_steps": float("nan"), "reason": "", "notes": [],
-               "compared": []}
-        points.append(rec)
-        Q = sp.csr_array(system.Q(y), copy=True)
-        Q.eliminate_zeros()
-        classes = communicating_classes(Q)
-        if len(classes) > 1:
-            closed = closed_classes(Q)
-            rec["reason"] = (f"Q(y) is reducible at {where} = {y.tolist()}: {len(classes)} communicating classes, "
-                             f"{len(closed)} closed (sizes {[len(c) for c in closed][:4]}: "
-                             f"{format_classes(closed, limit=3, states=system.network.state_labels(system.space))}); "
-                             "p_st(y) is "
-                             + ("not unique" if len(closed) > 1 else "not positive")
-                             + " and the identity does not hold as stated")
-            continue
-        info = {"bound": 0.0, "componentwise_bound": None, "method": "claimed"}
-        if p is None:
-            try:
-                q, info = stationary_distribution(Q, method="sparse", return_info=True)
-            except (ArithmeticError, ValueError, RuntimeError, np.linalg.LinAlgError) as exc:
-                rec["reason"] = f"the sparse solver failed at {where} = {y.tolist()}: {type(exc).__name__}: {exc}"
-                continue
-            rec["solver"] = str(info["method"])
-            algorithms[rec["solver"]] = algorithms.get(rec["solver"], 0) + 1
-            for e in info.get("escalations", []):
-                escal.append(f"{e['method']}: {e['reason']}")
-        else:
-            q = np.asarray(p(y) if callable(p) else np.asarray(p)[i], dtype=np.float64).reshape(-1)
-            if q.shape != (n,):
-                raise ValueError(f"`p` must give shape (n,) = ({n},) per point; got {q.shape}.")
-            rec["solver"] = "claimed"
-        bound = float(info["bound"])
-        rec["solver_bound"] = bound
-        rec["solver_componentwise_bound"] = info.get("componentwise_bound")
-        sol_vals[i] = q
-        if not math.isfinite(bound):
-            rec["reason"] = f"the solver's bound is not finite at {where} = {y.tolist()}: its answer certifies nothing"
-            continue
-        compared, failed = [], []
-        # --- subtraction-free elimination ------------------------------------------------------------------
-        if elimination:
-            q_g, ginfo = _elimination(Q)
-            if q_g is None:
-                rec["notes"].append(f"elimination not available: {ginfo['reason']}")
-                gth_missing.append(ginfo["reason"])
-            else:
-                gth_vals[i] = q_g
-                gth_used[ginfo["method"]] = gth_used.get(ginfo["method"], 0) + 1
-                diff, tol_g, kind = _compare(q, info, q_g, ginfo["bound"])
-                rec.update(elimination_difference=diff, elimination_tolerance=tol_g, elimination_kind=kind,
-                           elimination_bound=ginfo["bound"])
-                same_kind = rec["solver"] in ("banded", "gth")      # the solver escalated to GTH itself
-                if not same_kind:
-                    compared.append("elimination")
-                else:
-                    rec["notes"].append("the sparse solver escalated to GTH: the elimination comparison is not "
-                                        "independent and is not counted")
-                if not diff <= tol_g:
-                    failed.append(f"the solver's p_st and subtraction-free elimination differ by {diff:.2e} "
-                                  f"({kind}; tolerance {tol_g:.1e}) at {where} = {y.tolist()}")
-        # --- the attractor ---------------------------------------------------------------------------------------
-        # Its steps are set by the spectral gap: about Λ·ln(1/tol)/γ uniformised steps to settle.  Where that
-        # exceeds the budget the attractor cannot settle and is not run (a metastable chain), said so.
-        rec["spectral_gap"] = _gap(Q)
-        lam = MARGIN * float(np.max(-Q.diagonal()))
-        predicted = lam * math.log(1.0 / tol) / rec["spectral_gap"] if rec["spectral_gap"] > 0 else math.inf
-        rec["attractor_predicted_steps"] = predicted
-        # measured: the search settles after 2–6× this estimate (telegraph, cascade, birth–death, Michaelis–
-        # Menten: 4096 steps for ≈ 1900 predicted; checkpoints are powers of two), hence the factor 4
-        if ATTRACTOR_SAFETY * predicted > max_steps:
-            rec["attractor_status"] = "inconclusive"
-            rec["notes"].append(
-                f"the attractor was not run: the spectral gap γ ≈ {rec['spectral_gap']:.3g} (relaxation time "
-                f"≈ {1.0 / rec['spectral_gap'] if rec['spectral_gap'] > 0 else math.inf:.3g}) predicts ≈ {predicted:.2g} "
-                f"uniformised steps to settle to {tol:g}, more than 4 × the budget {max_steps}: a slowly mixing, "
-                "budget-limited chain: metastable sets, or a budget too small")
-        else:
-            att = attractor_distribution(Q, starts, tol=tol, max_steps=max_steps)
-            rec.update(attractor_radius=att.radius, attractor_steps=att.steps, tau=att.tau)
-            if att.converged:
-                att_vals[i] = att.p
-                diff = float(np.max(np.abs(q - att.p)))
-                tolerance = bound + att.radius + IDENTITY_TOL
-                rec.update(difference=diff, tolerance=tolerance)
-                compared.append("attractor")
-                rec["attractor_status"] = "ok" if diff <= tolerance else "FAIL"
-                if diff > tolerance:
-                    failed.append(f"the solver's p_st and the attractor differ by {diff:.2e} (tolerance "
-                                  f"{tolerance:.1e}) at {where} = {y.tolist()}")
-            else:
-                rec["attractor_status"] = "inconclusive"
-                rec["notes"].append(
-                    f"the attractor did not settle: after {att.steps} uniformised steps (τ = {att.tau:.3g}) the "
-                    f"{att.starts} starts still differ by {att.spread:.1e} and the last doubling moved it by "
-                    f"{att.change:.1e}; computed spectral gap γ ≈ {rec['spectral_gap']:.3g}: a slowly mixing chain")
-        rec["compared"] = compared
-        if failed:
-            rec["reason"] = failed[0]
-        elif not compared:
-            rec["reason"] = (f"no independent comparison at {where} = {y.tolist()}: "
-                             + "; ".join(rec["notes"] or ["nothing to compare"]))
-        else:
-            rec["status"], rec["reason"] = "ok", ""
-    every = np.arange(N)
-    if p is None:
-        used = ", ".join(f"{k} at {v} y" for k, v in algorithms.items()) or "none"
-        cw = [r["solver_componentwise_bound"] for r in points if r["solver_componentwise_bound"] is not None]
-        solver = IdentityMethod("p_st by the sparse solver (stationary_distribution, method='sparse')",
-                                KINDS["sparse"], sol_vals, every[np.all(np.isfinite(sol_vals), axis=1)],
-                                f"AMG-GMRES on the pinned system; algorithm used: {used}; ℓ1 bound ≤ "
-                                f"{max((r['solver_bound'] for r in points if r['solver']), default=float('nan')):.1e}"
-                                + (f", entrywise ≤ {max(cw):.1e} (log-space refinement, §7.9)" if cw else "")
-                                + (f"; escalations: {escal[0]}" if escal else ""))
-    else:
-        solver = IdentityMethod("the claimed p_st (passed in place of the solver's answer)", "closed form",
-                                sol_vals, every, "carries no bound")
-    methods = [solver]
-    if elimination:
-        gb = [r["elimination_bound"] for r in points if math.isfinite(r["elimination_bound"])]
-        methods.append(IdentityMethod(
-            "p_st by subtraction-free elimination (banded GTH after reverse Cuthill–McKee; dense GTH where banded "
-            "cannot keep its promise)", KINDS["elimination"], gth_vals,
-            every[np.all(np.isfinite(gth_vals), axis=1)],
-            (f"{', '.join(f'{k} at {v} y' for k, v in gth_used.items())}; a-priori entrywise bound "
-             f"c·n³·u ≤ {max(gb):.1e}, whatever the conditioning (§7.2)") if gb else
-            f"not available: {gth_missing[0] if gth_missing else 'not run'}"))
-    att_steps = max((r["attractor_steps"] for r in points), default=0)
-    inconclusive = sum(r["attractor_status"] == "inconclusive" for r in points)
-    attractor = IdentityMethod(
-        "attractor of the frozen fast flow x' = Q(y)ᵀx (uniformised chain on sparse vectors)", KINDS["attractor"],
-        att_vals, every[np.all(np.isfinite(att_vals), axis=1)],
-        f"no linear solve: P = I + Q/Λ applied to {1 + len(starts)} starts (uniform + extreme states), "
-        f"≤ {att_steps} steps; radius = spread of the starts + last change + rounding"
-        + (f"; did not settle at {inconclusive} of {N} y (slow mixing)" if inconclusive else ""))
-    methods.append(attractor)
-    independent = any(r.get("compared") for r in points)   # a comparison between different kinds was made
-    failed = [r for r in points if r["status"] != "ok"]
-    finite = [r for r in points if math.isfinite(r["difference"]) or math.isfinite(r["elimination_difference"])]
-
-    def worst_of(r):
-        pairs = [(r["difference"], r["tolerance"]), (r["elimination_difference"], r["elimination_tolerance"])]
-        pairs = [(d, t) for d, t in pairs if math.isfinite(d)]
-        return max(pairs, key=lambda dt: dt[0] / dt[1] if dt[1] > 0 else math.inf)
-
-    largest = max(finite, key=lambda r: (lambda d, t: d / t if t > 0 else math.inf)(*worst_of(r)), default=None)
-    max_error, tolerance = worst_of(largest) if largest is not None else (float("nan"), float("nan"))
-    if failed:
-        status, message = "FAIL", f"identity: {failed[0]['reason']}" + (
-            f" (and {len(failed) - 1} more point(s))" if len(failed) > 1 else "")
-    elif not independent or not N:
-        status, message = "skipped", "no two methods that solve different problems could be compared"
-    else:
-        parts = []
-        if any(math.isfinite(r["elimination_difference"]) for r in points):
-            worst_g = max((r["elimination_difference"] / r["elimination_tolerance"] for r in points
-                           if math.isfinite(r["elimination_difference"])), default=float("nan"))
-            parts.append(f"{solver.name} vs subtraction-free elimination: within {worst_g:.2g} of the certified "
-                         "tolerance at every y")
-        if any(math.isfinite(r["difference"]) for r in points):
-            parts.append(f"vs the attractor: max difference "
-                         f"{max(r['difference'] for r in points if math.isfinite(r['difference'])):.1e}")
-        if inconclusive:
-            gaps = [r["spectral_gap"] for r in points if math.isfinite(r["spectral_gap"])]
-            parts.append(f"the attractor did not settle at {inconclusive} of {N} y: the chain mixes slowly "
-                         + (f"(spectral gap γ ≈ {min(gaps):.2g})" if gaps else "")
-                         + " — inconclusive, not counted")
-        status, message = "ok", "; ".join(parts) + f" ({N} y)"
-    return NetworkIdentity(ys, methods, points, independent, status, message, max_error, tolerance)
 
 
 # --- the verdict --------------------------------------------------------------------------------------------
@@ -425,10 +85,10 @@ class NetworkVerdict(Summarised):
         The system's ε (the corrected path of step 1).
     t_span : tuple
     y0 : ndarray (d,)
-    checks : dict
-        `paths`, `identity`, `rate_reduced`, `rate_corrected`: "ok"/"FAIL"/"skipped".
-    messages : dict
-        One line per check.
+    steps : Steps
+        `paths`, `identity`, `rate_reduced`, `rate_corrected` in order (`sp_ode.verification.steps`);
+        `checks` (name → "ok"/"FAIL"/"skipped"), `messages` (one line per check) and `seconds` (per
+        stage, and each full solve's) are read off it.
     visited : (lower (d,), upper (d,)) or None
     identity : NetworkIdentity or None
     fits : dict name -> RateFit ("reduced", "corrected")
@@ -437,7 +97,6 @@ class NetworkVerdict(Summarised):
     errors : dict name -> ndarray (K,)
         Max over the save times.
     notes : list of str
-    seconds : dict
     species, slow_names : tuple of str
         The fast species; the slow variables (the network's `slow`), named in messages and figures.
     """
@@ -448,15 +107,13 @@ class NetworkVerdict(Summarised):
     eps: float
     t_span: tuple
     y0: np.ndarray
-    checks: dict
-    messages: dict
+    steps: Steps
     visited: tuple | None = None
     identity: NetworkIdentity | None = None
     fits: dict = field(default_factory=dict)
     eps_values: np.ndarray | None = None
     errors: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
-    seconds: dict = field(default_factory=dict)
     species: tuple = ()
     slow_names: tuple = ()
     marginal_times: np.ndarray | None = field(default=None, repr=False)
@@ -469,11 +126,23 @@ class NetworkVerdict(Summarised):
 
     @property
     def passed(self) -> bool:
-        return all(v == "ok" for v in self.checks.values())
+        return self.steps.passed
 
     @property
     def failure(self) -> str | None:
-        return next((self.messages[k] for k, v in self.checks.items() if v == "FAIL"), None)
+        return self.steps.failure
+
+    @property
+    def checks(self) -> dict:
+        return self.steps.checks
+
+    @property
+    def messages(self) -> dict:
+        return self.steps.messages
+
+    @property
+    def seconds(self) -> dict:
+        return self.steps.seconds
 
     def _summary_title(self) -> str:
         return f"NetworkVerdict: {self.name}, verify {'passed' if self.passed else 'FAILED'}"
@@ -641,21 +310,43 @@ def verify_network(system: NetworkSystem, t_span: TimeSpan, y0: Float[ArrayLike,
     """
     if not isinstance(system, NetworkSystem):
         raise TypeError(f"`system` must be a NetworkSystem; got {type(system).__name__}.")
+    t_span, y0 = check_network_start(system, t_span, y0)
+    if eps_values is not None:
+        eps_values = np.array(sorted([check_positive("eps", e) for e in eps_values], reverse=True))
+        if len(eps_values) < MIN_POINTS + 1:
+            raise ValueError(f"`eps_values` needs at least {MIN_POINTS + 1} values (a fit keeps ≥ {MIN_POINTS}); "
+                             f"got {len(eps_values)}.")
+    return verify_network_checked(system, t_span, y0, eps_values=eps_values, num=check_network_num(num, smoke),
+                                  smoke=smoke, out=out, slope_tol=slope_tol)
+
+
+def check_network_start(system: NetworkSystem, t_span, y0) -> tuple[tuple[float, float], np.ndarray]:
+    """((t0, t1), y0): `t_span` finite with t0 < t1, `y0` the system's d finite numbers (named in errors)."""
     t0, t1 = (float(v) for v in t_span)
     if not (math.isfinite(t0) and math.isfinite(t1) and t1 > t0):
         raise ValueError(f"`t_span` must be finite with t0 < t1; got {t_span!r}.")
     y0 = np.asarray(y0, dtype=np.float64).reshape(-1)
     if y0.shape != (system.d,) or not np.all(np.isfinite(y0)):
         raise ValueError(f"`y0` must be {system.d} finite number(s); got {y0.tolist()}.")
-    eps_values = np.array(sorted((SMOKE_EPS if smoke else DEFAULT_EPS) if eps_values is None else
-                                 [check_positive("eps", e) for e in eps_values], reverse=True))
-    if len(eps_values) < MIN_POINTS + 1:
-        raise ValueError(f"`eps_values` needs at least {MIN_POINTS + 1} values (a fit keeps ≥ {MIN_POINTS}); "
-                         f"got {len(eps_values)}.")
-    num = (3 if smoke else 5) if num is None else check_positive_int("num", num)
-    checks = {"paths": "skipped", "identity": "skipped", "rate_reduced": "skipped", "rate_corrected": "skipped"}
-    messages = {k: "skipped: the paths did not run" for k in checks}
-    verdict = NetworkVerdict(system.name, system.n, system.d, system.eps, (t0, t1), y0, checks, messages,
+    return (t0, t1), y0
+
+
+def check_network_num(num, smoke: bool) -> int:
+    """y points of the network identity check: default 5 (3 with `smoke`), else a positive int."""
+    return (3 if smoke else 5) if num is None else check_positive_int("num", num)
+
+
+def verify_network_checked(system: NetworkSystem, t_span: tuple[float, float], y0: np.ndarray, *,
+                           eps_values: np.ndarray | None, num: int, smoke: bool = False, out: PathLike | None = None,
+                           slope_tol: float = 0.15) -> NetworkVerdict:
+    """`verify_network` on input already checked (`check_network_start`, `check_network_num`; `eps_values`
+    positive, at least `MIN_POINTS` + 1, sorted decreasing, or None for the defaults).  `sp_ode.verify`
+    calls it, so each input is validated once, at its own door."""
+    t0, t1 = t_span
+    if eps_values is None:
+        eps_values = np.array(sorted(SMOKE_EPS if smoke else DEFAULT_EPS, reverse=True))
+    steps = Steps.start(("paths", "identity", "rate_reduced", "rate_corrected"), "skipped: the paths did not run")
+    verdict = NetworkVerdict(system.name, system.n, system.d, system.eps, (t0, t1), y0, steps,
                              eps_values=eps_values, species=tuple(system.space.species),
                              slow_names=system.slow_names)
     # one grid: 31 dense times for the range, every 5th (7 times) for the errors, 4 of those for the figure
@@ -665,11 +356,12 @@ def verify_network(system: NetworkSystem, t_span: TimeSpan, y0: Float[ArrayLike,
 
     # --- (1) reduced and corrected paths -------------------------------------------------------------------
     start = time.perf_counter()
+    paths_msg = steps["paths"].message
     try:
         red = system.simulate_reduced((t0, t1), y0, order=0, t_eval=t_dense, rtol=PATH_RTOL, atol=PATH_ATOL)
     except _ERRORS as exc:
         red = None
-        messages["paths"] = f"paths: the reduced flow failed: {type(exc).__name__}: {exc}"
+        paths_msg = f"paths: the reduced flow failed: {type(exc).__name__}: {exc}"
     table = None
     cor = None
     if red is not None and red.status == 0:
@@ -685,31 +377,29 @@ def verify_network(system: NetworkSystem, t_span: TimeSpan, y0: Float[ArrayLike,
                 table = None
                 cor = system.simulate_reduced((t0, t1), y0, order=1, t_eval=t_dense, rtol=PATH_RTOL, atol=PATH_ATOL)
         except _ERRORS as exc:
-            messages["paths"] = f"paths: the corrected flow failed: {type(exc).__name__}: {exc}"
+            paths_msg = f"paths: the corrected flow failed: {type(exc).__name__}: {exc}"
     elif red is not None:
-        messages["paths"] = f"paths: the reduced flow failed (status {red.status}): {red.message}"
-    verdict.seconds["paths"] = time.perf_counter() - start
+        paths_msg = f"paths: the reduced flow failed (status {red.status}): {red.message}"
+    steps.record("paths", time.perf_counter() - start)
     if red is None or red.status != 0 or cor is None or cor.status != 0:
-        checks["paths"] = "FAIL"
         if cor is not None and cor.status != 0:
-            messages["paths"] = f"paths: the corrected flow failed (status {cor.status}): {cor.message}"
+            paths_msg = f"paths: the corrected flow failed (status {cor.status}): {cor.message}"
+        steps.set("paths", "FAIL", paths_msg)
         for k in ("rate_reduced", "rate_corrected"):
-            messages[k] = "skipped: no reduced/corrected path (step 1)"
+            steps.skip(k, "skipped: no reduced/corrected path (step 1)")
         # the identity at y0 alone still says why (e.g. a reducible Q(y0))
         ident = network_identity(system, y0[None])
         verdict.identity = ident
-        checks["identity"] = ident.status
-        messages["identity"] = ("identity (at y0 only; no visited range): "
-                                + ident.message.removeprefix("identity: "))
+        steps.set("identity", ident.status, "identity (at y0 only; no visited range): "
+                  + ident.message.removeprefix("identity: "))
         _finish(verdict, out)
         return verdict
     ys_all = np.concatenate([red.y, cor.y])
     lower, upper = ys_all.min(axis=0), ys_all.max(axis=0)
     verdict.visited = (lower, upper)
-    checks["paths"] = "ok"
     rng = "; ".join(f"{v} ∈ [{lo:.6g}, {hi:.6g}]" for v, lo, hi in zip(system.network.slow, lower, upper))
-    messages["paths"] = (f"visited {rng} (reduced: {red.stats.get('solves', 0)} stationary solves; corrected "
-                         + ("from a Chebyshev table" if table is not None else "by direct solves") + ")")
+    steps.set("paths", "ok", f"visited {rng} (reduced: {red.stats.get('solves', 0)} stationary solves; corrected "
+              + ("from a Chebyshev table" if table is not None else "by direct solves") + ")")
     outflow = red.stats.get("max_fsp_outflow_rate")
     if outflow is not None:
         verdict.notes.append(f"largest FSP outflow rate along the reduced path {outflow:.1e} (flux the projection "
@@ -738,8 +428,8 @@ def verify_network(system: NetworkSystem, t_span: TimeSpan, y0: Float[ArrayLike,
         ys_id = red.y[np.linspace(0, len(red.y) - 1, num).round().astype(int)]
     ident = network_identity(system, ys_id)
     verdict.identity = ident
-    checks["identity"], messages["identity"] = ident.status, ident.message
-    verdict.seconds["identity"] = time.perf_counter() - start
+    steps.set("identity", ident.status, ident.message)
+    steps.record("identity", time.perf_counter() - start)
     gaps = [r["spectral_gap"] for r in ident.points if math.isfinite(r.get("spectral_gap", float("nan")))]
     gap_min = min(gaps) if gaps else None
     if gap_min is not None:
@@ -786,22 +476,21 @@ def verify_network(system: NetworkSystem, t_span: TimeSpan, y0: Float[ArrayLike,
         finite = d[np.isfinite(d)]
         if finite.size == d.size and np.all(finite <= floor):
             # nothing above the solver's floor: the paths agree to solver precision, no rate to measure
-            checks["rate_" + key] = "skipped"
-            messages["rate_" + key] = (f"skipped: every |y − y_{key}| is at or below the solver's error floor "
-                                       f"{floor:.1e} (largest {finite.max():.1e}): the paths agree to solver "
-                                       "precision and no rate can be measured (is y0 an equilibrium of the slow "
-                                       "flow? start elsewhere)")
+            steps.skip("rate_" + key, f"skipped: every |y − y_{key}| is at or below the solver's error floor "
+                                      f"{floor:.1e} (largest {finite.max():.1e}): the paths agree to solver "
+                                      "precision and no rate can be measured (is y0 an equilibrium of the slow "
+                                      "flow? start elsewhere)")
             continue
-        checks["rate_" + key] = "ok" if fit.passed else "FAIL"
-        messages["rate_" + key] = _rate_message(fit) if fit.passed else f"rate |y − y_{key}|: {fit.reason}"
+        message = _rate_message(fit) if fit.passed else f"rate |y − y_{key}|: {fit.reason}"
         if not fit.passed and gap_min is not None and gap_min > 0 and eps_values.min() > 0.05 * gap_min:
             # the reason is the model's: the fast chain is too slow for the ε tested (docs/theory.md §7.7)
-            messages["rate_" + key] += (
+            message += (
                 f"; the fast chain's spectral gap is only γ ≈ {gap_min:.2g} on the visited range, so ε/γ ≥ "
                 f"{eps_values.min() / gap_min:.2g} at the smallest ε tested: the expansion in ε needs ε ≪ γ "
                 f"(a slowly mixing, metastable fast chain) — test ε below ≈ {0.05 * gap_min:.1g}")
-    verdict.seconds["certificate"] = time.perf_counter() - start
-    verdict.seconds["full_solves"] = [s for s in fulls if s is not None]
+        steps.set("rate_" + key, "ok" if fit.passed else "FAIL", message)
+    steps.record("certificate", time.perf_counter() - start, "rate_reduced", "rate_corrected")
+    steps.seconds["full_solves"] = [s for s in fulls if s is not None]
     _finish(verdict, out)
     return verdict
 

@@ -263,6 +263,18 @@ def visited_region(system: FastSlowSystem, t_span: TimeSpan, x0: Float[ArrayLike
     -------
     VisitedRegion
     """
+    options = SolveOptions.checked(backend, None, rtol, atol)
+    return visited_region_checked(system, t_span, x0, y0, phi=phi, x_guess=x_guess, num_times=num_times,
+                                  options=options, margin=margin)
+
+
+@in_float64
+def visited_region_checked(system: FastSlowSystem, t_span: TimeSpan, x0: Float[ArrayLike, " m"],
+                           y0: Float[ArrayLike, " d"], *, phi: Callable | None = None,
+                           x_guess: Float[ArrayLike, " m"] | None = None, num_times: int = 201,
+                           options: SolveOptions, margin: float = MARGIN) -> VisitedRegion:
+    """`visited_region` on input already checked: the full solve's `SolveOptions` made once by the caller
+    (`sp_ode.verify` shares its own with the certificate), so nothing is validated twice."""
     master = is_master(system)
     x0 = np.asarray(x0, dtype=np.float64).reshape(-1)
     y0 = np.asarray(y0, dtype=np.float64).reshape(-1)
@@ -282,7 +294,6 @@ def visited_region(system: FastSlowSystem, t_span: TimeSpan, x0: Float[ArrayLike
     red = SimpleNamespace(t=path_t, y=path_y, stop=stop)
     if stop is not None:
         return _reached_on_the_reduced_path(system, y0, x_start, red, notes)
-    options = SolveOptions.checked(backend, None, rtol, atol)
     full = simulate_checked(system, (float(t_span[0]), float(t_span[1])), x0, y0, ts=ts, options=options)
     paths = [(path_t, path_y), (full.t, full.y)]
     pts = np.concatenate([y[np.all(np.isfinite(y), axis=1)] for _, y in paths] + [y0[None]])

@@ -28,7 +28,6 @@ command line prints) and `write(out)` (figures and `report.json`).
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,19 +37,22 @@ import numpy as np
 from sp_ode.core.files import dumps, write_json
 from sp_ode.core.summary import Summarised, first_line, number
 from sp_ode.core.validation import check_choice, check_positive_int
-from sp_ode.manifolds.slow_manifold import check_order, slow_manifold
+from sp_ode.manifolds.slow_manifold import check_order, slow_manifold_checked
 from sp_ode.markov.families import GeneratorFamily
 from sp_ode.networks.models import NetworkModel
 from sp_ode.systems.model import check_model
 from sp_ode.systems.network import NetworkSystem
+from sp_ode.systems.options import SolveOptions
 from sp_ode.systems.resolve import EntryLike, as_system
+from sp_ode.systems.simulation import check_t_span
 from sp_ode.systems.system import MasterEquationSystem
-from sp_ode.verification.certificate import DEFAULT_PS, check_Ps, convergence_certificate
-from sp_ode.verification.identity import check_identity_size, identity_check
-from sp_ode.verification.network import verify_network
+from sp_ode.verification.certificate import DEFAULT_PS, check_Ps, convergence_certificate_checked
+from sp_ode.verification.identity import check_identity_size, identity_check_checked
+from sp_ode.verification.network import check_network_num, check_network_start, verify_network_checked
 from sp_ode.verification.plotting import plot_manifold
 from sp_ode.verification.rates import MIN_POINTS
-from sp_ode.verification.region import MARGIN, visited_region
+from sp_ode.verification.region import MARGIN, visited_region_checked
+from sp_ode.verification.steps import STATUSES, Steps
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -60,7 +62,6 @@ if TYPE_CHECKING:
 
 __all__ = ["verify", "VerifyReport", "STATUSES", "SMOKE_PS"]
 
-STATUSES = ("ok", "FAIL", "skipped")
 SMOKE_PS = (16, 32, 64, 128, 256, 512)
 DEFAULT_NUM = 41              # grid points in y for the identity check of a general / master system
 SMOKE_NUM = 9
@@ -80,11 +81,14 @@ class VerifyReport(Summarised):
         The system's name
     kind : {"general", "master", "network"}
     description : str
+    steps : Steps
+        The checks in order (`sp_ode.verification.steps`): `hyperbolicity`, `identity`,
+        `certificate` (networks: `paths`, `identity`, `rate_reduced`, `rate_corrected`), each a
+        `VerdictStep` with its status, message, skip reason and seconds.
     checks : dict name -> "ok" | "FAIL" | "skipped"
-        `hyperbolicity`, `identity`,
-        `certificate` (networks: `paths`, `identity`, `rate_reduced`, `rate_corrected`).
+        Read off `steps`.
     messages : dict name -> str
-        One line per check: its numbers, or why it failed or was skipped.
+        One line per check: its numbers, or why it failed or was skipped (read off `steps`).
     passed : bool
         Every check `ok`.
     failure : str or None
@@ -98,13 +102,26 @@ class VerifyReport(Summarised):
     system: str
     kind: str
     description: str
-    checks: dict
-    messages: dict
-    passed: bool
-    failure: str | None
+    steps: Steps
     record: dict
     figures: list = field(default_factory=list)
     _parts: dict = field(default_factory=dict, repr=False)   # region, identity, certificate or network verdict
+
+    @property
+    def checks(self) -> dict:
+        return self.steps.checks
+
+    @property
+    def messages(self) -> dict:
+        return self.steps.messages
+
+    @property
+    def passed(self) -> bool:
+        return self.steps.passed
+
+    @property
+    def failure(self) -> str | None:
+        return self.steps.failure
 
     def _summary_title(self) -> str:
         return f"VerifyReport: {self.system}, verify {'PASSED' if self.passed else 'FAILED'}"
@@ -255,8 +272,9 @@ def resolve_case(system, *, t_span=None, x0=None, y0=None, description: str | No
     if missing:
         raise ValueError(f"system {system.name!r} has no default {', '.join(missing)}: pass "
                          + ", ".join(f"`{n}`" for n in missing) + ".")
+    t_span = check_t_span(t_span)
     system = check_model(system, x0, y0).system   # f, g, Q traced once; m, d recorded
-    return Case(system, system.name, tuple(float(t) for t in t_span), np.asarray(x0, float), np.asarray(y0, float),
+    return Case(system, system.name, t_span, np.asarray(x0, float), np.asarray(y0, float),
                 getattr(entry, "phi", None), description if description is not None else getattr(entry, "description", ""))
 
 
@@ -281,7 +299,8 @@ def _network_case(obj, *, t_span, x0, y0, description) -> Case:
     y0 = np.asarray(y0, float).reshape(-1)
     if y0.shape != (system.d,):
         raise ValueError(f"`y0` must give {system.d} value(s) for {system.name!r}; got {y0.tolist()}.")
-    return Case(system, system.name, tuple(float(t) for t in t_span), None, y0, None, description, network=True)
+    t_span, y0 = check_network_start(system, t_span, y0)
+    return Case(system, system.name, t_span, None, y0, None, description, network=True)
 
 
 def identity_grid(case: Case, region, num: int) -> np.ndarray:
@@ -348,9 +367,12 @@ def verify(system: SystemLike, *, t_span: TimeSpan | None = None, x0: Float[Arra
     FileExistsError
         `out` holds an earlier report and `overwrite` is False (checked before any work).
     """
+    # every input is validated here, once; the steps below are the checked cores of the public functions
     backend = check_choice("backend", backend, BACKENDS)
     case = resolve_case(system, t_span=t_span, x0=x0, y0=y0, description=description)
     if phi is not None:
+        if not callable(phi):
+            raise TypeError(f"`phi` must be callable as phi(y) -> (m,); got {type(phi).__name__}.")
         case = replace(case, phi=phi)
     if out is not None and (Path(out) / "report.json").exists() and not overwrite:
         raise FileExistsError(f"`out` {str(out)!r} already holds a verify report (report.json); choose another "
@@ -363,14 +385,14 @@ def verify(system: SystemLike, *, t_span: TimeSpan | None = None, x0: Float[Arra
 
 
 def _verify_network(case: Case, *, Ps, num, smoke) -> VerifyReport:
-    eps_values = None
-    if Ps is not None:
-        eps_values = [1.0 / P for P in check_Ps(Ps, min_points=MIN_POINTS + 1)]
-    verdict = verify_network(case.system, case.t_span, case.y0, eps_values=eps_values, num=num, smoke=smoke)
+    Ps = check_Ps(Ps, min_points=MIN_POINTS + 1) if Ps is not None else None
+    eps_values = np.array(sorted((1.0 / Ps).tolist(), reverse=True)) if Ps is not None else None
+    verdict = verify_network_checked(case.system, case.t_span, case.y0, eps_values=eps_values,
+                                     num=check_network_num(num, smoke), smoke=smoke)
     record = verdict.to_dict()
     record["description"] = case.description
-    return VerifyReport(case.name, "network", case.description, verdict.checks, verdict.messages, verdict.passed,
-                        verdict.failure, record, _parts={"network": verdict, "case": case})
+    return VerifyReport(case.name, "network", case.description, verdict.steps, record,
+                        _parts={"network": verdict, "case": case})
 
 
 def _check_num(num, smoke: bool) -> int:
@@ -386,52 +408,46 @@ def _verify_general(case: Case, *, Ps, order, backend, num, smoke, show_progress
     order = check_order(order)
     num = _check_num(num, smoke)
     check_identity_size(num, int(np.size(case.x0)), int(np.size(case.y0)))   # before any work or grid
-    Ps = tuple(check_Ps(Ps)) if Ps is not None else (SMOKE_PS if smoke else DEFAULT_PS)  # before any work
+    Ps = check_Ps(Ps) if Ps is not None else np.array(SMOKE_PS if smoke else DEFAULT_PS)  # before any work
+    options = SolveOptions(backend, None, 1e-10, 1e-12)   # the region's full solve and the certificate's
     master = isinstance(case.system, MasterEquationSystem)
     num_times = 101 if smoke else 201
-    seconds: dict[str, float] = {}
-    checks = dict.fromkeys(CHECKS, "skipped")
-    messages: dict[str, str] = {}
+    steps = Steps.start(CHECKS)
 
-    start = time.perf_counter()
-    region = visited_region(case.system, case.t_span, case.x0, case.y0, phi=None if master else case.phi,
-                            num_times=num_times, backend=backend)
-    seconds["hyperbolicity"] = time.perf_counter() - start
-    checks["hyperbolicity"], messages["hyperbolicity"] = region.status, region.message
+    with steps.timed("hyperbolicity"):
+        region = visited_region_checked(case.system, case.t_span, case.x0, case.y0,
+                                        phi=None if master else case.phi, num_times=num_times, options=options)
+    steps.set("hyperbolicity", region.status, region.message)
     ident = cert = None
     if region.reached:
-        messages["identity"] = messages["certificate"] = "skipped: the reduction does not hold on the path (step 1)"
+        for name in ("identity", "certificate"):
+            steps.skip(name, "skipped: the reduction does not hold on the path (step 1)")
     else:
-        start = time.perf_counter()
-        ident = identity_check(case.system, identity_grid(case, region, num), x0=case.x0, phi=case.phi,
-                               phi_name="the catalogue's φ" if case.phi is not None else "φ",
-                               phi_kind="linear solve" if master else "closed form")
-        checks["identity"], messages["identity"] = ident.status, ident.message
-        seconds["identity"] = time.perf_counter() - start
+        with steps.timed("identity"):
+            grid = np.asarray(identity_grid(case, region, num), dtype=np.float64).reshape(-1, case.y0.size)
+            ident = identity_check_checked(case.system, grid, x0=case.x0, phi=case.phi,
+                                           phi_name="the catalogue's φ" if case.phi is not None else "φ",
+                                           phi_kind="linear solve" if master else "closed form")
+        steps.set("identity", ident.status, ident.message)
         if region.passed:
-            start = time.perf_counter()
-            cert = _certificate(case, Ps, order, backend, master, show_progress, num_times)
-            checks["certificate"] = "ok" if cert.passed else "FAIL"
-            messages["certificate"] = "rates O(ε), O(ε^{k+1}), O(ε) measured" if cert.passed else \
-                "certificate: " + cert.messages[0]
-            seconds["certificate"] = time.perf_counter() - start
+            with steps.timed("certificate"):
+                cert = _certificate(case, Ps, order, options, master, show_progress, num_times)
+            steps.set("certificate", "ok" if cert.passed else "FAIL",
+                      "rates O(ε), O(ε^{k+1}), O(ε) measured" if cert.passed else "certificate: " + cert.messages[0])
         else:
-            messages["certificate"] = "skipped: φ is not normally hyperbolic and attracting on the visited region"
-    passed = all(checks[k] == "ok" for k in CHECKS)
-    failure = next((messages[k] for k in CHECKS if checks[k] == "FAIL"), None)
-    record = _record(case, order, backend, region, ident, cert, seconds)
-    return VerifyReport(case.name, "master" if master else "general", case.description, checks, messages, passed,
-                        failure, record, _parts={"case": case, "region": region, "identity": ident,
-                                                 "certificate": cert})
+            steps.skip("certificate", "skipped: φ is not normally hyperbolic and attracting on the visited region")
+    record = _record(case, order, backend, region, ident, cert, steps.seconds)
+    return VerifyReport(case.name, "master" if master else "general", case.description, steps, record,
+                        _parts={"case": case, "region": region, "identity": ident, "certificate": cert})
 
 
-def _certificate(case: Case, Ps, order, backend, master, show_progress, num_times):
+def _certificate(case: Case, Ps, order, options, master, show_progress, num_times):
     guess = None if case.phi is not None else case.x0
-    manifold = slow_manifold(case.system, order, x_guess=None if master else guess,
-                             phi=None if master else case.phi)
-    return convergence_certificate(case.system, Ps, order=order, t_span=case.t_span, x0=case.x0, y0=case.y0,
-                                   backend=backend, manifold=manifold, show_progress=show_progress,
-                                   num_times=num_times)
+    manifold = slow_manifold_checked(case.system, order, x_guess=None if master else guess,
+                                     phi=None if master else case.phi)
+    return convergence_certificate_checked(case.system, Ps, order=order, t_span=case.t_span, x0=case.x0,
+                                           y0=case.y0, options=options, manifold=manifold,
+                                           show_progress=show_progress, num_times=num_times)
 
 
 def _record(case: Case, order, backend, region, ident, cert, seconds) -> dict:

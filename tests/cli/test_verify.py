@@ -78,8 +78,8 @@ def test_failed_check_exits_1_and_names_it(tmp_path, capsys, monkeypatch):
     # a certificate that fails (tolerance impossible to meet) → exit 1; the first line names the rate
     import sp_ode.verification.report as certificate  # where verify looks the certificate up
 
-    real = certificate.convergence_certificate
-    monkeypatch.setattr(certificate, "convergence_certificate",
+    real = certificate.convergence_certificate_checked
+    monkeypatch.setattr(certificate, "convergence_certificate_checked",
                         lambda *a, **k: real(*a, **{**k, "slope_tol": 1e-9}))
     # (after the test above: the same system, so its compiled solves are reused)
     rc = main(["verify", "--system", "fitzhugh_nagumo", "--smoke", "--out", str(tmp_path)])
@@ -160,7 +160,7 @@ def test_an_earlier_report_is_never_replaced_silently(tmp_path, capsys):
 def test_a_grid_too_large_for_memory_is_refused_before_any_work(tmp_path, capsys, monkeypatch):
     import sp_ode.verification.report as report
 
-    monkeypatch.setattr(report, "visited_region", lambda *a, **k: pytest.fail("work started before the check"))
+    monkeypatch.setattr(report, "visited_region_checked", lambda *a, **k: pytest.fail("work started before the check"))
     assert main(["verify", "--num", "1000000000000", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("sp-ode verify: error: the identity check on 1000000000000 grid points") and "\n" not in err

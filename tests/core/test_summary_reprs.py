@@ -67,23 +67,25 @@ def _sweep():
 
 def _verify_report():
     from sp_ode.verification.report import VerifyReport
+    from sp_ode.verification.steps import Steps
 
     checks = {"hyperbolicity": "ok", "identity": "ok", "certificate": "ok"}
     record = {"slope_manifold": 1.0012, "slope_corrected": 2.0061, "slope_slow": 0.99987,
               "identity_max_error": 6.7e-16, "identity_grid": np.zeros((41, 1))}
-    r = VerifyReport("toy", "general", "the toy", checks, dict.fromkeys(checks, "fine"), True, None, record)
+    r = VerifyReport("toy", "general", "the toy", Steps.from_checks(checks, dict.fromkeys(checks, "fine")), record)
     return r, ["toy, verify PASSED", "2.006", "6.7e-16", "identity ok"]
 
 
 def _network_verdict():
     from sp_ode.verification.network import NetworkVerdict
     from sp_ode.verification.rates import fit_rate
+    from sp_ode.verification.steps import Steps
 
     eps = np.logspace(-1.5, -3.5, 5)
     fit = fit_rate(eps, 0.4 * eps, 1e-14, expected=1.0)          # exactly d = 0.4 ε: slope 1
     checks = {"paths": "ok", "identity": "ok", "rate_reduced": "ok", "rate_corrected": "ok"}
-    v = NetworkVerdict("telegraph", 42, 1, 0.01, (0.0, 5.0), np.array([1.0]), checks,
-                       {k: f"{k}: fine" for k in checks}, fits={"reduced": fit, "corrected": fit}, eps_values=eps,
+    v = NetworkVerdict("telegraph", 42, 1, 0.01, (0.0, 5.0), np.array([1.0]),
+                       Steps.from_checks(checks, {k: f"{k}: fine" for k in checks}), fits={"reduced": fit, "corrected": fit}, eps_values=eps,
                        errors={"reduced": 0.4 * eps, "corrected": 0.4 * eps}, slow_names=("k_on",))
     return v, ["telegraph, verify passed", "n = 42", "(k_on)", f"{number(fit.slope, 3)} ± "]
 
