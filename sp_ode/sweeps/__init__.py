@@ -1,6 +1,7 @@
 """Parameter sweeps: N points of (ε, args), each by the cheapest path that meets `tol` (docs/theory.md §7.5).
 
-`sp_ode.sweeps.sweep` plans, chunks, resumes and validates; the paths per chunk (corrected
+`sp_ode.sweeps.sweep` plans, chunks, resumes and validates, and asks an engine for everything that
+depends on how a point is solved (the dense engine's input checks and plan in `sp_ode.sweeps._dense`); the paths per chunk (corrected
 reduced flows of order k, or the full stiff solve) are in `sp_ode.sweeps._paths`, for reaction
 networks in `sp_ode.sweeps._network`, with the manifold terms of `sp_ode.sweeps._terms` and
 the points of one ODE solved as one stacked system in `sp_ode.sweeps._stacked`; the cost

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sp_ode.sweeps import _paths as paths, _stacked as stacked
+from sp_ode.sweeps._dense import make_plan, prepare, stack_width  # noqa: F401 - the engine's members
 from sp_ode.sweeps._reasons import Reason
 from sp_ode.sweeps.engine import ValidationInput
 

@@ -40,7 +40,7 @@ import scipy.integrate
 from sp_ode.core.chebyshev import ChebyshevConvergenceError, chebyshev_fit
 from sp_ode.core.memory import check_memory
 from sp_ode.sweeps._reasons import Reason
-from sp_ode.sweeps.engine import ValidationInput
+from sp_ode.sweeps.engine import ValidationInput, check_eps, check_values
 from sp_ode.systems.network import NetworkSystem, padded_range
 
 MAX_ORDER = 1
@@ -106,6 +106,28 @@ def check_params(system: NetworkSystem, values: dict, N: int) -> dict:
         if arr.shape != (N,):
             raise ValueError(f"`params[{name!r}]` must have shape ({N},) (one value per point); got {arr.shape}.")
     return values
+
+
+def prepare(system: NetworkSystem, params, x0, y0, t0: float) -> tuple:
+    """(system, values, N, None, y0 (N, d), (n, d)): the network engine's checks — swept names are parameters
+    something reads, ε per point, x0 = "manifold" (`check_params`, `check_states`)."""
+    values, N = check_values(params)
+    values = check_params(system, values, N)
+    values["eps"] = check_eps(values, N, system.eps)
+    x0_arr, y0_arr = check_states(system, x0, y0, N)
+    return system, values, N, x0_arr, y0_arr, (system.n, system.d)
+
+
+def stack_width(m: int, d: int) -> int:
+    """A network sweep stacks only its table paths: 3 unknowns per point (orders 0, 1, 2), whatever n."""
+    return 3
+
+
+def make_plan(system: NetworkSystem, names: tuple, t_span: tuple, ts: np.ndarray, tol: float, max_order: int, *,
+              safety: float, route: str, y_scale: float, group: int, dims: tuple) -> NetworkPlan:
+    """The plan every chunk of a network sweep is solved with."""
+    return NetworkPlan(system, names, t_span, ts, tol, max_order, safety=safety, route=route, y_scale=y_scale,
+                       group=group)
 
 
 def check_states(system: NetworkSystem, x0, y0, N: int):

@@ -51,7 +51,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-import jax
 import numpy as np
 
 from sp_ode.core.files import atomic_write_bytes, write_json
@@ -83,8 +82,7 @@ from sp_ode.sweeps._reasons import TEXT, Reason
 from sp_ode.sweeps.engine import SweepEngine, ValidationInput
 from sp_ode.systems.network import NetworkSystem
 from sp_ode.systems.resolve import as_system
-from sp_ode.systems.simulation import check_state, check_system, check_t_span, check_ts
-from sp_ode.systems.system import FastSlowSystem, MasterEquationSystem
+from sp_ode.systems.simulation import check_t_span, check_ts
 
 if TYPE_CHECKING:
     import distributed
@@ -282,95 +280,6 @@ class SweepResult(Summarised):
 
 # --- validation of the input ------------------------------------------------------------------
 
-def _probe_used(system: FastSlowSystem, args: dict, x0, y0, t0: float) -> set:
-    """The keys of `args` whose leaves f or g actually read (traced once, nothing run)."""
-    keys = sorted(args)
-    flat = [np.asarray(args[k], dtype=np.float64) for k in keys]
-
-    def both(*leaves):
-        a = dict(zip(keys, leaves))
-        return system.f(t0, x0, y0, a), system.g(t0, x0, y0, a)
-
-    closed = jax.make_jaxpr(both)(*flat)
-    used = set()
-    for eqn in closed.jaxpr.eqns:
-        used.update(id(v) for v in eqn.invars if hasattr(v, "aval") and not hasattr(v, "val"))
-    used.update(id(v) for v in closed.jaxpr.outvars)
-    return {k for k, v in zip(keys, closed.jaxpr.invars) if id(v) in used}
-
-
-def _check_values(params) -> tuple[dict, int]:
-    if not isinstance(params, Mapping) or not params:
-        raise TypeError(f"`params` must be a non-empty mapping of names to arrays; got {type(params).__name__}.")
-    values, lengths = {}, {}
-    for name, value in params.items():
-        if not isinstance(name, str):
-            raise TypeError(f"`params` names must be strings; got {name!r}.")
-        arr = check_finite_array(f"params[{name!r}]", value)
-        if arr.ndim == 0:
-            raise ValueError(f"`params[{name!r}]` must be an array with one entry per point; got a scalar.")
-        values[name], lengths[name] = arr, arr.shape[0]
-    if len(set(lengths.values())) != 1:
-        raise ValueError(f"`params` arrays must have equal lengths (one entry per point); got {lengths}.")
-    return values, next(iter(lengths.values()))
-
-
-def _check_eps(values: dict, N: int, default: float) -> np.ndarray:
-    eps = values.get("eps")
-    if eps is None:
-        eps = np.full(N, default)
-    elif eps.ndim != 1:
-        raise ValueError(f"`params['eps']` must be 1-D (one ε per point); got shape {eps.shape}.")
-    bad = np.flatnonzero(eps <= 0)
-    if bad.size:
-        i = int(bad[0])
-        raise ValueError(f"`params['eps']` must be > 0 at every point; point {i} has eps = {float(eps[i])!r} "
-                         f"({bad.size} such point{'s' if bad.size > 1 else ''}).")
-    return eps
-
-
-def _check_params(system: FastSlowSystem, params, x0_probe, y0_probe, t0) -> tuple[dict, int]:
-    values, N = _check_values(params)
-    base = system.args if system.args is not None else {}
-    swept = [n for n in values if n != "eps"]
-    if swept and not isinstance(base, Mapping):
-        raise TypeError(f"`params` {swept} need the system's `args` to be a dict of named parameters; "
-                        f"system {system.name!r} has args of type {type(base).__name__}.")
-    for name in swept:
-        if name not in base:
-            raise ValueError(f"`params` name {name!r} is not a parameter of system {system.name!r}; "
-                             f"its args are {sorted(base)} (and 'eps').")
-        want = (N,) + np.shape(base[name])
-        if values[name].shape != want:
-            raise ValueError(f"`params[{name!r}]` must have shape {want} (one {np.shape(base[name])} value per "
-                             f"point); got {values[name].shape}.")
-    if swept:
-        used = _probe_used(system, dict(base), x0_probe, y0_probe, t0)
-        unused = [n for n in swept if n not in used]
-        if unused:
-            where = "f, g or Q(y)" if isinstance(system, MasterEquationSystem) else "f or g"
-            raise ValueError(f"`params` {unused} are not read by {where} of system {system.name!r} "
-                             "(traced): sweeping them would change nothing.")
-    values["eps"] = _check_eps(values, N, system.eps)
-    return values, N
-
-
-def _check_states(system, x0, y0, N):
-    """x0: (m,) | (N, m) | "manifold" → (N, m) or None; y0: (d,) | (N, d) → (N, d)."""
-    y0 = check_state("y0", y0, system.d)
-    if y0.ndim == 2 and y0.shape[0] != N:
-        raise ValueError(f"`y0` must have shape (d,) or (N, d) with N = {N} points; got {y0.shape}.")
-    y0 = np.broadcast_to(y0, (N, y0.shape[-1])).copy()
-    if isinstance(x0, str):
-        if x0 != "manifold":
-            raise ValueError(f"`x0` must be an array or 'manifold'; got {x0!r}.")
-        return None, y0
-    x0 = check_state("x0", x0, system.m)
-    if x0.ndim == 2 and x0.shape[0] != N:
-        raise ValueError(f"`x0` must have shape (m,) or (N, m) with N = {N} points; got {x0.shape}.")
-    return np.broadcast_to(x0, (N, x0.shape[-1])).copy(), y0
-
-
 def auto_chunk_size(N: int, workers: int) -> tuple[int, str | None]:
     """(chunk size, warning or None): `DEFAULT_CHUNK` in one process; on W workers, at most
     N/(2W) points so that every worker gets at least 2 tasks (never below `MIN_CHUNK`)."""
@@ -483,12 +392,10 @@ def sweep(system: SystemLike, params: Mapping[str, ArrayLike], t_span: TimeSpan,
     """
     # one door for every accepted object (sp_ode.systems.resolve), then the engine by the system's type
     system = as_system(system)
-    is_network = isinstance(system, NetworkSystem)
-    if is_network:
-        from sp_ode.sweeps import _network as network  # noqa: PLC0415 - the sparse engine, only for networks
-        engine: SweepEngine = network
+    if isinstance(system, NetworkSystem):
+        from sp_ode.sweeps import _network  # noqa: PLC0415 - the sparse engine, only for networks
+        engine: SweepEngine = _network
     else:
-        system = check_system(system)
         engine = cost
     tol = check_positive("tol", tol)
     t0, t1 = check_t_span(t_span)
@@ -514,30 +421,12 @@ def sweep(system: SystemLike, params: Mapping[str, ArrayLike], t_span: TimeSpan,
     if not isinstance(force_cluster, bool):
         raise TypeError(f"`force_cluster` must be True or False; got {force_cluster!r}.")
 
-    if is_network:
-        values, N = _check_values(params)
-        values = network.check_params(system, values, N)
-        values["eps"] = _check_eps(values, N, system.eps)
-        x0_arr, y0_arr = network.check_states(system, x0, y0, N)
-        m, d = system.n, system.d
-    else:
-        probe_y = check_state("y0", np.asarray(y0)[0] if np.ndim(y0) == 2 else y0, system.d)
-        if isinstance(x0, str):
-            if system.m is None:
-                raise ValueError("`x0='manifold'` needs the fast dimension: build the system with `m=`.")
-            probe_x = np.zeros(system.m)
-        else:
-            probe_x = check_state("x0", np.asarray(x0)[0] if np.ndim(x0) == 2 else x0, system.m)
-        values, N = _check_params(system, params, probe_x, probe_y, t0)
-        x0_arr, y0_arr = _check_states(system, x0, y0, N)
-        m, d = probe_x.size, probe_y.size
-        if system.m is None or system.d is None:    # dimensions read off x0, y0 (as simulate does)
-            system = system._replace(m=m, d=d)
+    system, values, N, x0_arr, y0_arr, (m, d) = engine.prepare(system, params, x0, y0, t0)
 
     start_all = time.perf_counter()
     # G consecutive points are solved together, whatever the chunk size (`stacked.stack_group`): a chunk holds
     # whole groups, so its size is rounded up to a multiple of G
-    group = stacked.stack_group(N, 3 if is_network else m + d)
+    group = stacked.stack_group(N, engine.stack_width(m, d))
     ex = executor(client, connect_timeout, force_cluster)
     try:
         resumed_size = manifest_chunk_size(out) if chunk_size is None else None
@@ -555,14 +444,8 @@ def sweep(system: SystemLike, params: Mapping[str, ArrayLike], t_span: TimeSpan,
                           "times)", remedy="Lower `chunk_size` or the number of save times.")
         names = tuple(n for n in values if n != "eps")
         y_scale = max(1.0, float(np.max(np.abs(y0_arr))))
-        if is_network:
-            plan = network.NetworkPlan(system, names, (t0, t1), ts, tol, int(max_order), safety=safety,
-                                       route=route, y_scale=y_scale, group=group)
-        else:
-            base = dict(system.args) if isinstance(system.args, Mapping) else {}
-            plan = paths.SweepPlan(system, base, names, (t0, t1), ts, tol, int(max_order), safety=safety,
-                                   route=route, sizes=stacked.pad_sizes(group, m + d), y_scale=y_scale,
-                                   dims=(m, d), group=group, first=group if route == "auto" else 0)
+        plan = engine.make_plan(system, names, (t0, t1), ts, tol, int(max_order), safety=safety, route=route,
+                                y_scale=y_scale, group=group, dims=(m, d))
         n_chunks = math.ceil(N / chunk_size)
         chunks = [range(i * chunk_size, min(N, (i + 1) * chunk_size)) for i in range(n_chunks)]
         options = {"validate_fraction": frac, "chunk_size": chunk_size, "seed": seed, "max_order": int(max_order),
