@@ -20,6 +20,7 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = ROOT.parent / "shared" / "data"
 
 
 def xdist_group_name(item: pytest.Item) -> str | None:
@@ -47,7 +48,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         from _pytest.nodeid import NodeId  # pytest >= 9 only: older pytest read xdist's _nodeid
 
         item._id = NodeId.parse(f"{item.nodeid}@{group}")
-SHARED_DATA = ROOT.parent / "shared" / "data"
 
 
 @pytest.fixture(scope="session")
