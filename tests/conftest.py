@@ -23,6 +23,33 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
 
 
+def xdist_group_name(item: pytest.Item) -> str | None:
+    """The group pytest-xdist gives an item with ``xdist_group`` marks: their names sorted and joined by ``_``."""
+    names = {str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")}
+    return "_".join(sorted(names)) if names else None
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """`--dist loadgroup` (make test): send every test of an ``xdist_group`` to one worker.
+
+    pytest-xdist 3.8 names an item's group by appending ``@group`` to ``item._nodeid``, which pytest 9 no
+    longer reads (a node's id is ``item._id``, a NodeId): the groups were silently ignored, and each group's
+    module fixture was built on both workers (the docs site's one-minute build twice, measured in issue 37).
+    Here, in a worker under loadgroup, an item whose id lacks its group gets it, as xdist means it to.
+    tests/test_xdist_groups.py checks the result, with a negative control.
+    """
+    if not getattr(config.option, "loadgroup", False):
+        return
+    for item in items:
+        group = xdist_group_name(item)
+        if group is None or item.nodeid.endswith(f"@{group}"):
+            continue
+        from _pytest.nodeid import NodeId  # pytest >= 9 only: older pytest read xdist's _nodeid
+
+        item._id = NodeId.parse(f"{item.nodeid}@{group}")
+
+
 @pytest.fixture(scope="session")
 def tinyshakespeare() -> Path:
     """Path to ../shared/data/tinyshakespeare.txt; tests that need it skip cleanly without it."""

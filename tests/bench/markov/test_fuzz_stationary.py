@@ -2,16 +2,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
+from bench.markov import fuzz_stationary
 
 
-def test_fuzz_stationary_smoke():
-    run = subprocess.run([sys.executable, "-m", "bench.markov.fuzz_stationary", "--smoke", "--json"],
-                         capture_output=True, text=True, timeout=300, cwd=ROOT)
-    assert run.returncode == 0, run.stderr[-3000:]
-    rec = json.loads(run.stdout)  # stdout is only the record: nothing a dependency printed
+def test_fuzz_stationary_smoke(capsys):
+    assert fuzz_stationary.main(["--smoke", "--json"]) == 0   # in this process: the script sets no global state
+    rec = json.loads(capsys.readouterr().out)  # stdout is only the record: nothing a dependency printed
     assert rec["passed"] and rec["wild"]["calls"] == 32 and rec["blocks"]["calls"] == 24
