@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import textwrap
@@ -53,18 +52,14 @@ WORKER = textwrap.dedent("""
 """)
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_ddp_gradients_equal_single_process_full_batch(tmp_path):
     worker = tmp_path / "worker.py"
     worker.write_text(WORKER.format(cfg=repr({k: v for k, v in MODEL.to_dict().items()})))
     env = {**os.environ, "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo", "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--nnodes=1",
-           "--master_addr=127.0.0.1", f"--master_port={_free_port()}", str(worker), str(tmp_path)]
+    # --standalone: torchrun's own rendezvous on a port it binds itself (a port picked here and released
+    # could be taken by another test's server before the workers bind it)
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+           str(worker), str(tmp_path)]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
 
