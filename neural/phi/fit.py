@@ -51,7 +51,7 @@ from neural.phi.families import (
     sigma_min_on_complement,
     training_points,
 )
-from neural.phi.model import FitSummary, PhiMLP
+from neural.phi.model import FitSummary, PhiMLP, torch_threads
 from neural.phi.sparse import SparseFamily
 from neural.phi.surrogate import SurrogateFit, fit_surrogate
 from sp_ode.core.reporting import progress
@@ -424,10 +424,7 @@ def fit_phi(system: PhiSystemLike = "cycle3", *, loss: str = "kl",
         Q(y) not an irreducible generator at a sampled y (the message names y).
     """
     threads = None if threads is None else check_positive_int("threads", threads)
-    before = torch.get_num_threads()
-    if threads is not None:
-        torch.set_num_threads(threads)
-    try:
+    with torch_threads(threads):
         sys_ = system if isinstance(system, (PhiSystem, SparseFamily)) else resolve_system(system, domain)
         if isinstance(sys_, SparseFamily):
             if check_choice("loss", loss, LOSSES) != "residual":
@@ -443,8 +440,6 @@ def fit_phi(system: PhiSystemLike = "cycle3", *, loss: str = "kl",
                             f"{sys_.name!r} is a dense family (n = {sys_.n}).")
         return _fit(sys_, loss, domain, width, depth, activation, steps, optimizer, lr, n_train, seed,
                     record_every, monitor, n_monitor, show_progress)
-    finally:
-        torch.set_num_threads(before)
 
 
 def _fit(system, loss, domain, width, depth, activation, steps, optimizer, lr, n_train, seed, record_every,

@@ -21,6 +21,7 @@ n·(width + 1).
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 from typing import TYPE_CHECKING
@@ -38,6 +39,21 @@ if TYPE_CHECKING:
 
 ACTIVATIONS = {"tanh": torch.nn.Tanh, "silu": torch.nn.SiLU, "gelu": torch.nn.GELU}
 HEADS = ("dense", "factored")
+
+
+@contextlib.contextmanager
+def torch_threads(threads: int | None):
+    """torch's intra-op thread count set to `threads` for the duration, then put back as it was; None leaves
+    it alone (a library does not change the user's torch settings unless asked, and then only for the call)."""
+    if threads is None:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 class PhiMLP(torch.nn.Module):

@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from neural.phi.certificate import Anchor, CertifiedPrediction, certified_predict, certify, exact_solve, make_anchor
-from neural.phi.model import FitSummary, PhiMLP
+from neural.phi.model import FitSummary, PhiMLP, torch_threads
 from neural.phi.sparse import SparseFamily, design_points, residual_torch
 from sp_ode.core.errors import SpOdeWarning
 from sp_ode.core.files import atomic_write_bytes
@@ -236,15 +236,10 @@ def fit_surrogate(family: SparseFamily, *, loss: str = "residual", weighting: st
         a checkpoint or with one from other settings.
     """
     threads = None if threads is None else check_positive_int("threads", threads)
-    before = torch.get_num_threads()
-    if threads is not None:
-        torch.set_num_threads(threads)
-    try:
+    with torch_threads(threads):
         return _fit(family, loss, weighting, width, depth, activation, head, rank, n_train, design, steps, optimizer, lr,
                     batch, n_anchors, kl_weight, n_monitor, record_every, seed, checkpoint, checkpoint_every,
                     resume, time_budget, device, show_progress)
-    finally:
-        torch.set_num_threads(before)
 
 
 def _fit(family, loss, weighting, width, depth, activation, head, rank, n_train, design, steps, optimizer, lr, batch,

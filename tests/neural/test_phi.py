@@ -250,3 +250,21 @@ def test_jax_fn_returns_float64_without_the_user_enabling_it():
     with sp_ode.float64():
         assert jax.jit(fn)(jnp.asarray(y)).dtype == jnp.float64         # traced inside the scope: float64
     assert "float64" in type(m).jax_fn.__doc__                         # and the docstring says so
+
+
+def test_torch_threads_are_set_only_when_asked_and_put_back():
+    import torch
+
+    from neural.phi.model import torch_threads
+
+    before = torch.get_num_threads()
+    with torch_threads(None):
+        assert torch.get_num_threads() == before
+    other = 1 if before != 1 else 2
+    try:
+        with torch_threads(other):
+            assert torch.get_num_threads() == other
+            raise KeyError("inside")
+    except KeyError:
+        pass
+    assert torch.get_num_threads() == before          # restored, even when the body raised
