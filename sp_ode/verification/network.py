@@ -55,7 +55,7 @@ from sp_ode.systems.system import slow_symbol
 from sp_ode.verification.network_steps import NetworkIdentity, network_identity
 from sp_ode.verification.plotting import plot_network_convergence, plot_network_marginals
 from sp_ode.verification.rates import MIN_POINTS, RateFit, fit_rate
-from sp_ode.verification.steps import Steps
+from sp_ode.verification.steps import Steps, StepsView
 
 if TYPE_CHECKING:
     from sp_ode.core.typing import ArrayLike, Float, PathLike, TimeSpan
@@ -72,7 +72,7 @@ _RATES = {"reduced": 1.0, "corrected": 2.0}
 # --- the verdict --------------------------------------------------------------------------------------------
 
 @dataclass(repr=False)
-class NetworkVerdict(Summarised):
+class NetworkVerdict(StepsView, Summarised):
     """What [`verify_network`][sp_ode.verification.network.verify_network] found (module docstring).
 
     Attributes
@@ -124,21 +124,9 @@ class NetworkVerdict(Summarised):
     marginal_uncertified: list = field(default_factory=list, repr=False)  # per time: level or None
     figures: list = field(default_factory=list)
 
-    @property
-    def passed(self) -> bool:
-        return self.steps.passed
 
-    @property
-    def failure(self) -> str | None:
-        return self.steps.failure
 
-    @property
-    def checks(self) -> dict:
-        return self.steps.checks
 
-    @property
-    def messages(self) -> dict:
-        return self.steps.messages
 
     @property
     def seconds(self) -> dict:

@@ -52,7 +52,7 @@ from sp_ode.verification.network import check_network_num, check_network_start, 
 from sp_ode.verification.plotting import plot_manifold
 from sp_ode.verification.rates import MIN_POINTS
 from sp_ode.verification.region import MARGIN, visited_region_checked
-from sp_ode.verification.steps import STATUSES, Steps
+from sp_ode.verification.steps import STATUSES, Steps, StepsView
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -72,7 +72,7 @@ BACKENDS = ("auto", "diffrax", "scipy")
 # --- the report -----------------------------------------------------------------------------------------
 
 @dataclass(repr=False)
-class VerifyReport(Summarised):
+class VerifyReport(StepsView, Summarised):
     """What `verify` found.
 
     Attributes
@@ -107,21 +107,9 @@ class VerifyReport(Summarised):
     figures: list = field(default_factory=list)
     _parts: dict = field(default_factory=dict, repr=False)   # region, identity, certificate or network verdict
 
-    @property
-    def checks(self) -> dict:
-        return self.steps.checks
 
-    @property
-    def messages(self) -> dict:
-        return self.steps.messages
 
-    @property
-    def passed(self) -> bool:
-        return self.steps.passed
 
-    @property
-    def failure(self) -> str | None:
-        return self.steps.failure
 
     def _summary_title(self) -> str:
         return f"VerifyReport: {self.system}, verify {'PASSED' if self.passed else 'FAILED'}"

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
 
-__all__ = ["VerdictStep", "Steps", "STATUSES"]
+__all__ = ["StepsView", "VerdictStep", "Steps", "STATUSES"]
 
 STATUSES = ("ok", "FAIL", "skipped")
 
@@ -133,3 +133,27 @@ class Steps:
     @property
     def failure(self) -> str | None:
         return next((s.message for s in self.steps if s.status == "FAIL"), None)
+
+
+class StepsView:
+    """The verdict's figures read from its `steps` (a `Steps`), for the result types that hold one
+    (`VerifyReport`, `NetworkVerdict`): one reading, not a copy per type."""
+
+    steps: Steps
+
+    @property
+    def checks(self) -> dict:
+        return self.steps.checks
+
+    @property
+    def messages(self) -> dict:
+        return self.steps.messages
+
+    @property
+    def passed(self) -> bool:
+        return self.steps.passed
+
+    @property
+    def failure(self) -> str | None:
+        return self.steps.failure
+
