@@ -14,6 +14,9 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
+	# torchtt (the TT route of the CME) compiles against that torch: without build isolation, or pip
+	# would fetch a CUDA torch to build it in
+	$(PY) -m pip install --quiet --no-build-isolation torchtt==0.5.0
 	$(PY) -m pip install --quiet -e '.[test,docs]'
 	touch $(STAMP)
 

@@ -14,7 +14,8 @@ discussion of what the numbers mean — is written by hand.
 
 Blocks: ``records`` (docs/benchmarks.md: every record under results/, by topic, with the command
 it records), ``dsmts_cases`` (docs/bench/dsmts_table.md, from results/networks/dsmts.json),
-``h5`` (docs/bench/equal_wall_clock/h5.md) and ``fast_map`` (docs/bench/fast_map/fast_map.md).
+``h5`` (docs/bench/equal_wall_clock/h5.md), ``fast_map`` (docs/bench/fast_map/fast_map.md) and
+``tt_stationary`` (docs/bench/tt_stationary.md, from results/networks/tt_stationary.json).
 """
 from __future__ import annotations
 
@@ -104,8 +105,14 @@ def fast_map(results: Path) -> str:
     return markdown(rec, rec)
 
 
+def tt_stationary(results: Path) -> str:
+    from bench.networks.tt_stationary import markdown
+
+    return markdown(_record("networks/tt_stationary.json", results))
+
+
 BLOCKS: dict[str, Callable[[Path], str]] = {"records": records, "dsmts_cases": dsmts_cases, "h5": h5,
-                                            "fast_map": fast_map}
+                                            "fast_map": fast_map, "tt_stationary": tt_stationary}
 
 
 def render_page(text: str, results: Path = RESULTS, where: str = "page") -> str:

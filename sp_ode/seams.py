@@ -62,7 +62,8 @@ SEAMS: dict[str, dict[str, tuple[str, ...]]] = {
         'lazy_namespace': ('neural', 'neural.phi', 'sp_ode', 'sp_ode.manifolds', 'sp_ode.markov', 'sp_ode.networks', 'sp_ode.sweeps', 'sp_ode.symbolic', 'sp_ode.systems', 'sp_ode.verification'),
     },
     'sp_ode.core.memory': {
-        'available_memory': ('sp_ode.markov',),
+        'DEFAULT_FRACTION': ('sp_ode.networks',),
+        'available_memory': ('sp_ode.markov', 'sp_ode.networks'),
         'check_memory': ('sp_ode.cli', 'sp_ode.markov', 'sp_ode.networks', 'sp_ode.sweeps', 'sp_ode.verification'),
     },
     'sp_ode.core.precision': {

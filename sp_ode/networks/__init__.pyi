@@ -3,11 +3,19 @@ from .cme.lyapunov import (
     LyapunovCertificate as LyapunovCertificate,
     find_lyapunov as find_lyapunov,
     propensity_supremum as propensity_supremum,
+    truncation_bound as truncation_bound,
     truncation_certificate as truncation_certificate,
 )
 from .cme.stationary import (
     StationaryCME as StationaryCME,
     cme_stationary as cme_stationary,
+)
+from .cme.tensor_train import (
+    NotSeparableError as NotSeparableError,
+    SeparableGenerator as SeparableGenerator,
+    TTDistribution as TTDistribution,
+    qtt_box as qtt_box,
+    tt_stationary as tt_stationary,
 )
 from .cme.transient import (
     MomentIntervals as MomentIntervals,

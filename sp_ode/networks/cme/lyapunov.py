@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from sp_ode.networks.network import ReactionNetwork
     from sp_ode.networks.state_space import StateSpace
 
-__all__ = ["LyapunovCertificate", "find_lyapunov", "truncation_certificate", "propensity_supremum"]
+__all__ = ["LyapunovCertificate", "find_lyapunov", "truncation_certificate", "truncation_bound", "propensity_supremum"]
 
 # θ·max(w) tried for the exponential function (log-spaced): small θ is the linear-function limit.
 _THETA_GRID = np.geomspace(1e-3, 8.0, 96)
@@ -376,31 +376,42 @@ def truncation_certificate(cert: LyapunovCertificate, space: StateSpace, outflow
     u_out the least w·x of a state outside J.  Returns a dict with those terms and `bound` (inf
     when the box cuts a conserved species below its cap, or ε ≥ 1).
     """
+    log_peak = -math.inf
+    if cert.found:
+        o = np.asarray(outflow, dtype=np.float64)
+        hot = o > 0
+        if hot.any():
+            log_peak = float(np.max(np.log(o[hot]) - cert.theta * (space.states[hot] @ cert.weights)))
+    return truncation_bound(cert, space.species, space.bounds, space.total, log_peak, hitting_time)
+
+
+def truncation_bound(cert: LyapunovCertificate, species: Sequence[str], bounds: Sequence[int] | np.ndarray,
+                     total: int | None, log_flux_peak: float, hitting_time: float) -> dict:
+    """[`truncation_certificate`][sp_ode.networks.cme.lyapunov.truncation_certificate] from the box and max_{x∈J} (log o_x − θ w·x).
+
+    The peak is what any route computes on its own representation of J (the enumerated states, or
+    the Kronecker grid of `sp_ode.networks.cme.tensor_train`); −inf when no move leaves J.
+    """
     out = {"mass_outside": math.inf, "boundary_flux": math.inf, "hitting_time": float(hitting_time),
            "bound": math.inf, "u_outside": None, "reason": ""}
     if not cert.found:
         out["reason"] = cert.reason
         return out
     w = cert.weights
-    free = np.array([s not in cert.caps for s in space.species])
-    for s, N in zip(space.species, space.bounds):
+    bounds = np.asarray(bounds)
+    free = np.array([s not in cert.caps for s in species])
+    for s, N in zip(species, bounds):
         if s in cert.caps and int(N) < int(cert.caps[s]):
             out["reason"] = (f"the box bounds {s!r} by {int(N)} below its conservation cap {cert.caps[s]}: states of "
                              "the class lie outside the box at every level of V")
             return out
-    u_out = float(np.min(w[free] * (space.bounds[free] + 1.0)))
-    if space.total is not None:
-        u_out = min(u_out, float(w[free].min()) * (space.total + 1.0 - sum(cert.caps.values())))
+    u_out = float(np.min(w[free] * (bounds[free] + 1.0)))
+    if total is not None:
+        u_out = min(u_out, float(w[free].min()) * (total + 1.0 - sum(cert.caps.values())))
     u_out = max(u_out, 0.0)
     eps = cert.tail(u_out)
-    u = space.states @ w
-    o = np.asarray(outflow, dtype=np.float64)
-    hot = o > 0
-    if hot.any():
-        log_phi = cert.log_mean_bound + float(np.max(np.log(o[hot]) - cert.theta * u[hot]))
-        phi = math.exp(log_phi) * (1 + _MARGIN)
-    else:
-        phi = 0.0
+    log_phi = cert.log_mean_bound + log_flux_peak
+    phi = 0.0 if log_flux_peak == -math.inf else (math.exp(log_phi) * (1 + _MARGIN) if log_phi < 709 else math.inf)
     out.update(mass_outside=eps, boundary_flux=phi, u_outside=u_out)
     if eps >= 1.0:
         out["reason"] = "the box is inside the level set that holds the stationary mass: ε ≥ 1"

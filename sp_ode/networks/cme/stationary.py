@@ -12,6 +12,11 @@ whole (infinite) lattice, not only of its projection:
 3. the truncation part β_T ≥ ‖p_J − π‖₁ = 2ε + 4HΦ/(1 − ε) (§7.15) is added:
    ‖p̂ − π‖₁ ≤ β_LA + β_T, with p̂ extended by 0 outside J.
 
+On a box too large for the sparse route (its memory estimate above the budget), a network whose
+propensities factor over the species is solved in tensor-train form instead
+(`sp_ode.networks.cme.tensor_train`, `method="tt"` to ask for it): step 2's p_J and β_LA then come
+from an AMEn solve certified on the Kronecker grid, and step 3 is the same.
+
 `info` reports the two parts separately.  When no certificate is found the answer says so
 (`status = "no_lyapunov"`, `bound = None`): the linear algebra on J is still certified, the
 truncation is not.
@@ -26,11 +31,20 @@ from typing import TYPE_CHECKING
 import numpy as np
 import scipy.sparse as sp
 
+from sp_ode.core.memory import DEFAULT_FRACTION, available_memory
 from sp_ode.core.summary import Summarised, first_line, number
 from sp_ode.core.validation import check_positive, check_positive_int
 from sp_ode.markov.bounds import hitting_time_bound, residual_l1_bound
 from sp_ode.markov.stationary import stationary_distribution
-from sp_ode.networks.cme.lyapunov import find_lyapunov, truncation_certificate
+from sp_ode.networks.cme.lyapunov import find_lyapunov, truncation_bound, truncation_certificate
+from sp_ode.networks.cme.tensor_train import (
+    NotSeparableError,
+    SeparableGenerator,
+    TTDistribution,
+    qtt_box,
+    tt_available,
+    tt_stationary,
+)
 from sp_ode.networks.network import NetworkError, ReactionNetwork
 from sp_ode.networks.state_space import StateSpace
 
@@ -49,9 +63,10 @@ class StationaryCME(Summarised):
 
     Attributes
     ----------
-    p : ndarray (n,)
-        The stationary law on J (0 outside J).
-    space : StateSpace
+    p : ndarray (n,) or TTDistribution
+        The stationary law on J (0 outside J); in tensor-train form on the TT route (`p.full()` expands it).
+    space : StateSpace or None
+        The states of J (None on the TT route, whose J is the box `info["expansions"][-1]["bounds"]`).
     status : str
         "certified" (bound ≤ tol), "above_tol" (a finite bound above tol: the box is too small),
         "no_lyapunov" (no certificate: the truncation is not bounded; `bound` is None).
@@ -66,15 +81,18 @@ class StationaryCME(Summarised):
         (the certificate), `expansions` (boxes tried), `tol`.
     """
 
-    p: np.ndarray
-    space: StateSpace
+    p: np.ndarray | TTDistribution
+    space: StateSpace | None
     status: str
     bound: float | None
     message: str
     info: dict = field(default_factory=dict)
 
     def marginal(self, species: str) -> np.ndarray:
-        """Marginal law of `species` on J (within `bound` of the true one in ℓ1)."""
+        """Marginal law of `species` on J (within `bound` of the true one in ℓ1; on the TT route within
+        `bound` + `p.negative_mass`, the marginal being of the unclipped tensor)."""
+        if isinstance(self.p, TTDistribution):
+            return self.p.marginal(species)
         return self.space.marginal(self.p, species)
 
     def _summary_title(self) -> str:
@@ -82,7 +100,9 @@ class StationaryCME(Summarised):
 
     def _summary_rows(self) -> list[tuple[str, str]]:
         la, tr = self.info.get("linear_algebra", {}), self.info.get("truncation", {})
-        return [("states", f"{self.space.n} ({', '.join(self.space.species)})"),
+        n, species = (self.p.n, self.p.species) if isinstance(self.p, TTDistribution) else (self.space.n,
+                                                                                            self.space.species)
+        return [("states", f"{n} ({', '.join(species)})"),
                 ("bound", f"‖p − p_st‖₁ ≤ {number(self.bound)}" if self.bound is not None else "none (no certificate)"),
                 ("linear algebra", number(la.get("l1_bound"))), ("truncation", number(tr.get("bound"))),
                 ("tol", number(self.info.get("tol"))), ("message", first_line(self.message))]
@@ -134,6 +154,39 @@ def _posterior(Q, p: np.ndarray, H: float) -> float:
                  * (1 + 8 * 2.0**-53))
 
 
+def _route(network: ReactionNetwork, box: Mapping, method: str | None, yv: np.ndarray) -> dict | None:
+    """The TT route's choice (a dict with its generator and reason), or None for the sparse route."""
+    if method is not None and method != "tt":
+        return None
+    missing = [s for s in network.species if s not in box]
+    y = yv if network.slow else None
+    if method == "tt":
+        if not tt_available():
+            raise ImportError("method='tt' needs torchtt (pip install --no-build-isolation torchtt, after torch).")
+        if len(network.conservation_laws()):
+            raise NetworkError(f"method='tt' solves on a box: {network.name!r} conserves something, so its states lie "
+                               "on a conservation class, not a box; use the sparse route (method=None).")
+        if missing:
+            raise NetworkError(f"method='tt' needs a bound for every species; missing {missing}.")
+        return {"generator": SeparableGenerator(network, qtt_box([box[s] for s in network.species]), y),
+                "reason": "method='tt' was asked for"}
+    # Default: the sparse route unless its solve would not fit (about 1 kB per state measured at n = 10⁷:
+    # results/networks/stationary_n1e7_air.json) and the TT route applies.
+    if missing or len(network.conservation_laws()):
+        return None
+    n = math.prod(int(box[s]) + 1 for s in network.species)
+    sparse_bytes = n * (96 * len(network.reactions) + 16 * len(network.species) + 32 + 700)
+    avail = available_memory()
+    if avail is None or sparse_bytes <= DEFAULT_FRACTION * avail[0] or not tt_available():
+        return None
+    try:
+        gen = SeparableGenerator(network, qtt_box([box[s] for s in network.species]), y)
+    except NotSeparableError:
+        return None
+    return {"generator": gen, "reason": f"the sparse route's ~{sparse_bytes / 2**30:.3g} GiB on {n} states exceeds "
+                                        f"the memory budget; the propensities are separable"}
+
+
 def cme_stationary(network: ReactionNetwork, *, y: Float[ArrayLike, " d"] | None = None, tol: float = 1e-6,
                    initial: Mapping[str, int] | None = None,
                    bounds: Mapping[str, int] | None = None, weights: Mapping[str, float] | None = None,
@@ -157,7 +210,10 @@ def cme_stationary(network: ReactionNetwork, *, y: Float[ArrayLike, " d"] | None
         User-given Lyapunov weights w (≥ 1 on each uncapped species); default: found by the LP
         (`sp_ode.networks.cme.lyapunov.find_lyapunov`).  Weights that give no negative drift are refused.
     method : str, optional
-        Passed to `sp_ode.stationary_distribution` (default: its route by predicted cost).
+        "tt" for the tensor-train route (needs `torchtt`, separable propensities and no conservation
+        law); any other value is passed to `sp_ode.stationary_distribution`.  Default: the sparse route
+        by predicted cost, or the TT route on a box whose sparse solve would not fit in memory (`info`'s
+        `route` says which and why).
     max_expansions : int
         Boxes tried at most
 
@@ -192,18 +248,30 @@ def cme_stationary(network: ReactionNetwork, *, y: Float[ArrayLike, " d"] | None
     r = cert.radius(_MASS_SHARE * tol) if cert.found else math.nan
     for _ in range(max_expansions if bounds is None else 1):
         box = dict(bounds) if bounds is not None else cert.box_for_radius(r)
-        space = network.state_space(box, **space_kw)
-        Q = network.generator(space, yv if network.slow else None)
-        p, la = stationary_distribution(Q, method=method, return_info=True)
-        o = network.outflow(space, yv if network.slow else None)
-        H = hitting_time(Q, p, la) if cert.found or not math.isfinite(la["bound"]) else math.inf
-        tr = truncation_certificate(cert, space, o, H if np.any(o > 0) else 0.0)
-        # GTH's a-priori bound c·n³·u is loose in ℓ1; the a-posteriori 2H‖Qᵀp‖₁ (§7.1) with the same H is
-        # usually far smaller: the linear-algebra part is the smaller of the two (both are bounds)
-        la["a_posteriori_bound"] = _posterior(Q, p, H)
-        la_bound = min(float(la["bound"]), la["a_posteriori_bound"])
+        route = _route(network, box, method, yv)
+        if route is not None:
+            space = None
+            p, la = tt_stationary(route["generator"], target=(1 - _MASS_SHARE) * tol / 2)
+            la["route"] = {k: v for k, v in route.items() if k != "generator"}
+            gen = route["generator"]
+            log_peak, leaves = gen.log_flux_peak(cert.weights, cert.theta) if cert.found else (-math.inf, True)
+            tr = truncation_bound(cert, gen.species, gen.bounds, None, log_peak,
+                                  la["hitting_time"] if leaves else 0.0)
+            la_bound, n_states, box_used = float(la["bound"]), gen.n, dict(zip(gen.species, gen.bounds.tolist()))
+        else:
+            space = network.state_space(box, **space_kw)
+            Q = network.generator(space, yv if network.slow else None)
+            p, la = stationary_distribution(Q, method=method, return_info=True)
+            o = network.outflow(space, yv if network.slow else None)
+            H = hitting_time(Q, p, la) if cert.found or not math.isfinite(la["bound"]) else math.inf
+            tr = truncation_certificate(cert, space, o, H if np.any(o > 0) else 0.0)
+            # GTH's a-priori bound c·n³·u is loose in ℓ1; the a-posteriori 2H‖Qᵀp‖₁ (§7.1) with the same H is
+            # usually far smaller: the linear-algebra part is the smaller of the two (both are bounds)
+            la["a_posteriori_bound"] = _posterior(Q, p, H)
+            la_bound = min(float(la["bound"]), la["a_posteriori_bound"])
+            n_states, box_used = space.n, {s: int(v) for s, v in zip(space.species, space.bounds)}
         total = la_bound + tr["bound"] if cert.found else math.inf
-        expansions.append({"bounds": {s: int(v) for s, v in zip(space.species, space.bounds)}, "n": space.n,
+        expansions.append({"bounds": box_used, "n": n_states,
                            "linear_algebra": la_bound, "truncation": tr["bound"], "total": total})
         if total <= tol or bounds is not None:
             break
@@ -215,7 +283,8 @@ def cme_stationary(network: ReactionNetwork, *, y: Float[ArrayLike, " d"] | None
     la_report = {"l1_bound": la_bound, **{k: la.get(k) for k in ("method", "requested_method", "algorithm", "bound", "bound_kind",
                                         "a_posteriori_bound",
                                         "componentwise_bound", "uncertified_below", "residual", "selection",
-                                        "escalations")}}
+                                        "escalations", "route", "ranks", "hitting_time", "negative_mass",
+                                        "operator_ranks", "hitting_time_ranks", "attempts", "mode", "rank_cap", "rank_cap_reached") if k in la}}
     if la_report.get("selection"):
         la_report["selection"] = {k: v for k, v in la_report["selection"].items() if k != "plan"}
     if not cert.found:
