@@ -15,8 +15,9 @@ Two kinds of bound, one per kind of method:
 
   Because G⁻¹ ≥ 0 the 1-norm needs no estimator (Hager–Higham estimates can
   fall below the true norm): *one* solve G ŷ = 1 gives it, and the solve is
-  itself certified by its residual s = 1 − Gŷ: ‖y‖∞ ≤ ‖ŷ‖∞ / (1 − ‖s‖∞)
-  whenever ‖s‖∞ < 1 (y = ŷ + G⁻¹s and ‖G⁻¹‖∞ = ‖y‖∞).  Rounding is accounted
+  itself certified by its residual, one-sidedly: Gŷ ≥ m·1 with m > 0 gives
+  ŷ = G⁻¹Gŷ ≥ m·y, so ‖y‖∞ ≤ ‖ŷ‖∞ / m (m = 1 − max_i (1 − Gŷ)_i ≥ 1 − ‖1 − Gŷ‖∞:
+  an overshoot of Gŷ costs nothing).  Rounding is accounted
   for: the residuals are computed in floating point, so γ_m-multiples of
   |Q||q| and |G||ŷ| (m the most nonzeros in a row or column, plus two for the
   rounded diagonal) are added, and |1ᵀq − 1| is added for the normalisation.
@@ -102,7 +103,7 @@ def hitting_time_bound(Q, k: int, y_hat: np.ndarray) -> float:
     """Certified upper bound on max_i E_i[τ_k] = ‖G⁻¹‖∞ from a candidate ŷ ≈ G⁻¹1 (module docstring).
 
     `y_hat` has length n − 1 (state k removed).  Returns inf when ŷ is not
-    finite, has a negative entry, or its residual ‖1 − Gŷ‖∞ is not below 1.
+    finite, has a negative entry, or some entry of Gŷ is not certified > 0.
     """
     y_hat = np.asarray(y_hat, dtype=np.float64).ravel()
     n = Q.shape[0]
@@ -117,11 +118,12 @@ def hitting_time_bound(Q, k: int, y_hat: np.ndarray) -> float:
     d = np.asarray(Q.diagonal()).ravel()
     Gy = np.delete(-Qy, k)
     aGy = np.delete(Qy - 2.0 * d * y, k)
-    s = np.abs(1.0 - Gy) + 2 * _gamma(_terms_per_column(Q)) * (np.abs(aGy) + 1.0)
-    smax = float(s.max()) * (1 + 4 * UNIT_ROUNDOFF)
-    if not smax < 1.0:
+    # one-sided (module docstring): m ≤ min_i (Gŷ)_i, the computed entries less their rounding bound
+    low = Gy - 2 * _gamma(_terms_per_column(Q)) * (np.abs(aGy) + 1.0)
+    m = float(low.min()) * (1 - 4 * UNIT_ROUNDOFF) if low.size else 1.0
+    if not m > 0.0:
         return math.inf
-    return float(y_hat.max()) / (1.0 - smax) * (1 + 4 * UNIT_ROUNDOFF)
+    return float(y_hat.max()) / m * (1 + 4 * UNIT_ROUNDOFF)
 
 
 def posterior_bound(Q, q: np.ndarray, k: int, y_hat: np.ndarray) -> tuple[float, float]:

@@ -148,7 +148,7 @@ def test_bound_is_honest_on_the_raw_normwise_methods():
 
 
 def test_wrong_hitting_times_are_not_certified():
-    # The certificate fails on a deliberately wrong ŷ (too small: residual ≥ 1; negative; NaN).
+    # The certificate fails on a deliberately wrong ŷ (Gŷ = 0; negative; NaN).
     Q = ncd4()
     assert math.isinf(hitting_time_bound(Q, 3, np.zeros(3)))
     assert math.isinf(hitting_time_bound(Q, 3, np.array([1.0, -1.0, 1.0])))
@@ -159,6 +159,13 @@ def test_wrong_hitting_times_are_not_certified():
     q = np.array([0.25, 0.25, 0.25, 0.25])
     bound, H = posterior_bound(Q, q, 3, y)
     assert bound >= l1_error(q, exact) and H >= y.max()
+    # one-sided: a candidate 3× too large (‖1 − Gŷ‖∞ = 2) still certifies, and tightly (ŷ ≥ m·y, m = 3),
+    # on a well-conditioned chain (a birth–death chain with unit rates; y by an exact dense solve)
+    B = np.diag(np.ones(3), 1) + np.diag(np.ones(3), -1)
+    B -= np.diag(B.sum(axis=1))
+    yb = np.linalg.solve(-B[:3, :3], np.ones(3))
+    assert yb.max() <= hitting_time_bound(B, 3, 3.0 * yb) <= yb.max() * (1 + 1e-9)
+    assert yb.max() <= hitting_time_bound(B, 3, yb) <= yb.max() * (1 + 1e-9)
 
 
 def test_two_grids_coupled_by_one_weak_pair():

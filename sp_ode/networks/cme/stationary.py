@@ -284,7 +284,8 @@ def cme_stationary(network: ReactionNetwork, *, y: Float[ArrayLike, " d"] | None
                                         "a_posteriori_bound",
                                         "componentwise_bound", "uncertified_below", "residual", "selection",
                                         "escalations", "route", "ranks", "hitting_time", "negative_mass",
-                                        "operator_ranks", "hitting_time_ranks", "attempts", "mode", "rank_cap", "rank_cap_reached") if k in la}}
+                                        "operator_ranks", "hitting_time_ranks", "attempts", "hitting_time_attempts", "mode", "rank_cap",
+                                        "rank_cap_reached") if k in la}}
     if la_report.get("selection"):
         la_report["selection"] = {k: v for k, v in la_report["selection"].items() if k != "plan"}
     if not cert.found:
