@@ -23,8 +23,8 @@ Certified as the sparse route is (§7.1), and not from the solver's own residual
   erratic and an overshoot of Gĥ above 1 costs nothing;
 * ‖q − p_J‖₁ ≤ |Σq − 1| + 2uΣq + 2H‖Qᵀq‖₁/Σq.
 
-The check streams the grid: it costs about 40 bytes per state (q, ĥ and two extended-precision
-accumulators), against ~1 kB per state for the sparse route's solve (docs/scale_out.md).  Marginals
+The check expands the grid: about 93 bytes per state at its peak (11.6 GiB at 1.3·10⁸ states measured),
+against ~1 kB per state for the sparse route's solve (docs/scale_out.md).  Marginals
 and means are contractions of the TT cores, never of the full tensor.  Networks whose propensities
 do not factor over the species (a Hill term in a sum of two species, say) are refused with
 [`NotSeparableError`][sp_ode.networks.cme.tensor_train.NotSeparableError], naming the reaction.
@@ -53,9 +53,10 @@ _LOG = logging.getLogger(__name__)
 _U = 2.0**-53
 # Extended precision for the residual's sums, as in sp_ode.markov.bounds.residual_l1_bound.
 _U_LD = float(np.finfo(np.longdouble).eps) / 2
-# Bytes per state of the certificate's grid arrays: q, ĥ (float64), two longdouble accumulators and a
-# float64 temporary, plus the full tensors torchtt returns (float64) — measured 38 B/state at n = 10⁶.
-_CHECK_BYTES_PER_STATE = 8 * 4 + 2 * np.dtype(np.longdouble).itemsize
+# Bytes per state of the certificate's grid arrays at their peak: the full tensor torchtt returns and q,
+# the two extended-precision accumulators of the residual, then ĥ, its shift, Gĥ, |G|ĥ and the rates of
+# the hitting-time check — measured 92.7 B/state (peak RSS 11.6 GiB) at 1.3·10⁸ states.
+_CHECK_BYTES_PER_STATE = 100
 # AMEn tolerances tried in turn for the hitting-time candidate (its check, not these, decides).
 # (1e-3 passed the check at 2·10⁶ states but not at 1.3·10⁸, where 1e-5 gives H within 5 % of 1e-6's.)
 _H_LADDER = (1e-5, 1e-7)
