@@ -39,7 +39,7 @@ def _radau(eps, kappa, x0, y0=(1.0,)):
     return _radau_cached(float(eps), float(kappa), tuple(np.ravel(x0).tolist()), tuple(y0)).copy()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _radau_cached(eps, kappa, x0, y0):
     e = _entry()
     s = e.system.with_eps(eps).with_args({**e.system.args, "kappa": kappa})
