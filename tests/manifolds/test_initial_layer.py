@@ -21,6 +21,9 @@ from sp_ode.verification.rates import fit_rate
 
 K, LAM, U0 = 1.0, 0.5, 1.0
 TS = np.linspace(0.2, 2.0, 10)
+# One worker runs this module (make test: --dist loadgroup): the Radau `references` are solved once, not per worker.
+pytestmark = pytest.mark.xdist_group("test_initial_layer")
+
 EPS = np.array([1e-2, 3e-3, 1e-3, 3e-4, 1e-4])
 RTOL = 1e-12
 

@@ -14,7 +14,9 @@ from sp_ode.systems.catalogue import CatalogueEntry, master_equation_entry
 from tests.checkers import convergence_order
 
 # These tests evaluate f, g, φ and Q(y) themselves with JAX: in float64, as sp_ode does.
-pytestmark = pytest.mark.usefixtures("x64")
+# One worker runs this module (make test: --dist loadgroup), so each trajectory in `_runs` is solved once for
+# the tests that read it (backends agree, mass conserved, expm), not again on the other worker.
+pytestmark = [pytest.mark.usefixtures("x64"), pytest.mark.xdist_group("test_catalogue")]
 
 RTOL = 1e-8  # the simulate default; both backends run with it
 

@@ -7,6 +7,8 @@ inputs, and every check is shown to fail on a kernel that reaches one key too fa
 """
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 
@@ -125,6 +127,45 @@ def test_window_none_or_wider_than_T_is_causal():
         assert torch.equal(window_attention(q, k, v, 12, kernel=kernel), causal)
 
 
+def test_flex_path_with_its_block_mask_equals_reference_and_refuses_cpu_backward(monkeypatch):
+    # Everything of the flex path that is ours, without compiling (a cold inductor compile costs
+    # ~14 s; the compiled kernel is checked by the slow test below): `_flex` is run with the eager
+    # `flex_attention` in place of the compiled one, on the block mask and block size it chooses.
+    # The eager kernel applies the element mask (`mask_mod`), so its output is compared to the
+    # reference; the compiled kernel skips whole blocks, so the block mask is checked on its own:
+    # a block is kept iff some (query, key) pair inside it lies in the band.
+    flex_attention = pytest.importorskip("torch.nn.attention.flex_attention").flex_attention
+    masks = []
+
+    def eager_flex(q, k, v, *, block_mask):
+        masks.append(block_mask)
+        return flex_attention(q, k, v, block_mask=block_mask)
+
+    monkeypatch.setattr(attention, "_compiled_flex", lambda: eager_flex)
+    for i, (T, W) in enumerate(((64, 16), (100, 7), (130, 40))):
+        q, k, v = qkv(T, B=1, H=2, D=16, seed=T)
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="flex_attention called without torch.compile")
+            out = window_attention(q, k, v, W, kernel="flex")
+        assert len(masks) == i + 1  # the eager kernel ran, not a path around `_flex`
+        err = float((out - masked_window_attention(q, k, v, W)).abs().max())
+        assert err <= TOL, f"T={T}, W={W}: max |flex − reference| = {err:.2e}"
+        block_mask = masks[-1]
+        (bq, bk) = block_mask.BLOCK_SIZE
+        assert bq == bk == max(32, 1 << (W - 1).bit_length())
+        n = -(-T // bq)
+        band = torch.zeros(n * bq, n * bq, dtype=torch.bool)
+        band[:T, :T] = window_mask(T, W)
+        expected = band.view(n, bq, n, bq).any(dim=3).any(dim=1)
+        assert torch.equal(block_mask.to_dense()[0, 0].bool(), expected), f"T={T}, W={W}: block mask"
+    qg = q.clone().requires_grad_(True)
+    with pytest.raises(NotImplementedError, match="no backward pass on CPU"):
+        window_attention(qg, k, v, W, kernel="flex")
+
+
+# slow: a cold inductor compile (~14 s alone, ~27 s in the 2-worker suite) whatever the shapes; the default
+# suite keeps the test above (the same `_flex` path with the eager kernel, its block mask, the CPU refusal)
+@pytest.mark.slow
 def test_flex_kernel_forward_equals_reference_and_refuses_cpu_backward():
     pytest.importorskip("torch.nn.attention.flex_attention")
     q, k, v = qkv(64, B=1, H=2, D=16)
