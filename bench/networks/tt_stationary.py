@@ -15,15 +15,22 @@ certified bound and its two parts, the ℓ1 and largest errors of the three marg
 form, and the TT ranks. Cases (k, and the sparse route's box):
 
 * ``1e6``: k = 20, about 1.0·10⁶ states — TT and sparse;
-* ``1e7``: k = 75, about 1·10⁷ states — TT and sparse;
+* ``1e7``: k = 75, about 1·10⁷ states — TT; the sparse case is recorded as not run, with its reason: its
+  measured peak at 1.2·10⁶ states (7.6 GiB, 6.4 kB per state for this 3-species, 6-reaction network)
+  predicts ~60 GiB, above this machine's 24 GB;
 * ``1e8``: k = 100 — TT only, on the box 512³ = 1.3·10⁸ states (given: `CASE_BOUNDS`) at tol 1e-6 (the
   sparse solve would need ~1 kB per state);
+* ``cascade``: the 2-D cascade of `bench.networks.network stationary` (`sp_ode.networks.models.cascade`,
+  N = 3162, y = y0) whose sparse solve at 10⁷ states is recorded in `results/networks/stationary_n1e7_air.json`
+  (262 s, 9.74 GB, its own linear-algebra bound 1.04e-8): TT only, on the QTT box 4096² = 1.7·10⁷, at
+  tol 1e-6 on the linear algebra (`tt_stationary`, no truncation part, as that record has none), E[A] and
+  E[B] against the closed form N(0.1 + 0.2y);
 * ``toggle``: where TT loses — the bistable toggle switch (`sp_ode.networks.models.toggle_switch`,
   N = 64, a = 25.6, y = 1) on its 64 × 64 box at tol 1e-6, both routes: a nearly decoupled chain,
   whose bordered system AMEn does not solve (the certificate says so) while the sparse route does.
 
     python -m bench.networks.tt_stationary --out results/networks/tt_stationary.json
-    python -m bench.networks.tt_stationary --smoke          # k = 2 (about 2·10⁴ states), both routes
+    python -m bench.networks.tt_stationary --smoke          # k = 2 (about 2·10⁴ states), both routes, in-process
     python -m bench.networks.tt_stationary --case tt:1e6     # one case, its JSON on stdout
 """
 from __future__ import annotations
@@ -36,6 +43,7 @@ import resource
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 from scipy.stats import poisson
@@ -43,7 +51,14 @@ from scipy.stats import poisson
 from bench._common import child_env, default_record, module_command
 from sp_ode.core.files import dumps, write_json
 
-CASES = {"smoke": 2.0, "1e6": 20.0, "1e7": 75.0, "1e8": 100.0, "toggle": None}
+CASES = {"smoke": 2.0, "1e6": 20.0, "1e7": 75.0, "1e8": 100.0, "cascade": None, "toggle": None}
+# Cases the sparse route does not run, and why (the record says so in their place).
+SPARSE_NOT_RUN = {("sparse", "1e8"): "the sparse solve needs ~1 kB per state or more: over 100 GB",
+                  ("sparse", "1e7"): "its peak at 1.2·10⁶ states of this network (7.6 GiB, 6.4 kB per state) "
+                                     "predicts ~60 GiB at 10⁷, above this machine's 24 GB",
+                  ("sparse", "cascade"): "recorded by bench.networks.network stationary --N 3162 "
+                                         "(results/networks/stationary_n1e7_air.json)"}
+TT_ONLY = set(SPARSE_NOT_RUN)
 TOL = 1e-8
 # At 1.3·10⁸ states AMEn's first rung leaves ‖Qᵀq‖₁ = 2.6e-9 (certified 1.5e-7 with H = 29); its second
 # rung (tolerance 1e-11, local GMRES 200 × 8) ran over 15 minutes without finishing, so that case asks 1e-6.
@@ -83,12 +98,37 @@ def _toggle(route: str) -> dict:
     return out
 
 
+def _cascade(route: str) -> dict:
+    from sp_ode.networks.cme.tensor_train import SeparableGenerator, qtt_box, tt_stationary
+    from sp_ode.networks.models import cascade
+
+    N = 3162
+    model = cascade(N)
+    y = float(model.y0[0])
+    t = time.perf_counter()
+    gen = SeparableGenerator(model.network, qtt_box([N - 1, N - 1]), model.y0)
+    dist, info = tt_stationary(gen, target=1e-6)
+    seconds = time.perf_counter() - t
+    mean = N * (0.1 + 0.2 * y)
+    err = max(abs(dist.mean(s) - mean) for s in ("A", "B"))
+    return {"route": route, "size": "cascade", "tol": 1e-6, "box": [int(b) for b in gen.bounds], "n": gen.n,
+            "seconds": seconds, "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+            "status": "certified" if info["bound"] <= 1e-6 else "above_tol", "bound": info["bound"],
+            "linear_algebra": info["bound"], "truncation": None, "hitting_time": info["hitting_time"],
+            "mean_error": err, "worst_marginal_l1": None, "worst_marginal_max": None,
+            "ranks_max": int(max(info["ranks"])), "hitting_time_ranks_max": int(max(info["hitting_time_ranks"])),
+            "sparse_record": {"file": "results/networks/stationary_n1e7_air.json", "n": 9998244, "seconds": 261.96,
+                              "build_seconds": 12.6, "peak_rss_gb": 9.74, "bound": 1.036e-08}}
+
+
 def run_case(route: str, size: str) -> dict:
     """One solve in this process (call it in a fresh one): seconds, peak RSS, bound, errors against the closed form."""
     from sp_ode.networks.cme.stationary import cme_stationary
 
     if size == "toggle":
         return _toggle(route)
+    if size == "cascade":
+        return _cascade(route)
     k = CASES[size]
     net = network(k)
     t = time.perf_counter()
@@ -133,6 +173,8 @@ def _num(x) -> str:
 
 
 def _errors(c: dict) -> str:
+    if c.get("mean_error") is not None:
+        return f"E[A], E[B]: {c['mean_error']:.1e} absolute"
     if c["worst_marginal_l1"] is None:
         return "no closed form"
     return f"{c['worst_marginal_l1']:.1e} / {c['worst_marginal_max']:.1e}"
@@ -144,25 +186,35 @@ def markdown(rec: dict) -> str:
             "truncation) | worst marginal vs closed form (ℓ1 / max) | QTT ranks (p, ĥ) |",
             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for c in rec["cases"]:
+        if "not_run" in c:
+            rows.append(f"| {c['size']} | {c['route']} | — | — | — | — | not run: {c['not_run']} | — | — |")
+            continue
         if "error" in c:
             rows.append(f"| {c['size']} | {c['route']} | — | — | — | — | failed: {' '.join(c['error'])} | — | — |")
             continue
         ranks = f"{c['ranks_max']}, {c['hitting_time_ranks_max']}" if c["route"] == "tt" else "—"
+        if "sparse_record" in c:   # the sparse figure of the same solve, from its own record
+            r = c["sparse_record"]
+            rows.append(f"| {c['size']} | sparse (`{r['file']}`) | {r['n']:.3g} | — | {r['seconds']:.1f} + build "
+                        f"{r['build_seconds']:.1f} | {r['peak_rss_gb']:.2f} GiB | linear algebra {r['bound']:.2g} | — | — |")
         rows.append(f"| {c['size']} | {c['route']} | {c['n']:.3g} | {'×'.join(str(b + 1) for b in c['box'])} | "
-                    f"{c['seconds']:.1f} | {c['peak_rss_gb']:.2f} GiB | {c['status']}: {_num(c['bound'])} "
+                    f"{c['seconds']:.1f} | {c['peak_rss_gb']:.2f} GiB | {c['status']} at tol {_num(c.get('tol', rec['tol']))}: "
+                    f"{_num(c['bound'])} "
                     f"({_num(c['linear_algebra'])} + {_num(c['truncation'])}) | {_errors(c)} | {ranks} |")
-    ratios = ", ".join(f"{s}: {r:.1f}×" for s, r in rec["sparse_over_tt_seconds"].items())
+    ratios = ", ".join(f"{s}: {r:.3g}×" for s, r in rec["sparse_over_tt_seconds"].items())
     done = "" if rec.get("complete", True) else " (the run was interrupted: the cases above are what it measured)"
     return "\n".join(rows) + f"\n\nSparse seconds over TT seconds: {ratios or '—'}{done}.\n"
 
 
-def _record(cases: list[dict], complete: bool) -> dict:
-    by = {(c["route"], c["size"]): c for c in cases if "error" not in c}
+def _record(cases: list[dict], commands: list[str], complete: bool, in_process: bool = False) -> dict:
+    by = {(c["route"], c["size"]): c for c in cases if "error" not in c and "not_run" not in c}
     ratios = {s: by[("sparse", s)]["seconds"] / by[("tt", s)]["seconds"] for (r, s) in by
               if r == "sparse" and ("tt", s) in by}
-    return {"python": platform.python_version(), "argv": sys.argv[1:], "cpus": os.cpu_count(), "tol": TOL,
+    return {"command": commands[0], "commands": commands,
+            "python": platform.python_version(), "argv": sys.argv[1:], "cpus": os.cpu_count(), "tol": TOL,
             "complete": complete, "cases": cases, "sparse_over_tt_seconds": ratios,
-            "note": "each case in a fresh process (cold); both routes at the same tol on the infinite lattice"}
+            "note": ("all cases in one process (--smoke: not cold figures)" if in_process else
+                     "each case in a fresh process (cold); both routes at the same tol on the infinite lattice")}
 
 
 def main(argv=None) -> int:
@@ -170,6 +222,7 @@ def main(argv=None) -> int:
     ap.add_argument("--smoke", action="store_true", help="the smoke boxes only")
     ap.add_argument("--case", default=None, help="route:size, one case in this process (JSON on stdout)")
     ap.add_argument("--sizes", default="1e6,1e7,1e8,toggle", help="comma-separated cases (default: all)")
+    ap.add_argument("--append", action="store_true", help="add the cases to the record at --out (an earlier run)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
@@ -182,16 +235,26 @@ def main(argv=None) -> int:
         return 0
     args.out = default_record(args.out, __spec__.name, args.smoke)
     sizes = ["smoke"] if args.smoke else args.sizes.split(",")
-    plan = [(route, size) for size in sizes for route in ("tt", "sparse") if not (route == "sparse" and size == "1e8")]
+    plan = [(route, size) for size in sizes for route in ("tt", "sparse") if (route, size) not in TT_ONLY]
     cases: list[dict] = []
+    commands = [" ".join(["python -m bench.networks.tt_stationary", *(argv if argv is not None else sys.argv[1:])])]
+    if args.append and args.out and Path(args.out).is_file():   # add cases to an earlier (interrupted) run
+        old = json.loads(Path(args.out).read_text())
+        first = old.get("command") or " ".join(["python -m bench.networks.tt_stationary", *old.get("argv", [])])
+        cases, commands = old["cases"], [*old.get("commands", [first]), *commands]
+    for size in sizes:
+        if ("sparse", size) in SPARSE_NOT_RUN:
+            cases.append({"route": "sparse", "size": size, "not_run": SPARSE_NOT_RUN[("sparse", size)]})
     for route, size in plan:
-        cases.append(_child(route, size))
+        # --smoke runs in this process (the suite's check of the script; its seconds and peak RSS are not
+        # cold figures): the real cases each get a fresh one
+        cases.append(run_case(route, size) if args.smoke else _child(route, size))
         c = cases[-1]
         if not args.json:
             print(f"{size:>6} {route:>6}: " + (f"n = {c['n']}, {c['seconds']:.1f} s, peak {c['peak_rss_gb']:.2f} GiB, "
                                                f"{c['status']}, bound {c['bound']}, worst marginal errors {_errors(c)}"
                                                if "error" not in c else f"failed: {c['error']}"), flush=True)
-        rec = _record(cases, len(cases) == len(plan))
+        rec = _record(cases, commands, route == plan[-1][0] and size == plan[-1][1], in_process=args.smoke)
         if args.out:   # after every case: an interrupted run keeps what it measured ("complete": false)
             write_json(args.out, rec)
     if args.json:

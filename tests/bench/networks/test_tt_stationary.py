@@ -2,22 +2,15 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[3]
 
 
-def test_bench_tt_stationary_smoke(tmp_path):
-    from bench.networks.tt_stationary import markdown
+def test_bench_tt_stationary_smoke(tmp_path, capsys):
+    from bench.networks.tt_stationary import main, markdown
 
     out = tmp_path / "tt.json"
-    run = subprocess.run([sys.executable, "-m", "bench.networks.tt_stationary", "--smoke", "--json", "--out", str(out)],
-                         capture_output=True, text=True, timeout=600, cwd=ROOT)
-    assert run.returncode == 0, run.stderr[-3000:]
-    rec = json.loads(run.stdout)
-    assert rec == json.loads(out.read_text()) and rec["complete"]
+    assert main(["--smoke", "--json", "--out", str(out)]) == 0       # in-process at --smoke
+    rec = json.loads(capsys.readouterr().out)
+    assert rec == json.loads(out.read_text()) and rec["complete"] and "one process" in rec["note"]
     by = {c["route"]: c for c in rec["cases"]}
     assert set(by) == {"tt", "sparse"}
     for c in by.values():
