@@ -35,7 +35,7 @@ import logging
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -286,7 +286,6 @@ class TTDistribution:
     cores: list
     species: tuple
     negative_mass: float = 0.0
-    info: dict = field(default_factory=dict)
 
     @property
     def shape(self) -> tuple:
