@@ -47,7 +47,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sp_ode.core.files import write_json
 from sp_ode.core.summary import Summarised, first_line, number
 from sp_ode.core.validation import check_positive, check_positive_int
 from sp_ode.systems.network import NetworkSystem, padded_range
@@ -55,7 +54,7 @@ from sp_ode.systems.system import slow_symbol
 from sp_ode.verification.network_steps import NetworkIdentity, network_identity
 from sp_ode.verification.plotting import plot_network_convergence, plot_network_marginals
 from sp_ode.verification.rates import MIN_POINTS, RateFit, fit_rate
-from sp_ode.verification.steps import Steps, StepsView
+from sp_ode.verification.steps import Steps, StepsView, refuse_earlier_report
 
 if TYPE_CHECKING:
     from sp_ode.core.typing import ArrayLike, Float, PathLike, TimeSpan
@@ -240,22 +239,10 @@ class NetworkVerdict(StepsView, Summarised):
         """The error |y − y_path| against ε (log-log) for both paths, fitted lines, slopes ± SE in the legend."""
         return plot_network_convergence(self, path)
 
-    def write(self, out) -> list[str]:
-        """Write `marginals.png`, `convergence.png` (when drawn) and `report.json` under `out`."""
-
-        out = Path(out)
-        out.mkdir(parents=True, exist_ok=True)
-        self.figures = []
-        for name, fn, ready in (("marginals.png", self.plot_marginals, bool(self.marginals)),
-                                ("convergence.png", self.plot_convergence, bool(self.fits))):
-            target = out / name
-            if ready:
-                self.figures.append(str(fn(target)))
-            elif target.exists():
-                target.unlink()           # a figure from an earlier run must not stand beside this verdict
-        self.figures.append(str(out / "report.json"))
-        write_json(out / "report.json", self.to_dict())
-        return self.figures
+    def figure_makers(self) -> list:
+        """`marginals.png` and `convergence.png`, each when drawn; `write` (StepsView) saves them with report.json."""
+        return [("marginals.png", self.plot_marginals if self.marginals else None),
+                ("convergence.png", self.plot_convergence if self.fits else None)]
 
 
 def _rate_message(fit: RateFit) -> str:
@@ -269,7 +256,8 @@ _ERRORS = (ArithmeticError, ValueError, RuntimeError, np.linalg.LinAlgError)
 
 def verify_network(system: NetworkSystem, t_span: TimeSpan, y0: Float[ArrayLike, " d"], *,
                    eps_values: Float[ArrayLike, " K"] | None = None, num: int | None = None,
-                   smoke: bool = False, out: PathLike | None = None, slope_tol: float = 0.15) -> NetworkVerdict:
+                   smoke: bool = False, out: PathLike | None = None, overwrite: bool = False,
+                   slope_tol: float = 0.15) -> NetworkVerdict:
     """Verify a network fast–slow system on the region its trajectory visits (module docstring).
 
     Parameters
@@ -283,7 +271,9 @@ def verify_network(system: NetworkSystem, t_span: TimeSpan, y0: Float[ArrayLike,
     num : int, optional
         y points for the identity check (default 5; 3 with `smoke`).
     out : path, optional
-        Write the figures and `report.json` there.
+        Write the figures and `report.json` there (`StepsView.write`).
+    overwrite : bool
+        Allow `out` to hold an earlier report.
     slope_tol : float
         Admitted deviation of each slope (`fit_rate`).
 
@@ -295,6 +285,8 @@ def verify_network(system: NetworkSystem, t_span: TimeSpan, y0: Float[ArrayLike,
     ------
     TypeError, ValueError
         Not a NetworkSystem; bad `t_span`, `y0`, `eps_values` or `num`.
+    FileExistsError
+        `out` holds an earlier report and `overwrite` is False (checked before any work).
     """
     if not isinstance(system, NetworkSystem):
         raise TypeError(f"`system` must be a NetworkSystem; got {type(system).__name__}.")
@@ -304,8 +296,11 @@ def verify_network(system: NetworkSystem, t_span: TimeSpan, y0: Float[ArrayLike,
         if len(eps_values) < MIN_POINTS + 1:
             raise ValueError(f"`eps_values` needs at least {MIN_POINTS + 1} values (a fit keeps ≥ {MIN_POINTS}); "
                              f"got {len(eps_values)}.")
-    return verify_network_checked(system, t_span, y0, eps_values=eps_values, num=check_network_num(num, smoke),
-                                  smoke=smoke, out=out, slope_tol=slope_tol)
+    num = check_network_num(num, smoke)
+    if out is not None:
+        refuse_earlier_report(out, overwrite)
+    return verify_network_checked(system, t_span, y0, eps_values=eps_values, num=num, smoke=smoke, out=out,
+                                  slope_tol=slope_tol)
 
 
 def check_network_start(system: NetworkSystem, t_span, y0) -> tuple[tuple[float, float], np.ndarray]:
@@ -484,5 +479,5 @@ def verify_network_checked(system: NetworkSystem, t_span: tuple[float, float], y
 
 
 def _finish(verdict: NetworkVerdict, out) -> None:
-    if out is not None:
-        verdict.write(out)
+    if out is not None:     # an earlier report was refused at the door (`verify_network`), before any work
+        verdict.write(out, overwrite=True)

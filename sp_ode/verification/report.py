@@ -29,12 +29,11 @@ command line prints) and `write(out)` (figures and `report.json`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sp_ode.core.files import dumps, write_json
+from sp_ode.core.files import dumps
 from sp_ode.core.summary import Summarised, first_line, number
 from sp_ode.core.validation import check_choice, check_positive_int
 from sp_ode.manifolds.slow_manifold import check_order, slow_manifold_checked
@@ -52,7 +51,7 @@ from sp_ode.verification.network import check_network_num, check_network_start, 
 from sp_ode.verification.plotting import plot_manifold
 from sp_ode.verification.rates import MIN_POINTS
 from sp_ode.verification.region import MARGIN, visited_region_checked
-from sp_ode.verification.steps import STATUSES, Steps, StepsView
+from sp_ode.verification.steps import STATUSES, Steps, StepsView, refuse_earlier_report
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -148,39 +147,17 @@ class VerifyReport(StepsView, Summarised):
 
     __str__ = format
 
-    def write(self, out, *, overwrite: bool = False) -> list[str]:
-        """Figures and `report.json` under the folder `out`; returns the files written.
-
-        Raises
-        ------
-        FileExistsError
-            `out` already holds a `report.json` and `overwrite` is False (an earlier result is
-            never replaced silently).
-        """
-        out = Path(out)
-        if (out / "report.json").exists() and not overwrite:
-            raise FileExistsError(f"`out` {str(out)!r} already holds a verify report (report.json); choose another "
-                                  "folder or pass overwrite=True (command line: --overwrite).")
-        out.mkdir(parents=True, exist_ok=True)
+    def figure_makers(self) -> list:
+        """The figures `write` (StepsView, the one save loop of both verdicts) saves beside `report.json`: a
+        network verdict's own; else `manifold.png`, and `convergence.png` when the certificate ran."""
         if self.kind == "network":
-            self.figures = [f for f in self._parts["network"].write(out) if not f.endswith("report.json")]
-        else:
-            self.figures = self._write_figures(out)
-        write_json(out / "report.json", self.to_dict())
-        self.figures.append(str(out / "report.json"))
-        return list(self.figures)
-
-    def _write_figures(self, out: Path) -> list[str]:
+            return self._parts["network"].figure_makers()
         region, ident, cert = (self._parts.get(k) for k in ("region", "identity", "certificate"))
-        written = [str(plot_manifold(self._parts["case"], region, ident, self.to_dict(), out / "manifold.png"))]
-        stale = out / "convergence.png"
-        if cert is not None:
-            verdict = "verify passed" if self.passed else "verify FAILED"
-            written.append(str(cert.plot(stale, title=f"{self.system}: {verdict} "
-                                                      f"(certificate {'ok' if cert.passed else 'FAIL'})")))
-        elif stale.exists():
-            stale.unlink()   # a figure from an earlier run must not stand beside this verdict
-        return written
+        verdict = "verify passed" if self.passed else "verify FAILED"
+        return [("manifold.png", lambda path: plot_manifold(self._parts["case"], region, ident, self.to_dict(), path)),
+                ("convergence.png", None if cert is None else
+                 lambda path: cert.plot(path, title=f"{self.system}: {verdict} "
+                                                    f"(certificate {'ok' if cert.passed else 'FAIL'})"))]
 
 
 def _first_line(text: str) -> str:
@@ -338,7 +315,7 @@ def verify(system: SystemLike, *, t_span: TimeSpan | None = None, x0: Float[Arra
         A small, fast version (6 values of P, 9 grid points, smaller network projections
         are the caller's choice).
     out : path, optional
-        Write the figures and `report.json` there (see `VerifyReport.write`).
+        Write the figures and `report.json` there (`write`, the save loop both verdicts share).
     overwrite : bool
         Allow `out` to hold an earlier report.
     show_progress : bool
@@ -362,9 +339,8 @@ def verify(system: SystemLike, *, t_span: TimeSpan | None = None, x0: Float[Arra
         if not callable(phi):
             raise TypeError(f"`phi` must be callable as phi(y) -> (m,); got {type(phi).__name__}.")
         case = replace(case, phi=phi)
-    if out is not None and (Path(out) / "report.json").exists() and not overwrite:
-        raise FileExistsError(f"`out` {str(out)!r} already holds a verify report (report.json); choose another "
-                              "folder or pass overwrite=True (command line: --overwrite).")
+    if out is not None:
+        refuse_earlier_report(out, overwrite)
     report = _verify_network(case, Ps=Ps, num=num, smoke=smoke) if case.network else \
         _verify_general(case, Ps=Ps, order=order, backend=backend, num=num, smoke=smoke, show_progress=show_progress)
     if out is not None:

@@ -6,20 +6,40 @@ numbers, or why it failed), the skip reason when skipped, and the seconds of the
 `Steps` holds them in order and gives the views a report prints and writes: `checks` (name → status),
 `messages` (name → message), `seconds` (stage → seconds, plus any extra timings a verdict adds),
 `passed` (every step `ok`) and `failure` (the message of the first failed step).
+
+`StepsView.write` is the one save loop of both verdicts: it refuses a folder that holds an earlier
+report (unless told to overwrite), draws each figure the verdict has the data for, removes a stale
+one it has not (a figure from an earlier run must not stand beside this verdict), and writes
+`report.json` last.
 """
 from __future__ import annotations
 
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sp_ode.core.files import write_json
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
+    from collections.abc import Callable, Iterable, Iterator
 
-__all__ = ["StepsView", "VerdictStep", "Steps", "STATUSES"]
+__all__ = ["StepsView", "VerdictStep", "Steps", "STATUSES", "REPORT", "refuse_earlier_report"]
+
+REPORT = "report.json"
 
 STATUSES = ("ok", "FAIL", "skipped")
+
+
+def refuse_earlier_report(out, overwrite: bool) -> Path:
+    """`out` as a Path; FileExistsError when it already holds a verdict's `report.json` and not `overwrite`
+    (an earlier result is never replaced silently; `sp_ode.verify` calls this before any work)."""
+    out = Path(out)
+    if (out / REPORT).exists() and not overwrite:
+        raise FileExistsError(f"`out` {str(out)!r} already holds a verify report ({REPORT}); choose another "
+                              "folder or pass overwrite=True (command line: --overwrite).")
+    return out
 
 
 def _check_status(name: str, status: str) -> str:
@@ -156,4 +176,33 @@ class StepsView:
     @property
     def failure(self) -> str | None:
         return self.steps.failure
+
+    figures: list
+
+    if TYPE_CHECKING:     # what each verdict type supplies: its record and its figures
+        def to_dict(self) -> dict[str, Any]: ...
+
+        def figure_makers(self) -> list[tuple[str, Callable[[Path], Any] | None]]:
+            """(file name, draw(path) or None when this verdict has no data for it), in the order written."""
+
+    def write(self, out, *, overwrite: bool = False) -> list[str]:
+        """The figures and `report.json` under the folder `out` (module docstring); the files written.
+
+        Raises
+        ------
+        FileExistsError
+            `out` already holds a `report.json` and `overwrite` is False.
+        """
+        out = refuse_earlier_report(out, overwrite)
+        out.mkdir(parents=True, exist_ok=True)
+        self.figures = []
+        for name, draw in self.figure_makers():
+            target = out / name
+            if draw is not None:
+                self.figures.append(str(draw(target)))
+            elif target.exists():
+                target.unlink()           # a figure from an earlier run must not stand beside this verdict
+        write_json(out / REPORT, self.to_dict())
+        self.figures.append(str(out / REPORT))
+        return list(self.figures)
 

@@ -66,6 +66,14 @@ def test_verdict_passes_on_the_telegraph_model(tmp_path):
     # the figure's markers are the full solve at the largest ε, close to p_st (O(ε) apart)
     assert v.full_eps == pytest.approx(10 ** -1.5)
     assert np.abs(v.full_marginals["M"] - v.marginals["M"]).max() < 0.05
+    # one save loop with sp_ode.verify's report (StepsView.write): an earlier report is refused, at the door
+    # of verify_network before any work as well; overwrite=True writes the same files again
+    with pytest.raises(FileExistsError, match="overwrite=True"):
+        verify_network(s, (0.0, 2.0), m.y0, out=tmp_path)
+    with pytest.raises(FileExistsError, match="overwrite=True"):
+        v.write(tmp_path)
+    assert sorted(v.write(tmp_path, overwrite=True)) == sorted(str(tmp_path / f) for f in
+                                                               ("marginals.png", "convergence.png", "report.json"))
 
 
 def test_identity_fails_on_a_deliberately_wrong_p():
