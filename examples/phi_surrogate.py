@@ -47,18 +47,18 @@ print(f"n = {system.n} states, d = 2 inputs: trained {fit.config['steps_done']} 
 # -----------------------------------
 ys = design_points(fit.system.lower, fit.system.upper, 16 if args.smoke else 256, seed=7)
 pred = fit.certified_predict(ys, tol=1e-2)
-check = fit.evaluate(ys[:8])                  # exact sparse solves, only to show the certificate holds
+check = fit.evaluate(ys[:8])                  # exact sparse solves (a PhiEvaluation, norm "l1"), only to show the certificate holds
 print(f"certified_predict at {len(ys)} inputs: max certificate {pred.surrogate_certificate.max():.2e}, "
       f"{pred.fell_back.sum()} fell back to the exact solve; on 8 of them the true error is "
-      f"{check['error_l1'].max():.2e} ≤ certificate {check['certificate'].max():.2e}: {bool(check['holds'].all())}")
+      f"{check.error_l1.max():.2e} ≤ certificate {check.certificate.max():.2e}: {bool(check.holds.all())}")
 
 from sp_ode.core.reporting import figures  # noqa: E402
 
 plt = figures()
 fig, axes = plt.subplots(1, 2, figsize=(11, 4.3))
-ok = np.isfinite(check["certificate"])
-axes[0].loglog(check["error_l1"][ok], check["certificate"][ok], "o")
-lim = [min(check["error_l1"].min(), 1e-6), max(check["certificate"][ok].max(initial=1e-6), 1e-1)]
+ok = np.isfinite(check.certificate)
+axes[0].loglog(check.error_l1[ok], check.certificate[ok], "o")
+lim = [min(check.error_l1.min(), 1e-6), max(check.certificate[ok].max(initial=1e-6), 1e-1)]
 axes[0].loglog(lim, lim, "k-", lw=0.8)
 axes[0].set_xlabel(r"true $\|\varphi_\theta - p_{st}\|_1$")
 axes[0].set_ylabel("certificate")

@@ -51,7 +51,6 @@ from .phi import (
     PhiFileError as PhiFileError,
     PhiFit as PhiFit,
     PhiMLP as PhiMLP,
-    SurrogateFit as SurrogateFit,
     evaluate_phi as evaluate_phi,
     fit_phi as fit_phi,
     fit_surrogate as fit_surrogate,

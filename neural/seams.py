@@ -28,13 +28,12 @@ SEAMS: dict[str, dict[str, tuple[str, ...]]] = {
     'neural.phi.fit': {
         'LOSSES': ('neural.commands',),
         'OPTIMIZERS': ('neural.commands',),
+    },
+    'neural.phi.result': {
         'evaluate_sample': ('neural.commands',),
     },
     'neural.phi.sparse': {
         'SparseFamily': ('neural.commands',),
         'design_points': ('neural.commands',),
-    },
-    'neural.phi.surrogate': {
-        'check_against_exact': ('neural.commands',),
     },
 }

@@ -29,6 +29,9 @@ RATES = ("0 => A, 30*y1/(1 + y7*(B/40)^2); A -> 0, y2; "
          "0 => B, 2*y6 + 40*y3*A^2/((25*y5)^2 + A^2); B -> 0, y4; A + B -> B, 0.002*y8")
 ODES = {"y1": "0.5*(1.1 - y1*E[B]/20)", "y3": "0.5*(1.1 - y3*E[A]/23)", "y4": "0.5*(0.9 + 0.1*E[A]/23 - y4)"}
 BOX = (0.7, 1.3)
+# the exact check's per-point numbers a record keeps (fields of `neural.phi.result.PhiEvaluation`, norm "l1"),
+# under the keys the records have always had
+CHECK_FIELDS = ("y", "error_l1", "certificate", "certificate_max", "exact_bound", "solve_seconds", "holds")
 
 
 def family(d: int, N: int):
@@ -43,13 +46,13 @@ def target_fit(folder, d: int):
     """The d-input target fit (N = 100, factored head, KL on anchors) of ``bench.phi.surrogate --only targets``, from its checkpoint in `folder`."""
     from pathlib import Path
 
-    from neural.phi.surrogate import SurrogateFit
+    from neural.phi.result import PhiFit
 
     path = Path(folder) / f"ckpt_d{d}_n10000_factored_kl1.pt"
     if not path.is_file():
         raise SystemExit(f"{path}: no such checkpoint; `python -m bench.phi.surrogate --only targets --out {folder}` "
                          "trains and writes it")
-    return SurrogateFit.load(path, family(d, 100))
+    return PhiFit.load(path, family(d, 100))
 
 
 def two_gene(d: int = 3, N: int = 100, *, eps: float = 1e-3, box=BOX):

@@ -20,7 +20,8 @@ from pathlib import Path
 from bench._common import RESULTS
 from neural.phi.families import evaluation_points, sample
 from neural.phi.figures import write_figures
-from neural.phi.fit import evaluate_sample, fit_phi
+from neural.phi.fit import fit_phi
+from neural.phi.result import evaluate_sample
 from sp_ode.core.files import dumps, write_json
 
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 
 from bench._common import RESULTS
-from bench.phi._models import family
+from bench.phi._models import CHECK_FIELDS, family
 from neural.phi.figures import plot_learning_curve
-from neural.phi.surrogate import SurrogateFit
+from neural.phi.result import PhiFit
 from sp_ode.core.files import write_json
 from sp_ode.core.reporting import figures
 
@@ -62,22 +62,20 @@ def main(argv=None) -> int:
         fig.savefig(folder / "certificate_vs_error.png", dpi=140)
 
         # error against y along y₁ (others at the centre), exact solves at each point
-        from neural.phi.surrogate import check_against_exact
-
         slices = {}
         fig, axes = plt.subplots(1, len(targets), figsize=(6 * len(targets), 4.2), squeeze=False)
         for ax, (d, rec) in zip(axes[0], targets.items()):
             ckpt = folder / f"ckpt_{rec['tag']}.pt"
             if not ckpt.exists():
                 continue
-            fit = SurrogateFit.load(ckpt, family(d, rec["N"]))
+            fit = PhiFit.load(ckpt, family(d, rec["N"]))
             ys = np.ones((args.slice_points, d))
             ys[:, 0] = np.linspace(fit.system.lower[0], fit.system.upper[0], args.slice_points)
-            chk = check_against_exact(fit, ys)
-            slices[f"d{d}"] = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in chk.items()}
-            cert = np.where(np.isfinite(chk["certificate"]), chk["certificate"], np.nan)
-            cmax = np.where(np.isfinite(chk["certificate_max"]), chk["certificate_max"], np.nan)
-            ax.semilogy(ys[:, 0], chk["error_l1"], "o-", ms=3, label=r"true $\|\varphi_\theta - p_{st}\|_1$")
+            chk = fit.evaluate(ys)
+            slices[f"d{d}"] = {k: getattr(chk, k).tolist() for k in CHECK_FIELDS}
+            cert = np.where(np.isfinite(chk.certificate), chk.certificate, np.nan)
+            cmax = np.where(np.isfinite(chk.certificate_max), chk.certificate_max, np.nan)
+            ax.semilogy(ys[:, 0], chk.error_l1, "o-", ms=3, label=r"true $\|\varphi_\theta - p_{st}\|_1$")
             ax.semilogy(ys[:, 0], cert, "k-", label=r"certificate $2\sum_j h_j|(Q^T\varphi_\theta)_j|$")
             ax.semilogy(ys[:, 0], cmax, "k:", label=r"$2\max E[\tau]\,\|Q^T\varphi_\theta\|_1$")
             ax.axhline(1e-3, color="C3", ls=":", lw=0.8, label="target 1e-3")

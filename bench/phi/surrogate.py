@@ -22,10 +22,11 @@ import numpy as np
 
 from bench._common import RESULTS, fresh_path
 from bench.phi._baselines import ChebyshevSurrogate, smolyak_levels, tensor_levels
-from bench.phi._models import family
+from bench.phi._models import CHECK_FIELDS, family
 from neural.phi.certificate import exact_solve
+from neural.phi.result import PhiFit
 from neural.phi.sparse import design_points
-from neural.phi.surrogate import SurrogateFit, check_against_exact, fit_surrogate
+from neural.phi.surrogate import fit_surrogate
 from sp_ode.core.files import write_json
 
 
@@ -51,15 +52,16 @@ def target_run(d: int, N: int, out: Path, *, budget: float, n_heldout: int, n_ch
     rec["evaluate_seconds"] = min(times)
     # exact check on a subset: true error against exact sparse solves, and the certificate there
     sub = held[:n_check]
-    chk = check_against_exact(fit, sub)
-    rec["check"] = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in chk.items()}
+    chk = fit.evaluate(sub)
+    # the record's per-point arrays, as the check wrote them before PhiEvaluation held them
+    rec["check"] = {k: getattr(chk, k).tolist() for k in CHECK_FIELDS}
     rec["check_summary"] = {
-        "points": int(len(sub)), "max_error_l1": float(chk["error_l1"].max()),
-        "argmax_error_y": sub[int(np.argmax(chk["error_l1"]))].tolist(),
-        "max_certificate": float(chk["certificate"].max()), "max_certificate_max_form": float(chk["certificate_max"].max()),
-        "median_ratio_certificate_over_error": float(np.median(chk["certificate"] / np.maximum(chk["error_l1"], 1e-300))),
-        "certificate_holds_everywhere": bool(chk["holds"].all()), "uncertified": int(np.isinf(chk["certificate"]).sum()),
-        "mean_exact_solve_seconds": float(chk["solve_seconds"].mean()),
+        "points": int(len(sub)), "max_error_l1": float(chk.error_l1.max()),
+        "argmax_error_y": sub[int(np.argmax(chk.error_l1))].tolist(),
+        "max_certificate": float(chk.certificate.max()), "max_certificate_max_form": float(chk.certificate_max.max()),
+        "median_ratio_certificate_over_error": float(np.median(chk.certificate / np.maximum(chk.error_l1, 1e-300))),
+        "certificate_holds_everywhere": bool(chk.holds.all()), "uncertified": int(np.isinf(chk.certificate).sum()),
+        "mean_exact_solve_seconds": float(chk.solve_seconds.mean()),
     }
     print(f"[{tag}] train {fit.train_seconds:.0f} s ({fit.config['steps_done']} steps); check on {len(sub)}: "
           f"max err {rec['check_summary']['max_error_l1']:.2e}, max cert {rec['check_summary']['max_certificate']:.2e}, "
@@ -166,7 +168,7 @@ def timing_run(out: Path, *, N: int, n_points: int, tags) -> dict:
         if not ckpt.exists() or not recs:
             continue
         rec = json.loads(recs[-1].read_text())
-        fit = SurrogateFit.load(ckpt, family(d, N))
+        fit = PhiFit.load(ckpt, family(d, N))
         held = design_points(fit.system.lower, fit.system.upper, n_points, seed=12345)
         times = []
         for _ in range(3):

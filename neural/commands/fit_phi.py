@@ -80,7 +80,8 @@ def run(args) -> int:
     from neural.phi.families import evaluation_points, resolve_system, sample
     from neural.phi.figures import FORMATS, write_figures
     from neural.phi.files import save_phi
-    from neural.phi.fit import LOSSES, OPTIMIZERS, evaluate_sample, fit_phi
+    from neural.phi.fit import LOSSES, OPTIMIZERS, fit_phi
+    from neural.phi.result import evaluate_sample
     from neural.phi.sparse import SparseFamily
     from sp_ode.core.files import dumps, write_json
     from sp_ode.core.precision import UNIT_ROUNDOFF
@@ -183,7 +184,7 @@ def _run_sparse(args, family, out: Path) -> int:
     from neural.phi.figures import plot_certificate_vs_error, plot_learning_curve
     from neural.phi.files import save_phi
     from neural.phi.sparse import design_points
-    from neural.phi.surrogate import check_against_exact, fit_surrogate
+    from neural.phi.surrogate import fit_surrogate
     from sp_ode.core.files import dumps, write_json
     from sp_ode.core.reporting import figures
 
@@ -204,25 +205,25 @@ def _run_sparse(args, family, out: Path) -> int:
                         checkpoint=out / "checkpoint.pt", resume=args.resume, time_budget=args.time_budget,
                         show_progress=True, threads=args.threads)
     held = design_points(family.lower, family.upper, 4 if smoke else 64, kind="lhs", seed=args.seed + 99)
-    chk = check_against_exact(fit, held)
+    chk = fit.evaluate(held)   # exact sparse solves: the true ℓ1 errors and the anchored certificate
     ys = design_points(family.lower, family.upper, args.n_certify or (8 if smoke else 256), seed=args.seed + 12345)
     pred = fit.certified_predict(ys, args.tol, show_progress=True)
     plt = figures()
     paths = [plot_learning_curve(fit.history, out / f"training.{args.format}", plt, dpi=args.dpi,
                                  title=f"{family.name}: training (n = {family.n}, d = {family.d})"),
-             plot_certificate_vs_error(chk["error_l1"], chk["certificate"], out / f"certificate.{args.format}", plt,
+             plot_certificate_vs_error(chk.error_l1, chk.certificate, out / f"certificate.{args.format}", plt,
                                        dpi=args.dpi, tol=args.tol, title=f"{family.name}: certificate vs error")]
     ps = pred.summary()
-    holds = bool(chk["holds"].all())
+    holds = bool(chk.holds.all())
     phi_dir = save_phi(fit.model, out / "phi", metadata={"system": family.name, "loss": "residual",
-                                                         "max_error_l1": float(chk["error_l1"].max())})
+                                                         "max_error_l1": float(chk.error_l1.max())})
     record = {"system": family.name, "n": family.n, "d": family.d, "sparse": True,
               "domain": np.stack([family.lower, family.upper], 1).tolist(), "status": fit.status,
               "message": fit.message, "loss": fit.final_loss, "train_seconds": fit.train_seconds,
               "setup_seconds": fit.setup_seconds, "config": fit.config, "history": fit.history,
-              "held_out": {"points": len(held), "max_error_l1": float(chk["error_l1"].max()),
-                           "max_certificate": float(chk["certificate"].max()), "certificate_holds": holds,
-                           "mean_exact_solve_seconds": float(chk["solve_seconds"].mean())},
+              "held_out": {"points": len(held), "max_error_l1": float(chk.error_l1.max()),
+                           "max_certificate": float(chk.certificate.max()), "certificate_holds": holds,
+                           "mean_exact_solve_seconds": float(chk.solve_seconds.mean())},
               "certified": ps, "figures": [str(p) for p in paths], "phi": str(phi_dir)}
     write_json(out / "report.json", record)
     if args.json:
@@ -230,8 +231,8 @@ def _run_sparse(args, family, out: Path) -> int:
     else:
         print(f"φ_θ surrogate of {family.name} (n = {family.n}, d = {family.d}): {fit.config['steps_done']} steps in "
               f"{fit.train_seconds:.1f} s ({fit.status})")
-        print(f"  held-out ({len(held)} exact solves): max ‖φ_θ − p_st‖₁ = {chk['error_l1'].max():.3e}, max certificate "
-              f"{chk['certificate'].max():.3e}, certificate holds: {'yes' if holds else 'NO'}")
+        print(f"  held-out ({len(held)} exact solves): max ‖φ_θ − p_st‖₁ = {chk.error_l1.max():.3e}, max certificate "
+              f"{chk.certificate.max():.3e}, certificate holds: {'yes' if holds else 'NO'}")
         print(f"  certified_predict on {ps['n_points']} points (tol {args.tol:g}): max certificate "
               f"{ps['max_surrogate_certificate']:.3e}, {ps['fell_back']} fell back to the exact solve")
         print(f"  report: {out / 'report.json'}; figures: {', '.join(p.name for p in paths)}; φ_θ: {phi_dir}/")
@@ -248,7 +249,4 @@ def _empty_like(ev):
     """An evaluation with no points (no extrapolation shell), for the figures."""
     from dataclasses import replace
 
-    return replace(ev, y=ev.y[:0], phi=ev.phi[:0], p_st=ev.p_st[:0], abs_error=ev.abs_error[:0],
-                   error_2=ev.error_2[:0], tv=ev.tv[:0], kl=ev.kl[:0], residual=ev.residual[:0],
-                   certificate=ev.certificate[:0], sharp_certificate=ev.sharp_certificate[:0],
-                   slack=ev.slack[:0], holds=ev.holds[:0], extrapolation=True)
+    return replace(ev.subset(slice(0, 0)), extrapolation=True)

@@ -1,4 +1,7 @@
 """Public names of `neural.phi` (read by type checkers and by `sp_ode.core.lazy`)."""
+from .certificate import (
+    CertifiedPrediction as CertifiedPrediction,
+)
 from .files import (
     PhiFileError as PhiFileError,
     load_phi as load_phi,
@@ -6,9 +9,6 @@ from .files import (
 )
 from .fit import (
     PhiCertificate as PhiCertificate,
-    PhiEvaluation as PhiEvaluation,
-    PhiFit as PhiFit,
-    evaluate_phi as evaluate_phi,
     fit_phi as fit_phi,
     kl_loss as kl_loss,
     phi_certificate as phi_certificate,
@@ -20,8 +20,11 @@ from .jax_copy import (
 from .model import (
     PhiMLP as PhiMLP,
 )
+from .result import (
+    PhiEvaluation as PhiEvaluation,
+    PhiFit as PhiFit,
+    evaluate_phi as evaluate_phi,
+)
 from .surrogate import (
-    CertifiedPrediction as CertifiedPrediction,
-    SurrogateFit as SurrogateFit,
     fit_surrogate as fit_surrogate,
 )

@@ -35,15 +35,13 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
-from neural.phi.certificate import CertifiedPrediction, certified_predict
 from neural.phi.families import (
-    PhiSample,
     PhiSystem,
     evaluation_points,
     resolve_system,
@@ -51,31 +49,21 @@ from neural.phi.families import (
     sigma_min_on_complement,
     training_points,
 )
-from neural.phi.model import FitSummary, PhiMLP, torch_threads
+from neural.phi.model import PhiMLP, torch_threads
+from neural.phi.result import EPS, SLACK_C, PhiFit, evaluate_sample
 from neural.phi.sparse import SparseFamily
-from neural.phi.surrogate import SurrogateFit, fit_surrogate
+from neural.phi.surrogate import fit_surrogate
 from sp_ode.core.reporting import progress
 from sp_ode.core.validation import check_choice, check_finite_array, check_positive, check_positive_int
 from sp_ode.markov.generator import check_generator
 from sp_ode.markov.spectral import group_inverse
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
+    from neural.phi.result import PhiSystemLike
     from sp_ode.core.typing import ArrayLike, Float, GeneratorMatrix
-    from sp_ode.markov.families import GeneratorFamily
-    from sp_ode.systems.catalogue import CatalogueEntry
-    from sp_ode.systems.network import NetworkSystem
-    from sp_ode.systems.system import MasterEquationSystem
 
-    # what neural.phi.families.resolve_system accepts
-    PhiSystemLike = str | GeneratorFamily | MasterEquationSystem | CatalogueEntry | NetworkSystem | Callable
-
-EPS = np.finfo(np.float64).eps
 OPTIMIZERS = ("lbfgs", "adam")
 DEFAULT_LR = {"lbfgs": 1.0, "adam": 1e-2}
-# Rounding allowance in the certificate check, in units of n·eps (see `_rounding_slack`).
-SLACK_C = 64.0
 
 
 # --- losses ----------------------------------------------------------------------------
@@ -118,7 +106,7 @@ def phi_certificate(Q: GeneratorMatrix, q: Float[ArrayLike, " n"]) -> PhiCertifi
     """T4's bound on ‖q − p_st‖₂ for one generator Q and one distribution q, from Q alone.
 
     Reference implementation (one point, plain NumPy, `sp_ode.group_inverse`);
-    [`evaluate_phi`][neural.phi.fit.evaluate_phi] computes the same numbers vectorised over many points.
+    [`evaluate_phi`][neural.phi.result.evaluate_phi] computes the same numbers vectorised over many points.
 
     Parameters
     ----------
@@ -153,221 +141,14 @@ def phi_certificate(Q: GeneratorMatrix, q: Float[ArrayLike, " n"]) -> PhiCertifi
     return PhiCertificate(residual, ginv, ginv * residual, sigma, residual / sigma)
 
 
-def _rounding_slack(Q: np.ndarray, q: np.ndarray, ginv: np.ndarray) -> np.ndarray:
-    """What float64 rounding alone may add to ‖q − p‖₂ beyond the computed bound, per point (N,).
-
-    fl(Qᵀq) differs from Qᵀq by at most n·eps·(|Q|ᵀ|q|) componentwise, and p_st
-    (GTH) and 1ᵀq are accurate to a few n·eps; SLACK_C covers the constants.
-    """
-    n = Q.shape[-1]
-    r_err = SLACK_C * n * EPS * np.linalg.norm(np.einsum("kji,kj->ki", np.abs(Q), np.abs(q)), axis=-1)
-    return ginv * r_err + SLACK_C * n * EPS
-
-
-# --- evaluation ------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class PhiEvaluation:
-    """φ_θ against p_st at N points, with the certificate (all arrays (N,) unless noted).
-
-    y (N, d), phi (N, n), p_st (N, n);
-    abs_error = max_i |φ_i − p_i|;  error_2 = ‖φ − p‖₂;  tv = ½‖φ − p‖₁;  kl = KL(p ‖ φ);
-    residual = ‖Qᵀφ‖₂;  certificate = ‖A^#‖₂·residual (T4);  sharp_certificate = residual/σ;
-    holds = error_2 ≤ sharp_certificate + slack (hence ≤ certificate + slack), slack the rounding allowance;
-    extrapolation : whether the points lie outside the training domain;
-    skipped (K, d) : extrapolation points dropped because Q(y) is not an irreducible generator there.
-    """
-
-    y: np.ndarray
-    phi: np.ndarray
-    p_st: np.ndarray
-    abs_error: np.ndarray
-    error_2: np.ndarray
-    tv: np.ndarray
-    kl: np.ndarray
-    residual: np.ndarray
-    certificate: np.ndarray
-    sharp_certificate: np.ndarray
-    slack: np.ndarray
-    holds: np.ndarray
-    extrapolation: bool = False
-    skipped: np.ndarray | None = None
-
-    def summary(self) -> dict:
-        """Scalars for reports: maxima over the points, and whether the certificate held everywhere."""
-        if len(self.y) == 0:
-            return {"n_points": 0, "extrapolation": self.extrapolation,
-                    "skipped": 0 if self.skipped is None else len(self.skipped)}
-        return {
-            "n_points": int(len(self.y)),
-            "extrapolation": self.extrapolation,
-            "max_abs_error": float(self.abs_error.max()),
-            "argmax_abs_error_y": self.y[int(np.argmax(self.abs_error))].tolist(),
-            "max_error_2": float(self.error_2.max()),
-            "max_tv": float(self.tv.max()),
-            "max_kl": float(self.kl.max()),
-            "mean_kl": float(self.kl.mean()),
-            "max_residual": float(self.residual.max()),
-            "max_certificate": float(self.certificate.max()),
-            "max_sharp_certificate": float(self.sharp_certificate.max()),
-            # how loose the bound is where it matters: certificate / true 2-norm error
-            "median_certificate_ratio": float(np.median(self.certificate / np.maximum(self.error_2, 1e-300))),
-            "certificate_holds": bool(self.holds.all()),
-            "certificate_violations": int((~self.holds).sum()),
-            "skipped": 0 if self.skipped is None else int(len(self.skipped)),
-        }
-
-
-def evaluate_sample(model: PhiMLP, s: PhiSample, *, extrapolation: bool = False) -> PhiEvaluation:
-    with torch.no_grad():
-        log_phi = model.log_prob(torch.as_tensor(s.y)).numpy()
-    phi = np.exp(log_phi)
-    diff = phi - s.p
-    error_2 = np.linalg.norm(diff, axis=-1)
-    kl = np.sum(np.where(s.p > 0, s.p * (np.log(np.where(s.p > 0, s.p, 1.0)) - log_phi), 0.0), axis=-1)
-    residual = np.linalg.norm(np.einsum("kji,kj->ki", s.Q, phi), axis=-1)
-    certificate = s.ginv_norm * residual
-    sharp = residual / s.sigma
-    slack = _rounding_slack(s.Q, phi, s.ginv_norm)
-    # The sharp bound is the smaller one, so checking it checks T4's bound too.
-    holds = (error_2 <= sharp + slack) & (error_2 <= certificate + slack)
-    return PhiEvaluation(s.y, phi, s.p, np.abs(diff).max(-1), error_2, 0.5 * np.abs(diff).sum(-1),
-                         np.maximum(kl, 0.0), residual, certificate, sharp, slack, holds, extrapolation, s.skipped)
-
-
-def evaluate_phi(model: PhiMLP, system: PhiSystemLike = "cycle3", ys: Float[ArrayLike, "N d"] | None = None, *,
-                 domain: Float[ArrayLike, "d 2"] | Float[ArrayLike, " 2d"] | None = None,
-                 extrapolation: bool = False) -> PhiEvaluation:
-    """Compare φ_θ with p_st at the points `ys` and certify the error.
-
-    Parameters
-    ----------
-    model : PhiMLP
-    system : family name, GeneratorFamily, `'file.py:FUNCTION'` or callable (see `fit_phi`)
-    ys : array_like (N, d), optional
-        Default: the held-out grid inside the domain, or with `extrapolation=True` the shell
-        outside it (there, points where Q(y) is not an irreducible generator are skipped and
-        listed in `skipped`, since A1–A2 are only assumed on the domain).
-    domain : optional, as in `fit_phi`
-
-    Returns
-    -------
-    PhiEvaluation
-
-    Raises
-    ------
-    TypeError
-        `model` is not a PhiMLP.
-    ValueError
-        `ys` of the wrong shape or not finite; model and system disagree on d or n; a Q(y)
-        inside the domain that is not a generator (the message names y).
-    sp_ode.NotIrreducibleError
-        Q(y) reducible at some y inside the domain (the message names y).
-    """
-    if not isinstance(model, PhiMLP):
-        raise TypeError(f"`model` must be a neural.PhiMLP; got {type(model).__name__}.")
-    sys_ = system if isinstance(system, PhiSystem) else resolve_system(system, domain)
-    _check_match(model, sys_)
-    if ys is None:
-        inside, outside = evaluation_points(sys_)
-        ys = outside if extrapolation else inside
-    else:
-        ys = check_finite_array("ys", ys)
-        ys = ys.reshape(-1, 1) if (sys_.d == 1 and ys.ndim == 1) else ys
-        if ys.ndim != 2 or ys.shape[1] != sys_.d:
-            raise ValueError(f"`ys` must have shape (N, d) with d = {sys_.d}; got {ys.shape}.")
-    s = sample(sys_, ys, skip_invalid=extrapolation)
-    if len(s) == 0:
-        return PhiEvaluation(*(np.zeros((0,)) for _ in range(12)), extrapolation=extrapolation, skipped=s.skipped)
-    return evaluate_sample(model, s, extrapolation=extrapolation)
-
-
-def _check_match(model: PhiMLP, system: PhiSystem) -> None:
-    if model.d != system.d or model.n != system.n:
-        raise ValueError(f"`model` maps ℝ^{model.d} to {model.n} states but system {system.name!r} has "
-                         f"d = {system.d}, n = {system.n}.")
-
-
 # --- training --------------------------------------------------------------------------
-
-@dataclass(repr=False)
-class PhiFit(FitSummary):
-    """The result of [`fit_phi`][neural.phi.fit.fit_phi].
-
-    Attributes
-    ----------
-    model : PhiMLP (trained)
-    system : PhiSystem
-    loss : "kl" or "residual"
-    final_loss : float
-        The training loss after the last step
-    history : dict of lists
-        `step`, `loss` at every recorded step and, when monitored,
-        `max_abs_error` and `max_certificate` on the held-out monitor grid
-    status : "ok"
-        Or "nonfinite" when the loss stopped being finite (training stopped there)
-    message : str
-    train_seconds, setup_seconds : float
-        Optimisation time; validation and precomputation time
-    config : dict
-        Every setting used
-    """
-
-    model: PhiMLP
-    system: PhiSystem
-    loss: str
-    final_loss: float
-    history: dict
-    status: str
-    message: str
-    train_seconds: float
-    setup_seconds: float
-    config: dict = field(default_factory=dict)
-    anchors: list = field(default_factory=list)
-    monitor: list = field(default_factory=list)
-
-    def evaluate(self, ys=None, *, extrapolation: bool = False) -> PhiEvaluation:
-        """[`evaluate_phi`][neural.phi.fit.evaluate_phi] on this fit's system."""
-        return evaluate_phi(self.model, self.system, ys, extrapolation=extrapolation)
-
-    def certified_predict(self, ys, tol: float = 1e-3, *, tries: int = 3, add_anchors: bool = True,
-                          show_progress: bool = False) -> CertifiedPrediction:
-        """φ_θ at the rows of `ys` (N, d), each with a certified bound on ‖φ_θ(y) − p_st(y)‖₁.
-
-        The certificate is 2·Σ_j h_j(y)|(Q(y)ᵀφ_θ(y))_j| with the hitting times h(y) of a
-        pinned state bounded through this fit's anchors (docs/theory.md §7.1, §7.8): one
-        sparse product with Q(y) per anchor tried, no solve.  Points whose certificate exceeds
-        `tol` (or that no anchor certifies) get the exact sparse solve instead, and become
-        anchors for later calls when `add_anchors`.  What a sweep's "surrogate" path would call.
-
-        Returns
-        -------
-        neural.phi.certificate.CertifiedPrediction
-            `values` (N, n), `certificate` (N,) on what is returned, `surrogate_certificate`
-            (N,) of φ_θ, `fell_back` (N,) bool, `anchor` (N,), `seconds`.
-
-        Raises
-        ------
-        ValueError
-            `ys` not of shape (N, d) or not finite; `tol` not > 0; Q(y) not a generator at some y.
-        """
-        tol = check_positive("tol", tol)
-        ys = check_finite_array("ys", ys)
-        ys = ys.reshape(-1, 1) if (self.system.d == 1 and ys.ndim == 1) else ys
-        if ys.ndim != 2 or ys.shape[1] != self.system.d:
-            raise ValueError(f"`ys` must have shape (N, d) with d = {self.system.d}; got {ys.shape}.")
-        family = SparseFamily.from_callable(self.system.name, self.system.Q, self.system.n, self.system.lower,
-                                            self.system.upper)
-        return certified_predict(self.model, family, self.anchors, ys, tol=tol, tries=tries,
-                                 add_anchors=add_anchors, show_progress=show_progress)
-
 
 def fit_phi(system: PhiSystemLike = "cycle3", *, loss: str = "kl",
             domain: Float[ArrayLike, "d 2"] | Float[ArrayLike, " 2d"] | None = None, width: int = 32, depth: int = 2,
             activation: str = "tanh", steps: int = 500, optimizer: str = "lbfgs", lr: float | None = None,
             n_train: int | None = None, seed: int = 0, record_every: int | None = None,
             monitor: bool = True, n_monitor: int | None = None, show_progress: bool = False,
-            threads: int | None = 1, **surrogate) -> PhiFit | SurrogateFit:
+            threads: int | None = 1, **surrogate) -> PhiFit:
     """Train φ_θ on `system` with the `kl` or `residual` loss (module docstring).
 
     A *sparse* family — a callable returning `scipy.sparse`, an `sp_ode.NetworkSystem` or
@@ -415,6 +196,8 @@ def fit_phi(system: PhiSystemLike = "cycle3", *, loss: str = "kl",
     Returns
     -------
     PhiFit
+        [`PhiFit`][neural.phi.result.PhiFit], with `system` the dense `PhiSystem`, or the
+        `SparseFamily` of a sparse family (as `fit_surrogate` returns it).
 
     Raises
     ------

@@ -310,7 +310,7 @@ class PhiMLP(torch.nn.Module):
 
 
 class FitSummary(Summarised):
-    """`print(fit)`, `fit.summary()` and the notebook view of a φ_θ fit (`PhiFit`, `SurrogateFit`).
+    """`print(fit)`, `fit.summary()` and the notebook view of a φ_θ fit (`neural.phi.result.PhiFit`, dense or sparse).
 
     A few lines: the loss and its final value, the network's size, the times, the last held-out
     error and certificate, and the history's size (never its numbers: `fit.history` has them).

@@ -14,7 +14,7 @@ on the anchors' exact solves is added; the two parts are recorded separately.
 
 The anchors (`neural.phi.certificate`) are a small Sobol design of exact sparse solves
 whose hitting-time vectors certify φ_θ anywhere a one-line check passes (docs/theory.md §7.8);
-`neural.PhiFit.certified_predict` evaluates φ_θ at many points with the certificate at
+`neural.PhiFit.certified_predict` (the fit this module returns) evaluates φ_θ at many points with the certificate at
 each and falls back to the exact solve where it exceeds `tol`.
 
 Training: full-batch L-BFGS (strong Wolfe) by default, or Adam on mini-batches; float64; a
@@ -27,150 +27,34 @@ import io
 import math
 import time
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from neural.phi.certificate import Anchor, CertifiedPrediction, certified_predict, certify, exact_solve, make_anchor
-from neural.phi.model import FitSummary, PhiMLP, torch_threads
+from neural.phi.certificate import Anchor, certify, make_anchor
+from neural.phi.model import PhiMLP, torch_threads
+from neural.phi.result import NEAREST, SURROGATE_FORMAT, PhiFit, anchors_from_state, anchors_to_state, nearest_anchors
 from neural.phi.sparse import SparseFamily, design_points, residual_torch
 from sp_ode.core.errors import SpOdeWarning
 from sp_ode.core.files import atomic_write_bytes
 from sp_ode.core.reporting import progress
 from sp_ode.core.validation import (
     check_choice,
-    check_finite_array,
     check_nonnegative,
     check_positive,
     check_positive_int,
 )
 
-__all__ = ["SurrogateFit", "fit_surrogate", "check_against_exact", "design_points", "SURROGATE_FORMAT"]
+__all__ = ["fit_surrogate", "design_points", "SURROGATE_FORMAT"]
 
-SURROGATE_FORMAT = "sp-ode-phi-surrogate/1"
 OPTIMIZERS = ("lbfgs", "adam")
 WEIGHTINGS = ("chi2", "l2")
-
-
-@dataclass(repr=False)
-class SurrogateFit(FitSummary):
-    """The result of [`fit_surrogate`][neural.phi.surrogate.fit_surrogate] (the attributes of [`neural.PhiFit`][neural.phi.fit.PhiFit], plus the anchors).
-
-    Attributes
-    ----------
-    model : PhiMLP
-    system : SparseFamily
-    loss : "residual"
-    final_loss : float
-    history : dict of lists
-        `step`, `seconds`, `loss` (total), `loss_residual`, `loss_kl`
-        (recorded separately), `max_error_l1` and `max_certificate` on the monitor points
-    status, message : str
-    train_seconds, setup_seconds : float
-    config : dict
-    anchors : list of Anchor
-        Exact solves that certify (docs/theory.md §7.8)
-    monitor : list of Anchor
-        The learning curve's held-out exact solves
-    """
-
-    model: PhiMLP
-    system: SparseFamily
-    loss: str
-    final_loss: float
-    history: dict
-    status: str
-    message: str
-    train_seconds: float
-    setup_seconds: float
-    config: dict = field(default_factory=dict)
-    anchors: list = field(default_factory=list)
-    monitor: list = field(default_factory=list)
-
-    def certified_predict(self, ys, tol: float = 1e-3, *, tries: int = 3, add_anchors: bool = True,
-                          max_anchors: int = 512, show_progress: bool = False) -> CertifiedPrediction:
-        """φ_θ at the rows of `ys` (N, d) with a certified bound on ‖φ_θ(y) − p_st(y)‖₁ at each.
-
-        See `neural.PhiFit.certified_predict` (the same contract): the anchored certificate
-        of docs/theory.md §7.8 (one sparse product with Q(y) per anchor tried, no solve), and the
-        exact sparse solve wherever it exceeds `tol`.  What a sweep's "surrogate" path would call.
-
-        Raises
-        ------
-        ValueError
-            `ys` not of shape (N, d) or not finite; `tol` not > 0; Q(y) not a generator at some y.
-        """
-        tol = check_positive("tol", tol)
-        ys = check_finite_array("ys", ys)
-        ys = ys.reshape(-1, 1) if (self.system.d == 1 and ys.ndim == 1) else ys
-        if ys.ndim != 2 or ys.shape[1] != self.system.d:
-            raise ValueError(f"`ys` must have shape (N, d) with d = {self.system.d}; got {ys.shape}.")
-        return certified_predict(self.model, self.system, self.anchors, ys, tol=tol, tries=tries,
-                                 add_anchors=add_anchors, max_anchors=max_anchors, show_progress=show_progress)
-
-    def evaluate(self, ys) -> dict:
-        """`check_against_exact` at the rows of `ys` (exact sparse solves: true errors)."""
-        return check_against_exact(self, ys)
-
-    @classmethod
-    def load(cls, checkpoint, family: SparseFamily) -> SurrogateFit:
-        """The fit saved in a `fit_surrogate` checkpoint (its `checkpoint=` file), on the family it was trained on.
-
-        The checkpoint holds the network, its settings, the learning curve and the anchors'
-        exact solves (y, p_st(y), the hitting times h of docs/theory.md §7.8), but not y ↦ Q(y),
-        which is code: `family` supplies it and must be the one trained on (same n, d and box).
-        Nothing is re-solved, so the loaded fit certifies exactly as the trained one did.
-        `train_seconds` is the training time recorded in the checkpoint; `setup_seconds` is 0.
-
-        Raises
-        ------
-        ValueError
-            `checkpoint` is not a φ_θ surrogate checkpoint, or `family` is not the family it
-            was trained on (its n, d or box differ from the checkpoint's).
-        """
-        state = torch.load(checkpoint, map_location="cpu", weights_only=True)
-        if not isinstance(state, dict) or state.get("format") != SURROGATE_FORMAT:
-            raise ValueError(f"`checkpoint` {str(checkpoint)!r} is not a φ_θ surrogate checkpoint "
-                             f"(format {SURROGATE_FORMAT!r}).")
-        st = state["settings"]
-        box = np.stack([family.lower, family.upper], 1).tolist()
-        seen = {"n": family.n, "d": family.d, "domain": box}
-        diff = {k: (st.get(k), v) for k, v in seen.items() if st.get(k) != v}
-        if diff:
-            raise ValueError(f"`family` {family.name!r} is not the family `checkpoint` {str(checkpoint)!r} was trained "
-                             f"on: {', '.join(f'{k} {a!r} there, {b!r} here' for k, (a, b) in diff.items())}.")
-        model = PhiMLP(family.d, family.n, width=st["width"], depth=st["depth"], lower=family.lower,
-                       upper=family.upper, activation=st["activation"], head=st["head"], coords=family.coords,
-                       rank=st["rank"])
-        model.load_state_dict(state["model"])
-        history = state["history"]
-        return cls(model.eval(), family, st["loss"], float(history["loss"][-1]) if history.get("loss") else math.nan,
-                   history, "ok", f"loaded from {checkpoint} (step {state['step']})", float(state["train_seconds"]),
-                   0.0, {**st, "steps_done": int(state["step"])}, _anchors_from_state(state["anchors"], family),
-                   _anchors_from_state(state["monitor"], family))
 
 
 def _exit_scale(src: np.ndarray, V: np.ndarray, n: int) -> np.ndarray:
     """s(y) per row of V (B, m): the largest total exit rate over the states."""
     return np.array([np.bincount(src, weights=v, minlength=n).max() for v in V])
-
-
-def _anchors_to_state(anchors: list[Anchor]) -> dict:
-    return {"y": torch.as_tensor(np.stack([a.y for a in anchors])), "k": [int(a.k) for a in anchors],
-            "h": torch.as_tensor(np.stack([a.h for a in anchors])), "p": torch.as_tensor(np.stack([a.p for a in anchors])),
-            "H": [float(a.H) for a in anchors], "bound": [float(a.bound) for a in anchors],
-            "seconds": [float(a.seconds) for a in anchors]} if anchors else {}
-
-
-def _anchors_from_state(state: dict, family: SparseFamily) -> list[Anchor]:
-    if not state:
-        return []
-    ys = state["y"].numpy()
-    zs = family.normalised(ys)
-    return [Anchor(ys[i], zs[i], state["k"][i], state["h"][i].numpy(), state["H"][i], state["p"][i].numpy(),
-                   state["bound"][i], state["seconds"][i]) for i in range(len(ys))]
 
 
 def fit_surrogate(family: SparseFamily, *, loss: str = "residual", weighting: str = "chi2", width: int = 64,
@@ -180,8 +64,8 @@ def fit_surrogate(family: SparseFamily, *, loss: str = "residual", weighting: st
                   batch: int | None = None, n_anchors: int = 16, kl_weight: float = 0.0, n_monitor: int = 16,
                   record_every: int | None = None, seed: int = 0, checkpoint: str | Path | None = None,
                   checkpoint_every: int = 25, resume: bool = False, time_budget: float | None = None,
-                  device: str = "cpu", show_progress: bool = False, threads: int | None = 1) -> SurrogateFit:
-    """Fit φ_θ to a sparse family with the residual loss (module docstring); returns a [`SurrogateFit`][neural.phi.surrogate.SurrogateFit].
+                  device: str = "cpu", show_progress: bool = False, threads: int | None = 1) -> PhiFit:
+    """Fit φ_θ to a sparse family with the residual loss (module docstring); returns a [`PhiFit`][neural.phi.result.PhiFit].
 
     Parameters
     ----------
@@ -224,7 +108,7 @@ def fit_surrogate(family: SparseFamily, *, loss: str = "residual", weighting: st
 
     Returns
     -------
-    SurrogateFit
+    PhiFit
         With `system` the family, `anchors` the exact solves, and `history` holding
         `loss_residual`, `loss_kl`, and on the monitor points `max_error_l1` (true) and
         `max_certificate` (the anchored certificate).
@@ -244,7 +128,7 @@ def fit_surrogate(family: SparseFamily, *, loss: str = "residual", weighting: st
 
 def _fit(family, loss, weighting, width, depth, activation, head, rank, n_train, design, steps, optimizer, lr, batch,
          n_anchors, kl_weight, n_monitor, record_every, seed, checkpoint, checkpoint_every, resume,
-         time_budget, device, show_progress) -> SurrogateFit:
+         time_budget, device, show_progress) -> PhiFit:
     t0 = time.perf_counter()
     if not isinstance(family, SparseFamily):
         raise TypeError(f"`family` must be a SparseFamily (neural.phi.sparse); got {type(family).__name__}.")
@@ -295,8 +179,8 @@ def _fit(family, loss, weighting, width, depth, activation, head, rank, n_train,
     del V
     # Anchors (exact solves, for the certificate and the optional KL term) and monitor points.
     if state is not None:
-        anchors = _anchors_from_state(state["anchors"], family)
-        monitor = _anchors_from_state(state["monitor"], family)
+        anchors = anchors_from_state(state["anchors"], family)
+        monitor = anchors_from_state(state["monitor"], family)
     else:
         anchors = [make_anchor(family, y) for y in design_points(family.lower, family.upper, n_anchors,
                                                                  seed=seed + 1_000_003)]
@@ -366,7 +250,7 @@ def _fit(family, loss, weighting, width, depth, activation, head, rank, n_train,
         blob = {"format": SURROGATE_FORMAT, "settings": settings, "step": step, "train_seconds": elapsed,
                 "model": model.state_dict(), "optimizer": opt.state_dict(),
                 "scheduler": sched.state_dict() if sched is not None else {}, "history": history,
-                "anchors": _anchors_to_state(anchors), "monitor": _anchors_to_state(monitor),
+                "anchors": anchors_to_state(anchors), "monitor": anchors_to_state(monitor),
                 "batch_rng": gen.get_state()}
         buf = io.BytesIO()
         torch.save(blob, buf)
@@ -420,8 +304,8 @@ def _fit(family, loss, weighting, width, depth, activation, head, rank, n_train,
         if not usefulness["useful"]:
             message = f"{message}; {usefulness['text']}"
             warnings.warn(f"φ_θ on {family.name!r}: {usefulness['text']}", UselessSurrogateWarning, stacklevel=3)
-    return SurrogateFit(model, family, loss, history["loss"][-1], history, status, message, train_seconds,
-                        setup_seconds, config, anchors, monitor)
+    return PhiFit(model, family, loss, history["loss"][-1], history, status, message, train_seconds,
+                  setup_seconds, config, anchors, monitor)
 
 
 class UselessSurrogateWarning(SpOdeWarning):
@@ -439,7 +323,8 @@ def _monitor_errors(model, family, monitor: list[Anchor], anchors: list[Anchor])
     for a, qa in zip(monitor, q):
         errs.append(float(np.abs(qa - a.p).sum()))
         Q = family.Q(a.y)
-        certs.append(min([certify(Q, qa, b)["certificate"] for b in _nearest(anchors, a.z, 3)], default=math.inf))
+        certs.append(min([certify(Q, qa, b)["certificate"] for b in nearest_anchors(anchors, a.z, NEAREST)],
+                         default=math.inf))
     return errs, certs
 
 
@@ -477,39 +362,3 @@ def _usefulness(model, family, monitor: list[Anchor], anchors: list[Anchor], his
     return {"useful": useful, "tol": USEFUL_TOL, "certified": certified, "held_out": len(certs),
             "max_error_l1": float(max(errs)), "max_certificate": float(max(certs)), "slope": slope,
             "steps_needed": needed, "text": text}
-
-
-def _nearest(anchors: list[Anchor], z: np.ndarray, count: int) -> list[Anchor]:
-    if not anchors:
-        return []
-    Z = np.stack([a.z for a in anchors])
-    return [anchors[j] for j in np.argsort(((Z - z) ** 2).sum(axis=1))[:count]]
-
-
-def check_against_exact(fit: SurrogateFit, ys) -> dict:
-    """φ_θ against exact sparse solves at the rows of `ys`: true ℓ1 error, certificate, times.
-
-    The exact solve is `neural.phi.certificate.exact_solve` (SuperLU of the pinned system;
-    its own bound is reported).  Returns arrays (N,) `error_l1`, `certificate`,
-    `certificate_max`, `exact_bound`, and `solve_seconds` (the exact solves) and
-    `holds` (certificate ≥ error − exact bound, i.e. the certificate was not beaten).
-    """
-    family = fit.system
-    ys = np.asarray(ys, dtype=np.float64).reshape(-1, family.d)
-    q = fit.model.predict(ys)
-    err, cert, cmax, eb, secs = [], [], [], [], []
-    for y, qy in zip(ys, q):
-        Q = family.Q(y)
-        t = time.perf_counter()
-        p, _h, _k, bound, _H = exact_solve(Q, k=int(np.argmax(qy)))
-        secs.append(time.perf_counter() - t)
-        err.append(float(np.abs(qy - p).sum()))
-        eb.append(bound)
-        outs = [certify(Q, qy, a) for a in _nearest(fit.anchors, family.normalised(y[None])[0], 3)]
-        best = min(outs, key=lambda o: o["certificate"]) if outs else {"certificate": math.inf,
-                                                                       "certificate_max": math.inf}
-        cert.append(best["certificate"])
-        cmax.append(best["certificate_max"])
-    err, cert, eb = np.array(err), np.array(cert), np.array(eb)
-    return {"y": ys, "error_l1": err, "certificate": cert, "certificate_max": np.array(cmax), "exact_bound": eb,
-            "solve_seconds": np.array(secs), "holds": cert + eb >= err}

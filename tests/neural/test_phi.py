@@ -14,7 +14,8 @@ import torch
 import sp_ode
 from neural import phi as phimod
 from neural.phi.families import evaluation_points, resolve_system, sample, sigma_min_on_complement
-from neural.phi.fit import PhiMLP, evaluate_phi, fit_phi, kl_loss, phi_certificate, residual_loss
+from neural.phi.fit import PhiMLP, fit_phi, kl_loss, phi_certificate, residual_loss
+from neural.phi.result import evaluate_phi
 
 RNG = np.random.default_rng(20261130)
 

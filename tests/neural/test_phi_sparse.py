@@ -197,13 +197,14 @@ def test_resume_from_checkpoint_reproduces_an_uninterrupted_run(tmp_path):
 
 @pytest.mark.filterwarnings("ignore:.*cannot beat the exact solve")
 def test_a_loaded_checkpoint_is_the_trained_fit_and_refuses_another_family(tmp_path):
-    """SurrogateFit.load gives back the network bit for bit, the anchors' exact solves and the certificate."""
-    from neural.phi.surrogate import SurrogateFit, fit_surrogate
+    """PhiFit.load gives back the network bit for bit, the anchors' exact solves and the certificate."""
+    from neural.phi.result import PhiFit
+    from neural.phi.surrogate import fit_surrogate
 
     fam = _two_species(N=6)
     ck = tmp_path / "ck.pt"
     fit = fit_surrogate(fam, steps=4, width=8, n_train=16, n_anchors=3, n_monitor=2, seed=1, checkpoint=ck)
-    back = SurrogateFit.load(ck, fam)
+    back = PhiFit.load(ck, fam)
     ys = design_points(fam.lower, fam.upper, 5, seed=4)
     assert np.array_equal(back.model.predict(ys), fit.model.predict(ys))
     assert [a.y.tolist() for a in back.anchors] == [a.y.tolist() for a in fit.anchors] and len(back.monitor) == 2
@@ -213,10 +214,10 @@ def test_a_loaded_checkpoint_is_the_trained_fit_and_refuses_another_family(tmp_p
     c2 = back.certified_predict(ys, tol=1e3, add_anchors=False)
     assert np.array_equal(c1.surrogate_certificate, c2.surrogate_certificate)
     with pytest.raises(ValueError, match=r"`family` .* n 36 there, 49 here"):
-        SurrogateFit.load(ck, _two_species(N=7))
+        PhiFit.load(ck, _two_species(N=7))
     torch.save({"something": 1}, tmp_path / "other.pt")
     with pytest.raises(ValueError, match="not a φ_θ surrogate checkpoint"):
-        SurrogateFit.load(tmp_path / "other.pt", fam)
+        PhiFit.load(tmp_path / "other.pt", fam)
 
 
 def test_certified_predict_falls_back_to_exact_solves_exactly_where_tol_is_missed():

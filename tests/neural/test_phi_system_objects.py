@@ -118,7 +118,8 @@ def test_named_states_reach_the_fit_phi_figure(monkeypatch, tmp_path):
     from matplotlib.figure import Figure
 
     from neural.phi.figures import plot_components
-    from neural.phi.fit import evaluate_phi, fit_phi
+    from neural.phi.fit import fit_phi
+    from neural.phi.result import evaluate_phi
     from sp_ode.core.reporting import figures
 
     system = sp_ode.MasterEquationSystem(_switch_Q, _switch_g, eps=0.01, d=1, name="switch", states=["closed", "open"])
