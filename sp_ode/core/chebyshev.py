@@ -83,11 +83,12 @@ def _check_degree(name: str, M) -> int:
 
 def chebyshev_fit(values: Callable[[float], np.ndarray], a: float, b: float, *, tol: float, max_nodes: int,
                   remedy: str = "shrink the interval or raise `max_nodes`",
-                  first_degree: int = FIRST_DEGREE) -> ChebyshevFit:
+                  first_degree: int = FIRST_DEGREE, judged: np.ndarray | None = None) -> ChebyshevFit:
     """Fit v(y) on [a, b] to the change `tol` with at most `max_nodes` nodes (module docstring).
 
     `values(y)` returns a 1-D array (the same length at every y); it is called once per node.  The first
-    level has degree `first_degree` (a power of 2; the first estimate is at twice it).
+    level has degree `first_degree` (a power of 2; the first estimate is at twice it).  `judged`, a boolean
+    mask over the components, restricts δ to those (default: all); the others are fitted on the same nodes.
 
     Raises
     ------
@@ -100,6 +101,7 @@ def chebyshev_fit(values: Callable[[float], np.ndarray], a: float, b: float, *, 
     a, b = float(a), float(b)
     cache: dict[int, np.ndarray] = {}     # a node's values, keyed by j·2³⁰/M (θ = πj/M): equal for nested nodes
     M, prev, err = _check_degree("first_degree", first_degree), None, np.inf
+    cols = slice(None) if judged is None else np.asarray(judged, dtype=bool)
     while True:
         nodes = lobatto_nodes(a, b, M)                              # θ = π … 0: y from b down to a
         V = []
@@ -112,8 +114,8 @@ def chebyshev_fit(values: Callable[[float], np.ndarray], a: float, b: float, *, 
         xi = (2 * nodes - a - b) / (b - a)
         coef = np.polynomial.chebyshev.chebfit(xi, V, M)
         if prev is not None:
-            err = float(np.max(np.abs(np.polynomial.chebyshev.chebval(xi[1::2], prev).T - V[1::2])
-                               / np.maximum(1.0, np.abs(V[1::2]))))
+            err = float(np.max((np.abs(np.polynomial.chebyshev.chebval(xi[1::2], prev).T - V[1::2])
+                                / np.maximum(1.0, np.abs(V[1::2])))[:, cols]))
             if err <= tol:
                 return ChebyshevFit(a, b, coef, nodes, V, err)
         if 2 * M + 1 > max_nodes:
@@ -127,7 +129,8 @@ def chebyshev_fit(values: Callable[[float], np.ndarray], a: float, b: float, *, 
 class TensorChebyshev:
     """A converged tensor fit of v(y, k) (module docstring): `coef` (M_k + 1, M_y + 1, m) on
     ξ_y = (2y − a − b)/(b − a), ξ_k = (2k − c − d)/(d − c); `error_k` the last change in k (over every
-    y-node), `error_y` the worst change in y over the k-nodes."""
+    y-node), `error_y` the worst change in y over the k-nodes, both over the judged components; `free_k`,
+    `free_y` the same changes of the components not judged (nan when every one is)."""
 
     a: float
     b: float
@@ -136,6 +139,8 @@ class TensorChebyshev:
     coef: np.ndarray
     error_k: float
     error_y: float
+    free_k: float = float("nan")
+    free_y: float = float("nan")
 
     @property
     def degrees(self) -> tuple[int, int]:
@@ -161,9 +166,11 @@ class _CoarseInY(Exception):
     """A k-node's values failed the y-direction's change: stop this k-fit, double M_y (`chebyshev_fit_tensor`)."""
 
 
-def _y_change(V: np.ndarray) -> float:
-    """δ in y of one k-node's values V (M_y + 1, m) at Lobatto nodes: the degree-M_y/2 interpolant of the even
-    nodes at the odd ones, relative to max(1, |v|) (the estimate of `chebyshev_fit` at level M_y)."""
+def _change(V: np.ndarray) -> float:
+    """δ of values V (M + 1, m) at the Lobatto nodes (in their order, b down to a): the degree-M/2 interpolant
+    of the even nodes at the odd ones, relative to max(1, |v|) (the estimate of `chebyshev_fit` at level M)."""
+    if V.size == 0:
+        return float("nan")
     M = V.shape[0] - 1
     xi = -np.cos(np.pi * np.arange(M + 1)[::-1] / M)
     half = np.polynomial.chebyshev.chebfit(xi[::2], V[::2], M // 2)
@@ -173,41 +180,48 @@ def _y_change(V: np.ndarray) -> float:
 
 def chebyshev_fit_tensor(values: Callable[[np.ndarray, float], np.ndarray], a: float, b: float, c: float, d: float,
                          *, degree_y: int, tol: float, max_nodes: int, max_nodes_k: int | None = None,
-                         first_degree_k: int = 4,
+                         first_degree_k: int = 4, judged: np.ndarray | None = None,
                          remedy: str = "shrink the intervals or raise `max_nodes`") -> TensorChebyshev:
     """Fit v(y, k) on [a, b] × [c, d] to the change `tol` in both directions (module docstring).
 
     `values(nodes, k)` returns v at the y-nodes `nodes` (`lobatto_nodes(a, b, M_y)`, b down to a) for one k:
     shape (M_y + 1, m); it is called once per k-node (k from d down to c) and y-degree tried.  M_y starts at
     `degree_y` (a power of 2, e.g. a 1-D fit's degree at one k), at most `max_nodes` y-nodes; the k-levels start
-    at `first_degree_k`, at most `max_nodes_k` k-nodes (default `max_nodes`).
+    at `first_degree_k`, at most `max_nodes_k` k-nodes (default `max_nodes`).  `judged`, a boolean mask over
+    the m components, restricts both changes to those (default: all); the others' changes are reported.
 
     Raises
     ------
     ValueError
-        `degree_y` or `first_degree_k` is not a power of 2 (≥ 2).
+        `degree_y` or `first_degree_k` is not a power of 2 (≥ 2), or `judged` judges nothing.
     ChebyshevConvergenceError
         A direction did not meet `tol` within its node budget (the message says which).
     """
     a, b, c, d = float(a), float(b), float(c), float(d)
     My = _check_degree("degree_y", degree_y)
     _check_degree("first_degree_k", first_degree_k)
+    mask = None if judged is None else np.asarray(judged, dtype=bool)
+    if mask is not None and not mask.any():
+        raise ValueError("`judged` must judge at least one component; got none.")
     while True:
         nodes = lobatto_nodes(a, b, My)
         shape: list = []
-        worst = [0.0]
+        worst, free = [0.0], [float("nan")]
 
-        def flat(k, nodes=nodes, shape=shape, worst=worst):
+        def flat(k, nodes=nodes, shape=shape, worst=worst, free=free):
             V = np.asarray(values(nodes, float(k)), dtype=np.float64)
             shape[:] = V.shape
-            worst[0] = max(worst[0], _y_change(V))
+            on = np.ones(V.shape[1], dtype=bool) if mask is None else mask
+            worst[0] = max(worst[0], _change(V[:, on]))
+            free[0] = float(np.nanmax([free[0], _change(V[:, ~on])]))
             if worst[0] > tol:          # M_y too small at this k: the other k-nodes would be wasted on it
                 raise _CoarseInY
             return V.reshape(-1)
 
         try:
             fit = chebyshev_fit(flat, c, d, tol=tol, max_nodes=max_nodes if max_nodes_k is None else max_nodes_k,
-                                first_degree=first_degree_k, remedy=f"(in k) {remedy}")
+                                first_degree=first_degree_k, remedy=f"(in k) {remedy}",
+                                judged=None if mask is None else np.tile(mask, My + 1))
         except _CoarseInY:
             fit = None
         if fit is not None:
@@ -216,7 +230,8 @@ def chebyshev_fit_tensor(values: Callable[[np.ndarray, float], np.ndarray], a: f
             xi = (2 * nodes - a - b) / (b - a)
             Cy = np.polynomial.chebyshev.chebfit(xi, Ck.transpose(1, 0, 2).reshape(My + 1, -1), My)
             coef = Cy.reshape(My + 1, fit.degree + 1, m).transpose(1, 0, 2)
-            return TensorChebyshev(a, b, c, d, coef, fit.error, worst[0])
+            free_k = float("nan") if mask is None else _change(fit.values[:, ~np.tile(mask, My + 1)])
+            return TensorChebyshev(a, b, c, d, coef, fit.error, worst[0], free_k, free[0])
         if 2 * My + 1 > max_nodes:
             raise ChebyshevConvergenceError(
                 f"the tensor table did not converge in y on [{a:.6g}, {b:.6g}] with {My + 1} nodes (change "

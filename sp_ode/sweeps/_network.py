@@ -30,6 +30,7 @@ rate constants takes the table route where the table plus its paths cost less th
 """
 from __future__ import annotations
 
+import copy
 import math
 import time
 from dataclasses import dataclass, field
@@ -414,13 +415,19 @@ def build_table(system: NetworkSystem, interval, *, tol: float = TABLE_TOL, max_
     return Table(a, b, np.concatenate([coef, cw], axis=1), K, stats, np.concatenate([fit.values, W], axis=1))
 
 
+def _dy(U: np.ndarray, nodes: np.ndarray, a: float, b: float) -> np.ndarray:
+    """u′ at the Lobatto nodes (M + 1, n): the derivative of the degree-M Chebyshev interpolant of u (M + 1, n)."""
+    M = nodes.size - 1
+    xi = (2 * nodes - a - b) / (b - a)
+    return np.polynomial.chebyshev.chebval(xi, np.polynomial.chebyshev.chebder(
+        np.polynomial.chebyshev.chebfit(xi, U, M)) * (2.0 / (b - a))).T
+
+
 def _second_pass(system: NetworkSystem, ws, nodes: np.ndarray, U: np.ndarray, a: float, b: float) -> np.ndarray:
     """F w = F A^# u′ at the nodes (M + 1, K): u′ the Chebyshev derivative of u (M + 1, n) over the Lobatto
     nodes, each A^# one more factorisation of the pinned system at its node (the table's second pass)."""
     M = nodes.size - 1
-    xi = (2 * nodes - a - b) / (b - a)
-    dU = np.polynomial.chebyshev.chebval(xi, np.polynomial.chebyshev.chebder(
-        np.polynomial.chebyshev.chebfit(xi, U, M)) * (2.0 / (b - a))).T   # (M + 1, n)
+    dU = _dy(U, nodes, a, b)
     W = np.empty((M + 1, len(system.observables)))
     for j in range(M + 1):
         y = nodes[j:j + 1]
@@ -429,11 +436,19 @@ def _second_pass(system: NetworkSystem, ws, nodes: np.ndarray, U: np.ndarray, a:
     return W
 
 
+KEPT_FACTORS_BYTES = 2 ** 28   # a (y, k) table's k-node keeps its nodes' LU factors for the second pass up to this
+
+
 def _node_values(system: NetworkSystem, nodes: np.ndarray, a: float, b: float) -> np.ndarray:
     """A 1-D table's values at given Lobatto nodes of [a, b] (b down to a): (M + 1, 4K) of m₀, Fu, Fv, Fw — the
-    same two passes as `build_table`, on nodes fixed in advance (a (y, k) table's k-node)."""
+    same two passes as `build_table`, on nodes fixed in advance (a (y, k) table's k-node).
+
+    Why the factors are kept: the second pass (F A^# u′) needs the pinned factorisation of every node again;
+    keeping each node's solver (its LU, pinned state and p) instead of factorising again halves the
+    factorisations — the table's largest cost — while their bytes (16 per factor entry, all nodes) stay
+    under `KEPT_FACTORS_BYTES`; above, every node is factorised again as `build_table` does."""
     ws = system.stationary_solver()
-    rows, U = [], []
+    rows, U, kept = [], [], []
     with ws.one_blas_thread():            # once for the 2(M + 1) solves (`WarmStationary.one_blas_thread`)
         for y in nodes:
             Y = np.array([y])
@@ -441,7 +456,16 @@ def _node_values(system: NetworkSystem, nodes: np.ndarray, a: float, b: float) -
             Fm = system.F(Y)
             rows.append(np.concatenate([Fm @ p, Fm @ u, Fm @ v]))
             U.append(u)
-        W = _second_pass(system, ws, nodes, np.array(U), a, b)
+            lu = getattr(ws, "_lu", None)
+            if kept is not None and lu is not None and 16 * lu.nnz * nodes.size <= KEPT_FACTORS_BYTES:
+                kept.append(copy.copy(ws))   # a shallow copy: the next solve rebinds ws's factors, never edits them
+            else:
+                kept = None
+        if kept is None:
+            W = _second_pass(system, ws, nodes, np.array(U), a, b)
+        else:
+            W = np.array([system.F(nodes[j:j + 1]) @ kept[j].group_inverse_apply(du)
+                          for j, du in enumerate(_dy(np.array(U), nodes, a, b))])
     return np.concatenate([np.array(rows), W], axis=1)
 
 
@@ -453,7 +477,8 @@ def build_k_table(system: NetworkSystem, name: str, k_range: tuple, interval: tu
     Lobatto k-node k_j (nested, from K_FIRST_DEGREE + 1 nodes) gets the same stationary and pinned solves at
     those nodes (`_node_values`); `chebyshev_fit_tensor` accepts when the change at the new k-nodes and the
     change in y at every k-node are both ≤ `tol` (relative to max(1, |m|)), the 1-D table's criterion in each
-    direction — so the interpolation error in k sits inside the tolerance the sweep's estimates assume.
+    direction — so the interpolation error in k sits inside the tolerance the sweep's estimates assume.  As
+    there, the change of Fw (it enters only the order-2 path, the estimate, at ε²) is reported, not judged.
 
     Raises
     ------
@@ -479,18 +504,23 @@ def build_k_table(system: NetworkSystem, name: str, k_range: tuple, interval: tu
         computed[0] += nodes.size
         return _node_values(system.with_parameters(**{name: k}), nodes, a, b)
 
+    K = len(system.observables)
     try:
+        # judged as the 1-D table: m₀, Fu, Fv; Fw (the ε² term of the order-2 path, the estimate's) is fitted on
+        # the same nodes and its changes reported — its values carry the rounding of a Chebyshev derivative (u′),
+        # measured 5e-10 relative at n = 1024, which would double both degrees for nothing
         fit = chebyshev_fit_tensor(values, a, b, lo, hi, degree_y=ref.coef.shape[0] - 1, tol=tol,
                                    max_nodes=max_nodes, max_nodes_k=max_k_nodes, first_degree_k=K_FIRST_DEGREE,
+                                   judged=np.arange(4 * K) < 3 * K,
                                    remedy="a sweep keeps one 1-D table per rate value")
     except ChebyshevConvergenceError as exc:
         raise RuntimeError(str(exc)) from None
     My, Mk = fit.degrees
     stats = {"nodes": ref.stats["nodes"] + computed[0], "k_nodes": Mk + 1, "y_nodes": My + 1,
              "error_estimate": max(fit.error_k, fit.error_y), "error_estimate_k": fit.error_k,
-             "error_estimate_y": fit.error_y, "k_range": [lo, hi], "interval": [a, b],
-             "seconds": time.perf_counter() - start}
-    return KTable(name, fit, len(system.observables), stats)
+             "error_estimate_y": fit.error_y, "error_estimate_w_k": fit.free_k, "error_estimate_w_y": fit.free_y,
+             "k_range": [lo, hi], "interval": [a, b], "seconds": time.perf_counter() - start}
+    return KTable(name, fit, K, stats)
 
 
 def table_tol(plan) -> float:
@@ -842,7 +872,8 @@ def _decide_k_table(plan: NetworkPlan, dec: Decision, values: dict, y0: np.ndarr
     dec.notes.insert(0, f"one (y, {name}) table for every point ({name} swept over {np.unique(values[name]).size} "
                         f"values ≥ {K_DISTINCT_MIN}, in [{st['k_range'][0]:.6g}, {st['k_range'][1]:.6g}]): "
                         f"{st['k_nodes']} k-nodes × {st['y_nodes']} y-nodes ({st['nodes']} nodes, {dec.t_table:.3g} s; "
-                        f"change {st['error_estimate_k']:.1e} in k, {st['error_estimate_y']:.1e} in y), paths "
+                        f"change {st['error_estimate_k']:.1e} in k, {st['error_estimate_y']:.1e} in y; of Fw, the ε² term, "
+                        f"{st['error_estimate_w_k']:.1e}, {st['error_estimate_w_y']:.1e}), paths "
                         f"{dec.t_path:.3g} s per point; full sparse solve {dec.t_full:.3g} s per point → predicted "
                         f"{cost_table:.3g} s (+ the table) against {cost_full:.3g} s all full (modelled seconds from "
                         "counted work)")
