@@ -15,7 +15,15 @@ the slow ODEs read.  So for one slow variable (d = 1):
   one pinned sparse solve, never an n × n matrix) serves every point that shares the network's
   rate constants — every ε and every slow-equation parameter at once: m₁ = g·Fu and
   m₂ = g²·Fw + g g′·Fv + g (G_m·Fu)·Fu are formed per point.  It is built once per sweep and shipped with
-  the plan; a sweep over rate constants builds one per point;
+  the plan;
+* a **rate constant** k swept over a continuum (the only rate swept, ≥ `K_DISTINCT_MIN` distinct values)
+  gets one **(y, k) table** (`build_k_table`): the same moment vectors on the tensor grid of the y-nodes
+  of the 1-D table at max k and nested Chebyshev–Lobatto k-nodes on [min k, max k] of the swept values
+  (`chebyshev_fit_tensor`: k doubled until the change at the new k-nodes is ≤ the table tolerance, and each
+  k-node's change in y too), each (y, k) node the same stationary and pinned solves as a 1-D node; a point
+  reads the 1-D series in y at its own k, c_j(k) = Σ_l C[l, j] T_l(ξ_k), so the interpolation error in k
+  is inside the tolerance the estimates assume.  Several rates swept jointly, or a few values, keep one
+  1-D table per group of equal rate constants and block of G points (the plan's note says which, and why);
 * every point integrates y₀' = G(m₀, y₀), y₁' = G(m₀ + εm₁, y₁) and y₂' = G(m₀ + εm₁ + ε²m₂, y₂) in one
   small solve (the points of a table stacked into one LSODA solve, numpy right-hand side): order k
   is kept when Ê_k = max_i |y_{k+1}(t_i) − y_k(t_i)| + floor ≤ safety·tol — the same embedded
@@ -27,6 +35,9 @@ the slow ODEs read.  So for one slow variable (d = 1):
 The cost model (`decide`, before any chunk): one full solve (the point of median ε) prices the full
 route, the first table and a probe of its paths price the table route; each group of points sharing
 rate constants takes the table route where the table plus its paths cost less than its full solves.
+With a (y, k) table, the full solve is priced first, the table built only when its fewest nodes
+(9 k-nodes × 17 y-nodes) cost less than N full solves, and taken when its paths then do; `replay` builds
+the same table on resume (k-range and interval from all the points, never a chunk's).
 """
 from __future__ import annotations
 

@@ -386,3 +386,21 @@ def test_an_interrupted_yk_table_sweep_resumes_to_the_same_numbers(system, tmp_p
     assert resumed.computed_chunks == (1,)
     for name in ("y", "path", "estimate", "status", "reason"):
         np.testing.assert_array_equal(getattr(resumed, name), getattr(whole, name), err_msg=name)
+
+
+def test_kept_factors_and_one_blas_limit_change_no_number_of_a_table_node(system, monkeypatch):
+    """A (y, k) node's second pass on the kept LU factors equals the one that factorises every node again
+    (`KEPT_FACTORS_BYTES` = 0) to rounding, and a solve inside `one_blas_thread` gives the same bits."""
+    from sp_ode.core.chebyshev import lobatto_nodes
+
+    nodes = lobatto_nodes(0.15, 0.5, 16)
+    kept = _network._node_values(system, nodes, 0.15, 0.5)
+    monkeypatch.setattr(_network, "KEPT_FACTORS_BYTES", 0)
+    again = _network._node_values(system, nodes, 0.15, 0.5)
+    np.testing.assert_allclose(kept, again, rtol=1e-11, atol=1e-13)
+    Y = np.array([0.3])
+    Q = system.gen.Q(Y)
+    ws1, ws2 = system.stationary_solver(), system.stationary_solver()
+    with ws2.one_blas_thread():
+        p2, _ = ws2.solve(Q, Y)
+    np.testing.assert_array_equal(ws1.solve(Q, Y)[0], p2)
