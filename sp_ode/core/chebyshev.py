@@ -149,9 +149,11 @@ class TensorChebyshev:
 
     def y_coef(self, k) -> np.ndarray:
         """The 1-D Chebyshev coefficients in y at k (scalar or array (b,)): (M_y + 1, m) or (b, M_y + 1, m)."""
-        xk = (2 * np.asarray(k, dtype=np.float64) - self.c - self.d) / (self.d - self.c)
-        Tk = np.polynomial.chebyshev.chebvander(xk, self.coef.shape[0] - 1)        # (..., M_k + 1)
-        return np.tensordot(Tk, self.coef, axes=(-1, 0))
+        k = np.asarray(k, dtype=np.float64)
+        xk = (2 * k.reshape(-1) - self.c - self.d) / (self.d - self.c)
+        Tk = np.polynomial.chebyshev.chebvander(xk, self.coef.shape[0] - 1)        # (b, M_k + 1)
+        C = np.tensordot(Tk, self.coef, axes=(-1, 0))                               # (b, M_y + 1, m)
+        return C.reshape(*k.shape, *self.coef.shape[1:])
 
     def __call__(self, y, k) -> np.ndarray:
         """p(y, k) at matching (broadcast) y and k: (..., m)."""
@@ -213,7 +215,8 @@ def chebyshev_fit_tensor(values: Callable[[np.ndarray, float], np.ndarray], a: f
             shape[:] = V.shape
             on = np.ones(V.shape[1], dtype=bool) if mask is None else mask
             worst[0] = max(worst[0], _change(V[:, on]))
-            free[0] = float(np.nanmax([free[0], _change(V[:, ~on])]))
+            if not on.all():
+                free[0] = float(np.nanmax([free[0], _change(V[:, ~on])]))
             if worst[0] > tol:          # M_y too small at this k: the other k-nodes would be wasted on it
                 raise _CoarseInY
             return V.reshape(-1)
