@@ -33,7 +33,10 @@ SEAMS: dict[str, dict[str, tuple[str, ...]]] = {
     },
     'sp_ode.core.chebyshev': {
         'ChebyshevConvergenceError': ('sp_ode.sweeps', 'sp_ode.systems'),
+        'FIRST_DEGREE': ('sp_ode.sweeps',),
+        'TensorChebyshev': ('sp_ode.sweeps',),
         'chebyshev_fit': ('sp_ode.sweeps', 'sp_ode.systems'),
+        'chebyshev_fit_tensor': ('sp_ode.sweeps',),
     },
     'sp_ode.core.cpu_pool': {
         'cores_before_pinning': ('sp_ode.sweeps',),

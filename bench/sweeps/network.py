@@ -6,7 +6,9 @@ rate (it changes Q(y)), ``r`` only the slow ODE reads.  Sweeps of ``--points`` p
 ε log-uniform in [1e-6, 1e-4], and
 
 * ``slow``: r uniform in [0.5, 2] — one Chebyshev table serves every point;
-* ``rate``: kA uniform in [0.8, 1.2] — every point has its own Q(y), hence its own table.
+* ``rate``: kA uniform in [0.8, 1.2] — every point has its own Q(y): one table over (y, kA) serves them all
+  (a tensor Chebyshev table, `sp_ode.sweeps._network.build_k_table`; the record's ``plan`` says which
+  table the cost model built and why).
 
 y at t = 0.5, 1, 1.5, 2, tol = 1e-6.  **Equal accuracy**: a tight reference (BDF, rtol 1e-11, atol 1e-15,
 the sparse Jacobian) from h⁽¹⁾(y0) = p_st + εh₁ on ``--ref-count`` points; the full-solve baseline (BDF or
@@ -18,6 +20,7 @@ moves with the load, the CPU ratio much less.
 
     python -m bench.sweeps.network --N 32 --out results/sweeps/network_1e3.json
     python -m bench.sweeps.network --N 100 --out results/sweeps/network_1e4.json
+    python -m bench.sweeps.network --N 32 --kinds rate --points 1000 --out results/sweeps/network_rate_1e3_1000pts.json
     python -m bench.sweeps.network --N 32 --reference-ladder --out results/sweeps/network_reference.json
     python -m bench.sweeps.network --smoke
 """
@@ -130,7 +133,8 @@ def run_case(N: int, kind: str, args) -> dict:
         f"{sweep_err:.2e}")
     return {"n": int(system.n), "kind": kind, "swept": ["eps", name], "points": P, "tol": TOL,
             "sweep": {"seconds": sweep_s, "cpu_seconds": sweep_cpu, "summary": summ, "max_error_on_reference": sweep_err,
-                      "within_tol_on_reference": sweep_err <= TOL},
+                      "within_tol_on_reference": sweep_err <= TOL,
+                      "plan": {"notes": list(res.plan.get("notes", [])), "k_table": res.plan.get("k_table", "")}},
             "baselines": baselines, "fastest_full": fastest, "speedup_vs_fastest_full_loop": speedup,
             "fastest_full_cpu": fastest_cpu, "speedup_cpu_vs_fastest_full_loop": speedup_cpu,
             "target_met": bool(speedup is not None and speedup >= 10 and sweep_err <= TOL),

@@ -267,3 +267,147 @@ def test_an_interrupted_network_sweep_resumes_to_the_same_numbers(system, tmp_pa
     assert resumed.computed_chunks == (1,)
     for name in ("y", "path", "estimate", "status", "reason"):
         np.testing.assert_array_equal(getattr(resumed, name), getattr(whole, name), err_msg=name)
+
+
+# --- a rate constant swept over a continuum: one (y, k) table ----------------------------------------------
+
+def _rate_continuum(n_points=48, seed=3):
+    """ε log-uniform in [1e-6, 1e-4] with kA uniform in [0.8, 1.2]: every point its own rate constant."""
+    rng = np.random.default_rng(seed)
+    return {"eps": 10 ** rng.uniform(-6, -4, n_points), "kA": rng.uniform(0.8, 1.2, n_points)}
+
+
+def test_the_yk_table_interpolates_in_k_within_the_table_tolerance(system):
+    """The (y, kA) table at off-node (y, kA) — both between nodes — against a 1-D table built at that kA at a
+    1000× tighter tolerance: m₀, Fu, Fv, Fw within the table tolerance 1e-9 (relative to max(1, |m|)) that the
+    sweep's estimates assume, with 17 k-nodes.  Negative control: the same table cut to degree 4 in k (its first
+    five Chebyshev terms in k, as 5 k-nodes would give) fails the same check."""
+    from dataclasses import replace
+
+    tol = 1e-9
+    table = _network.build_k_table(system, "kA", (0.8, 1.2), (0.15, 0.5), tol=tol)
+    assert table.stats["error_estimate_k"] <= tol and table.stats["error_estimate_y"] <= tol
+    assert table.stats["k_nodes"] == 17
+    coarse = replace(table, fit=replace(table.fit, coef=table.fit.coef[:5]))
+    rng = np.random.default_rng(7)
+    y = np.linspace(0.16, 0.49, 9)
+    xi = (2 * y - 0.65) / 0.35
+    worst = worst_coarse = 0.0
+    for k in rng.uniform(0.8, 1.2, 3):
+        direct = _network.build_table(system.with_parameters(kA=float(k)), (0.15, 0.5), tol=1e-12)
+        exact = direct._eval(xi, direct.coef)                                  # (4K, 9)
+        for tab in (table, coarse):
+            pt = tab.at(np.full(y.size, k))
+            err = float(np.max(np.abs(pt._eval(xi, pt.coef) - exact) / np.maximum(1.0, np.abs(exact))))
+            if tab is table:
+                worst = max(worst, err)
+            else:
+                worst_coarse = max(worst_coarse, err)
+    assert worst <= tol                       # measured 2.0e-12 (Fw; m₀, Fu, Fv: 5e-15)
+    assert worst_coarse > 10 * tol            # measured 8.2e-6: the check fails for a table too coarse in k
+    with pytest.raises(ValueError, match="`k` must lie in the tabulated"):
+        table.at(np.array([1.3]))
+
+
+def test_eps_swept_with_a_continuum_of_rate_values_takes_the_yk_table_and_matches_full_solves(system):
+    """ε and kA swept jointly, every point its own kA: the cost model builds one (y, kA) table (its note says
+    so), every point takes a table path, and the points of the smallest and largest kA among the twelve largest
+    ε (the hardest for the table paths; Radau is slow at ε = 1e-6) are within tol of independent scipy Radau
+    solves of the full sparse system (rtol 1e-10); another chunk size gives the same bits (the table is the
+    sweep's, the stacks are blocks of G)."""
+    params = _rate_continuum()
+    kw = dict(ts=TS, tol=TOL, validate_fraction=0.0, progress_bar=False)
+    r = sweep(system, params, (0.0, 2.0), "manifold", [0.2], **kw)
+    assert r.plan["notes"][0].startswith("one (y, kA) table for every point (kA swept over 48 values")
+    assert r.plan["k_table"] == "kA"
+    assert np.all(r.status == 0) and np.all(r.path >= 0) and np.all(r.estimate <= TOL)
+    top = np.argsort(params["eps"])[-12:]
+    for i in (top[np.argmin(params["kA"][top])], top[np.argmax(params["kA"][top])]):
+        ref = _radau(system, 0.2, float(params["eps"][i]), rtol=1e-10, kA=float(params["kA"][i]))
+        assert np.max(np.abs(ref - r.y[i])) <= TOL, i
+    assert np.ptp(r.y[:, -1, 0]) > 10 * TOL                # the answer moves with kA
+    other = sweep(system, params, (0.0, 2.0), "manifold", [0.2], chunk_size=16, **kw)
+    for name in ("y", "path", "estimate", "status", "reason"):
+        np.testing.assert_array_equal(getattr(other, name), getattr(r, name), err_msg=name)
+
+
+def test_a_wrong_k_interpolation_is_seen_by_the_full_solves(system, monkeypatch):
+    """Negative control of the test above: the (y, kA) table read at the mirrored rate (min + max − kA) puts the
+    point of the largest kA more than tol away from its independent Radau solve."""
+    params = _rate_continuum()
+    real = _network.KTable.at
+
+    def mirrored(self, k):
+        return real(self, np.clip(self.fit.c + self.fit.d - np.asarray(k), self.fit.c, self.fit.d))
+
+    monkeypatch.setattr(_network.KTable, "at", mirrored)
+    r = sweep(system, params, (0.0, 2.0), "manifold", [0.2], ts=TS, tol=TOL, validate_fraction=0.0,
+              progress_bar=False)
+    top = np.argsort(params["eps"])[-12:]
+    i = top[np.argmax(params["kA"][top])]
+    assert r.path[i] >= 0
+    ref = _radau(system, 0.2, float(params["eps"][i]), rtol=1e-10, kA=float(params["kA"][i]))
+    assert np.max(np.abs(ref - r.y[i])) > 100 * TOL
+
+
+def test_a_few_rate_values_or_two_rates_keep_one_table_per_group_and_say_why(system):
+    """kA at 3 values (fewer than a (y, k) table's 9 k-nodes), or kA and N swept jointly: the per-group tables
+    of before, the note says why (the cost model then routes them; here fully, n = 36).  Nine values over nine
+    points: a (y, k) table would cost more than the full solves, and the note says that instead."""
+    kw = dict(ts=TS, tol=TOL, validate_fraction=0.0, progress_bar=False)
+    few = {"eps": np.full(12, 1e-5), "kA": np.repeat([0.8, 1.0, 1.2], 4)}
+    r = sweep(system, few, (0.0, 2.0), "manifold", [0.2], **kw)
+    assert "kA takes 3 distinct values (a (y, k) table needs ≥ 9)" in r.plan["notes"][0]
+    assert r.plan["k_table"] == ""
+    two = {"eps": np.full(12, 1e-5), "kA": np.linspace(0.8, 1.2, 12), "N": np.linspace(5.5, 6.5, 12)}
+    r = sweep(system, two, (0.0, 2.0), "manifold", [0.2], **kw)
+    assert "2 rate constants swept jointly" in r.plan["notes"][0]
+    # nine values of kA over nine points: the smallest (y, kA) table (153 nodes) costs more than nine full solves
+    # at n = 36 (modelled 0.43 s against 0.38 s), so it is not even built
+    nine = {"eps": np.full(9, 1e-5), "kA": np.linspace(0.8, 1.2, 9)}
+    r = sweep(system, nine, (0.0, 2.0), "manifold", [0.2], **kw)
+    assert "a (y, kA) table has at least 153 nodes" in r.plan["notes"][0] and np.all(r.path == PATH_FULL)
+    assert r.reasons() == {"full": {TEXT[Reason.FULL_DEARER]: 9}}
+
+
+def test_an_interrupted_yk_table_sweep_resumes_to_the_same_numbers(system, tmp_path, monkeypatch):
+    """Stopped after its first chunk, a (y, kA) sweep resumed from its manifest rebuilds the very table (`replay`:
+    the k-range and interval of all the points, not of the missing chunks) and gives the same bits."""
+    params = _rate_continuum(32, seed=4)
+    kw = dict(ts=TS, tol=TOL, validate_fraction=0.0, chunk_size=16, progress_bar=False)
+    whole = sweep(system, params, (0.0, 2.0), "manifold", [0.2], **kw)
+    assert whole.plan["k_table"] == "kA" and np.all(whole.path >= 0)
+    real, calls = _network.run_chunk, []
+
+    def stop_after_first(plan, chunk):
+        if calls:
+            raise KeyboardInterrupt
+        calls.append(chunk.index)
+        return real(plan, chunk)
+
+    monkeypatch.setattr(_network, "run_chunk", stop_after_first)
+    with pytest.raises(KeyboardInterrupt):
+        sweep(system, params, (0.0, 2.0), "manifold", [0.2], out=tmp_path, **kw)
+    monkeypatch.setattr(_network, "run_chunk", real)
+    resumed = sweep(system, params, (0.0, 2.0), "manifold", [0.2], out=tmp_path, **kw)
+    assert resumed.computed_chunks == (1,)
+    for name in ("y", "path", "estimate", "status", "reason"):
+        np.testing.assert_array_equal(getattr(resumed, name), getattr(whole, name), err_msg=name)
+
+
+def test_kept_factors_and_one_blas_limit_change_no_number_of_a_table_node(system, monkeypatch):
+    """A (y, k) node's second pass on the kept LU factors equals the one that factorises every node again
+    (`KEPT_FACTORS_BYTES` = 0) to rounding, and a solve inside `one_blas_thread` gives the same bits."""
+    from sp_ode.core.chebyshev import lobatto_nodes
+
+    nodes = lobatto_nodes(0.15, 0.5, 16)
+    kept = _network._node_values(system, nodes, 0.15, 0.5)
+    monkeypatch.setattr(_network, "KEPT_FACTORS_BYTES", 0)
+    again = _network._node_values(system, nodes, 0.15, 0.5)
+    np.testing.assert_allclose(kept, again, rtol=1e-11, atol=1e-13)
+    Y = np.array([0.3])
+    Q = system.gen.Q(Y)
+    ws1, ws2 = system.stationary_solver(), system.stationary_solver()
+    with ws2.one_blas_thread():
+        p2, _ = ws2.solve(Q, Y)
+    np.testing.assert_array_equal(ws1.solve(Q, Y)[0], p2)

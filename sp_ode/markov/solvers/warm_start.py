@@ -29,7 +29,9 @@ answer).
 """
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 
 import numpy as np
 import scipy.sparse.linalg as spla
@@ -114,6 +116,7 @@ class WarmStationary:
         self._lu = None
         self._Ak = None
         self._p = None
+        self._one_thread = False          # inside `one_blas_thread`: `solve` need not limit BLAS again
 
     # --- linear algebra ---------------------------------------------------------------------
     def _build_ml(self, Ak):
@@ -195,9 +198,26 @@ class WarmStationary:
         return x / x[self.k] if x[self.k] > 0 else self.x / self.x[self.k]
 
     # --- public --------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def one_blas_thread(self) -> Iterator[WarmStationary]:
+        """Hold BLAS at one thread for every `solve` inside (as each `solve` does by itself).
+
+        Why: entering `threadpool_limits` finds the loaded libraries again (it reads the process's memory
+        map), 1.6 ms a time — 37 % of a table node's time at n = 1024 (measured, two solves a node).  A
+        caller making many solves in a row (a table) enters it once; the numbers are the same."""
+        if threadpool_limits is None or self._one_thread:  # pragma: no cover
+            yield self
+            return
+        with threadpool_limits(limits=1, user_api="blas"):
+            self._one_thread = True
+            try:
+                yield self
+            finally:
+                self._one_thread = False
+
     def solve(self, Q, y=None) -> tuple[np.ndarray, dict]:
         """p_st of the patterned generator Q (at slow state y, for messages); (p, info)."""
-        if threadpool_limits is None:  # pragma: no cover
+        if threadpool_limits is None or self._one_thread:  # pragma: no cover
             return self._solve(Q, y)
         with threadpool_limits(limits=1, user_api="blas"):
             return self._solve(Q, y)
