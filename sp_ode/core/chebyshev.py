@@ -164,7 +164,7 @@ class TensorChebyshev:
         return np.einsum("bj,bjm->bm", Ty, C).reshape(*y.shape, C.shape[2])
 
 
-class _CoarseInY(Exception):
+class _CoarseInY(Error):
     """A k-node's values failed the y-direction's change: stop this k-fit, double M_y (`chebyshev_fit_tensor`)."""
 
 
