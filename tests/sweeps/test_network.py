@@ -251,6 +251,12 @@ def test_an_interrupted_network_sweep_resumes_to_the_same_numbers(system, tmp_pa
     kw = dict(ts=TS, tol=TOL, validate_fraction=0.0, chunk_size=8, progress_bar=False)
     whole = sweep(system, params, (0.0, 2.0), "manifold", [0.2], **kw)
     assert np.all(whole.path >= 0)                                   # the table route
+    _assert_resumes_to(whole, system, params, kw, tmp_path, monkeypatch)
+
+
+def _assert_resumes_to(whole, system, params, kw, tmp_path, monkeypatch):
+    """The sweep stopped (KeyboardInterrupt) after its first chunk, resumed from `tmp_path`: only chunk 1 is
+    computed again, and y, paths, estimates, statuses and reasons equal the uninterrupted `whole` bit for bit."""
     real, calls = _network.run_chunk, []
 
     def stop_after_first(plan, chunk):
@@ -377,22 +383,7 @@ def test_an_interrupted_yk_table_sweep_resumes_to_the_same_numbers(system, tmp_p
     kw = dict(ts=TS, tol=TOL, validate_fraction=0.0, chunk_size=16, progress_bar=False)
     whole = sweep(system, params, (0.0, 2.0), "manifold", [0.2], **kw)
     assert whole.plan["k_table"] == "kA" and np.all(whole.path >= 0)
-    real, calls = _network.run_chunk, []
-
-    def stop_after_first(plan, chunk):
-        if calls:
-            raise KeyboardInterrupt
-        calls.append(chunk.index)
-        return real(plan, chunk)
-
-    monkeypatch.setattr(_network, "run_chunk", stop_after_first)
-    with pytest.raises(KeyboardInterrupt):
-        sweep(system, params, (0.0, 2.0), "manifold", [0.2], out=tmp_path, **kw)
-    monkeypatch.setattr(_network, "run_chunk", real)
-    resumed = sweep(system, params, (0.0, 2.0), "manifold", [0.2], out=tmp_path, **kw)
-    assert resumed.computed_chunks == (1,)
-    for name in ("y", "path", "estimate", "status", "reason"):
-        np.testing.assert_array_equal(getattr(resumed, name), getattr(whole, name), err_msg=name)
+    _assert_resumes_to(whole, system, params, kw, tmp_path, monkeypatch)
 
 
 def test_kept_factors_and_one_blas_limit_change_no_number_of_a_table_node(system, monkeypatch):
