@@ -136,6 +136,28 @@ def test_two_workers_match_single_process_exactly_through_a_killed_worker(cluste
     assert remote.computed_chunks == tuple(range(N // OPTS["chunk_size"]))
 
 
+def test_a_yk_table_network_sweep_on_the_cluster_equals_this_process(cluster):
+    """A network sweep of ε with a continuum of a rate constant: the (y, kA) table the cost model builds is shipped
+    with the plan to the workers (whichever survived the test above), and their chunks give this process's
+    numbers bit for bit."""
+    from sp_ode.networks.network import ReactionNetwork
+    from sp_ode.systems.network import NetworkSystem
+
+    address, _, _ = cluster
+    net = ReactionNetwork("0 -> A, N*(0.1 + 0.2*y)*kA; A -> 0, 1; A -> A + B, 1; B -> 0, 1",
+                          parameters={"N": 6.0, "kA": 1.0}, slow=["y"], name="cascade_k")
+    system = NetworkSystem(net, net.state_space(bounds={"A": 5, "B": 5}), {"y": "1 - y - 2*y*E[B]/N"}, eps=1e-4)
+    rng = np.random.default_rng(4)
+    params = {"eps": 10 ** rng.uniform(-6, -4, 32), "kA": rng.uniform(0.8, 1.2, 32)}
+    kw = dict(ts=TS, tol=1e-6, chunk_size=16, validate_fraction=0.0, progress_bar=False)
+    local = sweep(system, params, (0.0, 2.0), "manifold", [0.2], **kw)
+    assert local.plan["k_table"] == "kA" and np.all(local.path >= 0)        # the (y, k) table route
+    remote = sweep(system, params, (0.0, 2.0), "manifold", [0.2], client=address, **kw)
+    assert remote.plan["executor"]["executor"] == "dask" and remote.plan["k_table"] == "kA"
+    for name in ("y", "path", "estimate", "status", "reason"):
+        np.testing.assert_array_equal(getattr(remote, name), getattr(local, name), err_msg=name)
+
+
 def test_unreachable_scheduler_fails_fast():
     address = f"tcp://127.0.0.1:{_free_port()}"     # nothing listens there
     start = time.monotonic()
