@@ -91,24 +91,19 @@ def test_adaptive_projection_grows_the_leaking_species_and_refuses_by_name():
     assert exc.value.species == "A" and exc.value.leaked > 1e-10
 
 
-def test_no_moment_bound_without_affine_growth_and_without_an_integration_bound():
+def test_no_moment_bound_without_affine_growth_and_an_affine_network_keeps_its_exact_intervals():
     net = ReactionNetwork("2 A -> 3 A, 0.01; A -> 0, 1")
     r = transient_distribution(net, {"A": 3}, [0.5], tol=1e-8)
     assert r.mean_bounds() is None and "not affine" in r.moment_bound_reason
     assert np.all(np.isfinite(r.means()["A"]))                        # the point values are still there
-    # expm_multiply (uniformization would take too many steps): no rigorous integration bound, said so
-    # (non-affine: 2A → A lowers the count, so the projection would bound the moments, but not without the
-    # integration bound)
-    r = transient_distribution(ReactionNetwork("0 -> A, 5; 2 A -> A, 0.1"), {"A": 0}, [5.0], tol=1e-8, max_steps=10)
-    assert r.method == "expm_multiply" and r.integration_error is None and r.mean_bounds() is None
-    assert "expm_multiply" in r.moment_bound_reason and "not affine" in r.moment_bound_reason
     assert r.to_dict()["mean_bounds"] is None and r.to_dict()["moment_bound_reason"]
-    # an affine network keeps exact intervals from its moment equations, which need no projection at all
+    # past max_steps the projection is integrated by collocation, whose two-sided ℓ1 bound still certifies;
+    # an affine network intersects that with the exact intervals of its moment equations
     r = transient_distribution(_immigration_death(), {"X": 0}, [5.0], tol=1e-8, max_steps=10)
-    assert r.method == "expm_multiply" and "expm_multiply" in r.fsp_bound_reason and r.moment_bound_reason == ""
+    assert r.method == "collocation" and r.fsp_bound_reason == "" and r.moment_bound_reason == ""
     iv = r.intervals("X")
     lam = 100.0 * (1 - np.exp(-0.5))
-    assert iv.source == "moment equations" and iv.mean[0][0] <= lam <= iv.mean[1][0]
+    assert iv.source == "moment equations ∩ projection" and iv.mean[0][0] <= lam <= iv.mean[1][0]
     assert iv.sd[0][0] <= np.sqrt(lam) <= iv.sd[1][0] and iv.mean[1][0] - iv.mean[0][0] <= 1e-10 * lam
 
 

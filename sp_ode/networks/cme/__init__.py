@@ -1,7 +1,8 @@
 """Certified solutions of a reaction network's chemical master equation (docs/theory.md §7.6–§7.16).
 
 - `transient` — p(t) on a finite state projection with its FSP bound, adaptively grown, with
-  time- and state-triggered events (`sp_ode.networks.events`) applied exactly;
+  time- and state-triggered events (`sp_ode.networks.events`) applied exactly; `_collocation` — the
+  stiff projections' Radau integration, certified by the integral of its defect;
 - `_moments`, `_closed_moments`, `_intervals`, `_propensity_bound` — certified mean and SD
   intervals: the closed moment equations of affine networks, the escaped mass by a weighted
   Lyapunov bound, bounded (Hill, Michaelis–Menten) propensities;

@@ -5,7 +5,8 @@ Two independent enclosures, intersected where both exist:
 * **The moment equations** (`_closed_moments`), when every propensity is affine: exact means and
   covariances of the infinite chain, enclosed to ~1e-12 relative, independent of the projection.
 * **The projection** (`_moments`): for f = a·x + b, a ≥ 0, E[a·x] = E_J[a·x] + E[a·x; τ ≤ t] with the
-  first term from p_J (its rounding ρ relative per entry, the dropped Poisson tails `drop` absolute)
+  first term from p_J (its rounding ρ relative per entry, the dropped Poisson tails `drop` absolute;
+  after Radau collocation an ℓ1 error `drop` of either sign, so the lower end drops by it too)
   and the escaped part between 0 and ε(t)·(A·M₁(t) + B_c), where a·x ≤ A·V_w + B_c on the escaped
   mass (A = max_u a_u/w_u over the uncapped species, B_c the capped species at their caps) and M₁, M₂
   are the Lyapunov suprema over s ∈ [0, t] from the largest exit target.  The constant b is added
@@ -76,10 +77,13 @@ def fsp_interval(td, a: np.ndarray, b: float, *, escaped: str = "lyapunov"):
     """
     from sp_ode.networks.cme._moments import moment_sup
 
-    rho = td.relative_rounding
-    if rho is None:
-        return None
-    drop = np.maximum(td.integration_error - rho, 0.0)
+    if td.relative_rounding is None:       # collocation: an ℓ1 error of either sign, no relative part
+        rho, drop = 0.0, td.integration_error
+        low = drop
+    else:                                  # uniformization: p̃ ≤ p_J(1 + ρ), the dropped tails only remove mass
+        rho = td.relative_rounding
+        drop = np.maximum(td.integration_error - rho, 0.0)
+        low = 0.0
     fx = td.space.states @ a
     fmax = float(np.max(fx, initial=0.0))
     mu, s2 = td.p @ fx, td.p @ fx**2
@@ -97,9 +101,9 @@ def fsp_interval(td, a: np.ndarray, b: float, *, escaped: str = "lyapunov"):
             M1, M2 = moment_sup(g, float(td.exit_total), td.times)
             e1 = np.where(eps > 0, eps * (A * M1 + Bc), 0.0)
             e2 = np.where(eps > 0, eps * (A * A * M2 + 2 * A * Bc * M1 + Bc * Bc), 0.0)
-        g_lo = np.maximum(mu * (1 - rho), 0.0)
+        g_lo = np.maximum(mu * (1 - rho) - low * fmax, 0.0)
         g_hi = mu * (1 + rho) + drop * fmax + e1
-        s2_lo = np.maximum(s2 * (1 - rho), 0.0)
+        s2_lo = np.maximum(s2 * (1 - rho) - low * fmax**2, 0.0)
         s2_hi = s2 * (1 + rho) + drop * fmax**2 + e2
         var_lo = np.maximum(s2_lo - g_hi**2, 0.0)
         var_hi = s2_hi - g_lo**2
