@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test test-slow lint bench clean docs docs-smoke docstrings
+.PHONY: setup demo test test-slow test-all lint bench clean docs docs-smoke docstrings
 
 setup: $(STAMP)
 
@@ -26,13 +26,20 @@ demo: $(STAMP)
 # One BLAS/OpenMP thread per pytest worker: two workers fill the two cores, and
 # oversubscribed OpenMP threads were measured 7-26x slower on a shared machine.
 # --dist loadgroup: the docs site is built once, on one worker (tests/docs/test_site.py).
-# Tests marked `slow` (a whole verdict at full size, minutes; its figures are bench records) run with
-# `make test-slow`; `make test` runs every other test.
+# Two tiers, both run by CI (.ci/run): `make test` (every concept, within five minutes of suite time on two
+# cores) and `make test-slow`, the tests marked `slow`: the breadth (every catalogue system and Test Set problem
+# on both backends, the heavier gallery examples and bench smokes, whole CLI and cluster runs, a verdict at
+# full size), whose concepts `make test` checks on smaller cases.  `make test-all` runs both.
+PYTEST := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --dist loadgroup
+
 test: $(STAMP) lint
-	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --dist loadgroup -m "not slow" tests
+	$(PYTEST) -m "not slow" tests
 
 test-slow: $(STAMP)
-	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 $(PY) -m pytest -q -m slow tests
+	$(PYTEST) -m slow tests
+
+test-all: $(STAMP) lint
+	$(PYTEST) tests
 
 # The benchmarks live in bench/ (one sub-package per topic, each script `python -m bench.<topic>.<name>`,
 # every one with --smoke, run by tests/bench) and write their records under results/<topic>/.

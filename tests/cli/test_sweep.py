@@ -275,6 +275,7 @@ def test_no_earlier_result_is_replaced_without_overwrite(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["chunks_computed"] == 0
 
 
+@pytest.mark.slow
 def test_a_model_file_with_a_sibling_import_runs_on_a_local_dask_cluster(tmp_path, capsys):
     """`system = "model.py:OBJECT"` importing `helpers` from its own folder: in this process and on the worker
     processes of a real LocalCluster (shipped by value: they cannot import either file), the same numbers."""

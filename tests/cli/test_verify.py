@@ -65,6 +65,7 @@ def test_fold_reached_stops_at_once(tmp_path, capsys):
     assert all(ln.rstrip().endswith(STATUS) for ln in _check_lines(cap.out))
 
 
+@pytest.mark.slow
 def test_fitzhugh_nagumo_fold_outside_passes(tmp_path, capsys):
     # I = 0: the fold w = −2/3 lies below the visited range [w* ≈ −0.624, 0]: a note, and verify passes
     rc = main(["verify", "--system", "fitzhugh_nagumo", "--smoke", "--out", str(tmp_path)])
@@ -167,6 +168,7 @@ def test_a_grid_too_large_for_memory_is_refused_before_any_work(tmp_path, capsys
     assert "needs an estimated" in err and "--num" in err
 
 
+@pytest.mark.slow
 def test_fitzhugh_nagumo_passes_down_to_p_4096(tmp_path, capsys):
     # The full solve at P = 4096 (ε = 2.4e-4) ran out of its 50 000 steps at t = 15.8 on the old default route
     # and failed the whole certificate; now every point is solved and the rates are measured

@@ -43,6 +43,7 @@ def _one_thread(fn):
         torch.set_num_threads(threads)
 
 
+@pytest.mark.slow
 def test_smoke_end_to_end_and_resume(example, tmp_path, capsys):
     assert _one_thread(lambda: example.main(["--smoke", "--threads", "1", "--out", str(tmp_path)])) == 0
     printed = capsys.readouterr().out

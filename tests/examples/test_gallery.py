@@ -35,7 +35,14 @@ def _env() -> dict:
     return env
 
 
-@pytest.mark.parametrize("name", [name for name in GALLERY if name not in RUN_BY_THE_SITE_BUILD])
+# The heavier half (the φ_θ fits, the language model, the ion channel, ...) is `slow`: `make test-slow` and CI run
+# it; `make test` keeps one example per door that starts in seconds.
+SLOW = {"fitzhugh_nagumo", "ion_channel", "lm_short_run", "own_master_equation", "phi_surrogate", "phi_theta_1d",
+        "phi_theta_2d", "slow_manifold_orders"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.slow) if name in SLOW else name
+                                  for name in GALLERY if name not in RUN_BY_THE_SITE_BUILD])
 def test_example_runs_at_smoke_size(name, tmp_path):
     flags = [] if name in AS_WRITTEN else ["--smoke", "--out", str(tmp_path)]
     proc = subprocess.run([sys.executable, str(EXAMPLES / f"{name}.py"), *flags],

@@ -93,6 +93,7 @@ def cluster(tmp_path_factory):
                 p.wait(timeout=10)
 
 
+@pytest.mark.slow
 def test_two_workers_match_single_process_exactly_through_a_killed_worker(cluster, tmp_path):
     """Both workers run chunks; as soon as one worker is seen processing a chunk it is
     killed by PID.  Dask reschedules its chunks on the other; the result equals the
@@ -136,6 +137,7 @@ def test_two_workers_match_single_process_exactly_through_a_killed_worker(cluste
     assert remote.computed_chunks == tuple(range(N // OPTS["chunk_size"]))
 
 
+@pytest.mark.slow
 def test_a_yk_table_network_sweep_on_the_cluster_equals_this_process(cluster):
     """A network sweep of ε with a continuum of a rate constant: the (y, kA) table the cost model builds is shipped
     with the plan to the workers (whichever survived the test above), and their chunks give this process's

@@ -200,7 +200,7 @@ def test_a_stationary_solve_pinned_at_an_improbable_state_is_caught_and_repaired
     assert abs(float((s.F(Y) @ raw)[0]) - float((s.F(Y) @ ref)[0])) > 10        # negative control
 
 
-@pytest.mark.parametrize("n_points", [4, 40, 200])
+@pytest.mark.parametrize("n_points", [4, 40, pytest.param(200, marks=pytest.mark.slow)])
 def test_eps_swept_with_a_rate_constant_matches_independent_full_solves(n_points):
     """ε and k_m swept jointly on the telegraph gene (n = 80): route='reduced' builds a table over y per value
     of k_m (and block of points) and every point takes a table path.  N = 4: four k_m; N = 40 and 200: four

@@ -37,7 +37,9 @@ def run(name: str, backend: str):
     return _runs[key]
 
 
-@pytest.mark.parametrize("name", list(SYSTEMS))
+# `make test` keeps a general system, a linear one and a master equation; the others are `slow` (make test-slow, CI).
+@pytest.mark.parametrize("name", [n if n in {"toy", "linear", "me3"} else pytest.param(n, marks=pytest.mark.slow)
+                                  for n in SYSTEMS])
 def test_backends_agree(name):
     # Independent integrators (diffrax Kvaerno5, scipy Radau with a JAX Jacobian) at rtol = 1e-8:
     # global errors of a few rtol each; we allow 100·rtol (measured worst: 8e-8, `linear`).
@@ -58,7 +60,7 @@ def test_linear_matches_expm(backend):
     assert err <= 100 * RTOL, err
 
 
-@pytest.mark.parametrize("name", ["me3", "me10", "me50"])
+@pytest.mark.parametrize("name", ["me3", pytest.param("me10", marks=pytest.mark.slow), pytest.param("me50", marks=pytest.mark.slow)])
 def test_master_equation_mass_conserved(name):
     # 1ᵀx is invariant since Q(y)1 = 0; only rounding, accumulated over ~500 steps, moves it.
     for backend in ("diffrax", "scipy"):

@@ -55,6 +55,7 @@ def test_toy_reduced_closed_form():
     np.testing.assert_array_equal(red.y, red2.y)
 
 
+@pytest.mark.slow
 def test_batched_vmap_equals_loop():
     # A batch of initial states *and* parameters (batch_args) against one solve each.
     entry = get_system("me3")
@@ -207,6 +208,7 @@ def test_identical_systems_and_manifolds_reuse_compiled_solves():
         np.testing.assert_allclose(traj.x, h2(traj.y, eps=eps), rtol=1e-12, atol=1e-15)
 
 
+@pytest.mark.slow
 def test_stiff_stage_equations_are_not_over_solved():
     # Chord iterations stop at κ = 1 tolerance unit (CHORD_KAPPA_MASTER) for a master
     # equation: diffrax's default κ = 1e-2
@@ -226,7 +228,7 @@ def test_stiff_stage_equations_are_not_over_solved():
     assert traj.stats["num_steps"] < 600
 
 
-@pytest.mark.parametrize("name", ["me3", "linear"])
+@pytest.mark.parametrize("name", [pytest.param("me3", marks=pytest.mark.slow), "linear"])
 def test_implicit_solver_steps_to_the_save_times(name):
     # Kvaerno5's dense output is a 3rd-order Hermite interpolant; read off between step ends
     # it dominated the error at the save times (measured at the default rtol 1e-8, against a
@@ -248,7 +250,7 @@ def _reference_me3(ts):
     return entry, np.concatenate([ref.x, ref.y], axis=-1)
 
 
-@pytest.mark.parametrize("backend", ["diffrax", "scipy"])
+@pytest.mark.parametrize("backend", [pytest.param("diffrax", marks=pytest.mark.slow), "scipy"])
 def test_accuracy_does_not_depend_on_the_number_of_save_times(backend):
     # Issue 12 item 5: with 17 save times instead of 16 the default-tolerance error on me3
     # went from 4.3e-10 to 2.1e-8 (the Kvaerno5 Hermite interpolant took over).  Now every

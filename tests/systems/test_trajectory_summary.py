@@ -63,6 +63,7 @@ def test_failed_trajectory_reports_status_message_and_last_reached_time():
     assert f"y(t={traj.t[99]:.6g}) = [{1 / (1 + traj.t[99]):.6f}]" in text   # last finite row
 
 
+@pytest.mark.slow
 def test_simulated_trajectory_and_batch():
     toy = sp_ode.get_system("toy")
     ts = np.linspace(0.0, 2.0, 5)

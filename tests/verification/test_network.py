@@ -119,6 +119,7 @@ def test_reducible_network_generator_is_reported_not_passed():
     assert all(ln.rstrip().endswith(STATUS) for ln in _check_lines(v.summary())[:-1])
 
 
+@pytest.mark.slow
 def test_cli_smoke_json_on_a_catalogue_network(tmp_path, capsys):
     rc = main(["verify", "--system", "network:cascade", "--smoke", "--json", "--out", str(tmp_path)])
     out = json.loads(capsys.readouterr().out)
@@ -136,6 +137,7 @@ def test_cli_smoke_json_on_a_catalogue_network(tmp_path, capsys):
     assert json.loads((tmp_path / "report.json").read_text())["checks"] == out["checks"]
 
 
+@pytest.mark.slow
 def test_cli_user_file_network_system_and_exit_codes(tmp_path, capsys):
     path = tmp_path / "net.py"
     path.write_text(
@@ -176,6 +178,7 @@ def test_toggle_switch_identity_is_decided_by_elimination():
         assert 0 < point["spectral_gap"] < 0.1
 
 
+@pytest.mark.slow
 def test_failed_rates_name_the_spectral_gap_when_eps_is_not_small_against_it(monkeypatch):
     # The rate fits are made to fail (slope tolerance 1e-9); the message blames the model only when the
     # fast chain's spectral gap is not large against the ε tested (here planted: γ = 1e-3).

@@ -46,6 +46,7 @@ def test_verify_a_bare_system_needs_its_initial_data():
     assert report.passed and "closed form" in json.dumps(report.record["identity_methods"])
 
 
+@pytest.mark.slow
 def test_verify_a_network_model():
     model = sp_ode.get_network_model("birth_death", N=40)
     report = sp_ode.verify(model, y0=[0.5], smoke=True)

@@ -84,6 +84,7 @@ def test_a_dense_verdict_with_Ps_validates_them_once(counts):
     assert got == {"backend": 1, "order": 1, "Ps": 1, "system": 1}, str(got)
 
 
+@pytest.mark.slow
 def test_a_network_verdict_validates_each_input_once(counts):
     model = sp_ode.get_network_model("birth_death", N=40)
     report = sp_ode.verify(model, y0=[0.5], smoke=True, Ps=(32, 64, 128, 256, 512))

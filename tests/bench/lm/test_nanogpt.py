@@ -5,11 +5,13 @@ import importlib
 import json
 from pathlib import Path
 
+import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
+@pytest.mark.slow
 def test_bench_nanogpt_smoke(tmp_path, capsys):
     bench = importlib.import_module("bench.lm.nanogpt")
     threads = torch.get_num_threads()

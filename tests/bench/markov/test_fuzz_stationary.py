@@ -3,9 +3,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from bench.markov import fuzz_stationary
 
 
+@pytest.mark.slow
 def test_fuzz_stationary_smoke(capsys):
     assert fuzz_stationary.main(["--smoke", "--json"]) == 0   # in this process: the script sets no global state
     rec = json.loads(capsys.readouterr().out)  # stdout is only the record: nothing a dependency printed

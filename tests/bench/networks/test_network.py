@@ -6,9 +6,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[3]
 
 
+@pytest.mark.slow
 def test_bench_network_smoke(tmp_path):
     out = tmp_path / "bench.json"
     run = subprocess.run([sys.executable, "-m", "bench.networks.network", "--smoke", "--json",

@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[3]
 pytest.importorskip("gillespy2")
 
 
+@pytest.mark.slow
 def test_bench_transient_vs_ssa_smoke(tmp_path):
     out = tmp_path / "transient_vs_ssa.json"
     run = subprocess.run([sys.executable, "-m", "bench.networks.transient_vs_ssa", "--smoke", "--json",

@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
 
+
+@pytest.mark.slow
 def test_bench_tt_stationary_smoke(tmp_path, capsys):
     from bench.networks.tt_stationary import main, markdown
 

@@ -6,11 +6,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from bench.sweeps import gpu
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
+@pytest.mark.slow
 def test_bench_sweep_smoke(tmp_path):
     """Each contender ran in a fresh process at the loosest ladder rtol meeting tol (the ones before it
     missed), the sweep met tol against the independent Radau reference, and the verdict is computed."""
@@ -34,6 +37,7 @@ def test_bench_sweep_smoke(tmp_path):
     assert v["faster_baseline"] == "numpy_LSODA" and v["ratio_sweep_to_faster_baseline"] > 0
 
 
+@pytest.mark.slow
 def test_bench_sweep_network_smoke(tmp_path):
     """The network sweep meets tol against its BDF reference; the baseline ran at its loosest rtol."""
     out = tmp_path / "net.json"
@@ -49,6 +53,7 @@ def test_bench_sweep_network_smoke(tmp_path):
     assert base["error"] <= case["tol"] and all(e > case["tol"] for _, e in base["tried"][:-1])
 
 
+@pytest.mark.slow
 def test_gpu_sweep_code_path_on_cpu(tmp_path):
     """The prepared GPU script runs end to end on the CPU device, and its sweep meets tol against Radau."""
     out = tmp_path / "gpu.json"

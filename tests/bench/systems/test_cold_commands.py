@@ -4,9 +4,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[3]
 
 
+@pytest.mark.slow
 def test_smoke_runs_the_demo_cold_and_records_its_verdict(tmp_path):
     out = tmp_path / "cold.json"
     proc = subprocess.run([sys.executable, "-m", "bench.systems.cold_commands", "--smoke", "--out", str(out)],

@@ -4,10 +4,12 @@ from __future__ import annotations
 import json
 
 import jax
+import pytest
 
 import bench.systems.eps_cost as bench
 
 
+@pytest.mark.slow
 def test_bench_eps_cost_smoke(tmp_path, capsys):
     out = tmp_path / "bench.json"
     # in this process (the benchmark's float64 is scoped to its main(), so the suite's JAX flag is untouched)

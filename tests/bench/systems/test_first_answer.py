@@ -9,6 +9,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[3]
 
 
+@pytest.mark.slow
 def test_smoke_times_each_route_and_checks_its_accuracy(tmp_path):
     out, md = tmp_path / "fa.json", tmp_path / "fa.md"
     proc = subprocess.run([sys.executable, "-m", "bench.systems.first_answer", "--smoke", "--out", str(out),
