@@ -93,10 +93,16 @@ class Float32Warning(SpOdeWarning):
 
 
 def _float32_looking(value) -> bool:
-    """A float64 literal that is exactly a float32 with a short float32 repr but a long float64 one.
+    """A float64 literal that is exactly a float32 with a short float32 repr but a long float64 one,
+    and whose binary significand is long (at least `_ROUNDED_BITS` bits).
 
-    That is how `np.float32(0.2)` reaches a trace: as 0.20000000298023224, which no one types.
+    That is how `np.float32(0.2)` reaches a trace: as 0.20000000298023224, which no one types.  Rounding
+    a decimal that has no short binary expansion fills float32's 24-bit significand (its trailing
+    zeros are chance: 7 or more in 1 of 128 cases); a short dyadic such as 3·2⁻¹⁷ = 2.288818359375e-05,
+    which a catalogue system computes from ε = 10⁻⁴, is exact in float64 and in float32 alike.
     """
+    import math
+
     import numpy as np
 
     try:
@@ -105,7 +111,12 @@ def _float32_looking(value) -> bool:
         return False
     if not np.isfinite(v) or v == 0.0 or float(np.float32(v)) != v:
         return False
-    return len(repr(np.float32(v)).strip("np.float32()")) + 4 < len(repr(v))
+    significand = int(math.frexp(abs(v))[0] * 2**53)
+    bits = significand.bit_length() - (significand & -significand).bit_length() + 1
+    return bits >= _ROUNDED_BITS and len(repr(np.float32(v)).strip("np.float32()")) + 4 < len(repr(v))
+
+
+_ROUNDED_BITS = 18   # a float32 rounding has 24 significant bits less its chance trailing zeros
 
 
 def float32_leaves(fn: Callable, *example) -> list[str]:
