@@ -36,6 +36,7 @@ def _radau(system, y0, eps, rtol=1e-12, **params):
     return s.simulate((0.0, 2.0), [y0], x0, eps=eps, method="Radau", rtol=rtol, atol=1e-4 * rtol, t_eval=TS).y
 
 
+@pytest.mark.slow
 def test_eps_and_slow_parameter_sweep_uses_one_table_and_meets_tol(system):
     """ε and r (read only by the slow ODE) swept: one table serves every point; each point's y within tol of
     an independent Radau solve, the estimate within a factor 2 of the true error where it is measurable."""
@@ -200,7 +201,7 @@ def test_a_stationary_solve_pinned_at_an_improbable_state_is_caught_and_repaired
     assert abs(float((s.F(Y) @ raw)[0]) - float((s.F(Y) @ ref)[0])) > 10        # negative control
 
 
-@pytest.mark.parametrize("n_points", [4, 40, pytest.param(200, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("n_points", [4, pytest.param(40, marks=pytest.mark.slow), pytest.param(200, marks=pytest.mark.slow)])
 def test_eps_swept_with_a_rate_constant_matches_independent_full_solves(n_points):
     """ε and k_m swept jointly on the telegraph gene (n = 80): route='reduced' builds a table over y per value
     of k_m (and block of points) and every point takes a table path.  N = 4: four k_m; N = 40 and 200: four

@@ -169,6 +169,7 @@ def test_generator_is_checked_along_the_reduced_path():
     assert traj.status == 4 and "Q(y) is not a generator" in traj.message
 
 
+@pytest.mark.slow
 def test_a_row_sum_leaving_zero_mid_path_names_t_y_and_the_state_on_the_full_path():
     """Q(y) is a generator at y0 = 0 only (row b sums to −y): the full solves ran on, mass leaking
     silently (status 0); now they stop where the row sum leaves float32 rounding, naming t, y, the state."""
