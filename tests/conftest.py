@@ -48,6 +48,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         from _pytest.nodeid import NodeId  # pytest >= 9 only: older pytest read xdist's _nodeid
 
         item._id = NodeId.parse(f"{item.nodeid}@{group}")
+    # The groups first (a stable sort: each keeps its order, every other test too): a group is the larger unit
+    # of work (one expensive fixture and its tests), and the scheduler hands units out in this order, so none is
+    # left to run alone on one worker at the end while the other idles.  A fixed order, never a timing.
+    items.sort(key=lambda item: xdist_group_name(item) is None)
 
 
 @pytest.fixture(scope="session")

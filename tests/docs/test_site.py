@@ -202,6 +202,8 @@ def _look(browser, url: str, width: int, shot: Path) -> dict:
     return browser.execute_script(OVERFLOW_JS)
 
 
+# slow (make test-slow, CI): a headless browser, started and driven over eight page views
+@pytest.mark.slow
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("name", sorted(PAGES))
 def test_page_renders_math_and_fits_the_screen(browser, server, name, width):
@@ -212,6 +214,7 @@ def test_page_renders_math_and_fits_the_screen(browser, server, name, width):
     assert not seen["overflowing"], f"{name} at {width}px: elements past the viewport: {seen['overflowing']}"
 
 
+@pytest.mark.slow
 def test_overflow_check_fires_on_a_wide_element(browser):
     page = ('<html><body><div style="width:2000px">too wide</div><div style="overflow-x:auto">'
             '<pre style="width:3000px">scrolls in its own box</pre></div></body></html>')
