@@ -26,8 +26,8 @@ demo: $(STAMP)
 # One BLAS/OpenMP thread per pytest worker: two workers fill the two cores, and
 # oversubscribed OpenMP threads were measured 7-26x slower on a shared machine.
 # --dist loadgroup: the docs site is built once, on one worker (tests/docs/test_site.py).
-# Two tiers, both run by CI (.ci/run): `make test` (within five minutes of suite time on two cores: 243 s on a
-# clean clone, issue 37) and `make test-slow`, the tests marked `slow` (about 230 s): the breadth (every catalogue
+# Two tiers, both run by CI (.ci/run): `make test` (within five minutes of suite time on two cores, issue 37)
+# and `make test-slow`, the tests marked `slow`: the breadth (every catalogue
 # system and Test Set problem on both backends, a network sweep's larger cases), the heavier gallery examples and
 # bench smokes, runs on a live Dask cluster, whole CLI verdicts, the headless-browser page views, a verdict at
 # full size.  `make test-all` runs both.

@@ -92,14 +92,18 @@ class Float32Warning(SpOdeWarning):
     """A user's function closes over float32 values, which limit a float64 solve to about 7 digits."""
 
 
+_ROUNDED_BITS = 18   # a float32 rounding has 24 significant bits less its chance trailing zeros
+
+
 def _float32_looking(value) -> bool:
     """A float64 literal that is exactly a float32 with a short float32 repr but a long float64 one,
     and whose binary significand is long (at least `_ROUNDED_BITS` bits).
 
     That is how `np.float32(0.2)` reaches a trace: as 0.20000000298023224, which no one types.  Rounding
     a decimal that has no short binary expansion fills float32's 24-bit significand (its trailing
-    zeros are chance: 7 or more in 1 of 128 cases); a short dyadic such as 3·2⁻¹⁷ = 2.288818359375e-05,
-    which a catalogue system computes from ε = 10⁻⁴, is exact in float64 and in float32 alike.
+    zeros are chance: 7 or more in 1 of 128 cases); a short dyadic such as 3·2⁻¹⁷ = 2.288818359375e-05 (the
+    master-equation row-sum tolerance 64·n·2⁻²³ at n = 3, `sp_ode.systems.system`) is exact in float64 and
+    in float32 alike: without this rule me3 and me50 warned at their first solve.
     """
     import math
 
@@ -115,8 +119,6 @@ def _float32_looking(value) -> bool:
     bits = significand.bit_length() - (significand & -significand).bit_length() + 1
     return bits >= _ROUNDED_BITS and len(repr(np.float32(v)).strip("np.float32()")) + 4 < len(repr(v))
 
-
-_ROUNDED_BITS = 18   # a float32 rounding has 24 significant bits less its chance trailing zeros
 
 
 def float32_leaves(fn: Callable, *example) -> list[str]:
